@@ -1,0 +1,94 @@
+# taskfs build. `make` builds build/taskfs; `make test` runs every test;
+# `make run` mounts the default store; `make bench` runs the benchmarks.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+
+PKGS := jansson libuv fuse3
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
+
+OPT ?= -O2
+CFLAGS ?= $(OPT) -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -I. $(PKG_CFLAGS)
+LDLIBS += $(PKG_LIBS) -lpthread
+
+CORE_SRC := $(sort $(wildcard core/*.c))
+SUP_SRC := $(sort $(wildcard supervisor/*.c))
+FS_SRC := $(sort $(wildcard fs/*.c))
+MCP_SRC := $(sort $(wildcard mcp/*.c))
+CLI_SRC := $(sort $(wildcard cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_HELPERS := $(sort $(wildcard tests/helpers/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
+        $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
+TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+BIN := $(BUILD)/taskfs
+
+.PHONY: all test test-c test-mcp run clean install bench bench-quick format asan
+all: $(BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libtaskfs.a: $(call obj,$(CORE_SRC))
+$(BUILD)/libtaskfs-supervisor.a: $(call obj,$(SUP_SRC))
+$(BUILD)/libtaskfs-fs.a: $(call obj,$(FS_SRC))
+$(BUILD)/libtaskfs-mcp.a: $(call obj,$(MCP_SRC))
+$(BUILD)/%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(call obj,$(CLI_SRC)) $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(call obj,$(CLI_SRC)) $(LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(call obj,$(TEST_HELPERS)) $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call obj,$(TEST_HELPERS)) $(LIBS) $(LDLIBS) -lcriterion
+
+# The C tests run one binary at a time (each runs its own tests in
+# parallel); TASKFS_BIN points the end-to-end tests at the binary.
+test-c: $(BIN) $(TESTS)
+	@set -e; for t in $(TESTS); do \
+	  echo "== $$t"; \
+	  TASKFS_BIN=$(abspath $(BIN)) $$t --jobs 2 $(CRITERION_ARGS); \
+	done
+
+test-mcp: $(BIN)
+	@if [ -d tests/mcp ]; then \
+	  cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs; \
+	fi
+
+test: test-c test-mcp
+
+# The main job: build, then show the default store (the mount arrives with
+# the mount verb; see README).
+run: $(BIN)
+	./scripts/run-main.sh $(abspath $(BIN))
+
+bench: $(BIN)
+	./bench/run.sh full
+
+bench-quick: $(BIN)
+	./bench/run.sh quick
+
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/taskfs
+
+format:
+	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,11 @@
+/* Placeholder until the verb lands; replaced by its owner. */
+#include <stdio.h>
+#include "cli/cli.h"
+#include "cli/verbs.h"
+
+int cmd_mount(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "taskfs mount: not built yet\n");
+  return CLI_EXIT_SYSTEM;
+}

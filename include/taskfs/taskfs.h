@@ -1,0 +1,372 @@
+/* taskfs: durable tasks on disk.
+ *
+ * This is the public API of the core store (libtaskfs.a). Every function
+ * that can fail returns 0 (or a count) on success and a negative error code
+ * on failure: either a negated errno value or one of the TFS_E* codes below.
+ * tfs_strerror() turns either kind into words.
+ *
+ * The store layout on disk:
+ *
+ *   <state>/owner.json              instance record of the newest acquirer
+ *   <state>/tasks/<id>/record.json  task record, replaced atomically
+ *   <state>/tasks/<id>/transcript   append-only output
+ *   <state>/tasks/<id>/cancel       present = stop requested (JSON: by, at)
+ *   <state>/tasks/<id>/lock         flock()ed by the supervisor while it lives
+ *   <state>/keys/<key>              task key -> task id (file content)
+ *
+ * Every id or key that comes from outside is checked with tfs_id_valid() or
+ * tfs_key_valid() before it touches a path; every file is opened relative to
+ * a directory fd with O_NOFOLLOW.
+ */
+#ifndef TASKFS_TASKFS_H
+#define TASKFS_TASKFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes of our own, beyond errno. Like libuv's, they are negative and
+ * far from any errno value. */
+#define TFS_ENOTASK    (-4001) /* no task with that id or key */
+#define TFS_EBADID     (-4002) /* id or key is not well formed */
+#define TFS_ECORRUPT   (-4003) /* a file in the store does not parse */
+#define TFS_EKEYCONFLICT (-4004) /* key already names a different command/cwd */
+#define TFS_EFINISHED  (-4005) /* the task has already ended */
+#define TFS_ESYMLINK   (-4006) /* a symlink was planted where a file belongs */
+
+const char *tfs_strerror(int err);
+
+/* Limits. */
+#define TFS_ID_MAX 32        /* task ids are much shorter; see tfs_id_valid */
+#define TFS_KEY_MAX 128      /* [A-Za-z0-9._:-], 1..128 chars, not "." / ".." */
+#define TFS_RECORD_VERSION 1
+#define TFS_RECORD_MAX (4 << 20) /* record.json larger than this is corrupt */
+#define TFS_IMPORTANT_K_DEFAULT 20
+#define TFS_IMPORTANT_TEXT_MAX 512 /* bytes kept of one important line */
+#define TFS_LAST_EXITS 5           /* worker exits remembered in the record */
+
+/* Time: milliseconds since the Unix epoch. */
+int64_t tfs_now_ms(void);
+/* Formats ms as RFC 3339 UTC with milliseconds: 2026-11-30T01:50:08.123Z.
+ * buf must hold TFS_TIME_BUF bytes. */
+#define TFS_TIME_BUF 32
+char *tfs_time_format(int64_t ms, char buf[TFS_TIME_BUF]);
+int tfs_time_parse(const char *s, int64_t *ms);
+
+/* ---- ids and keys ---------------------------------------------------- */
+
+/* Task ids: 8 base36 chars of creation time in ms, '-', 6 random base36
+ * chars, e.g. "mi4x7k2p-3fz9qa". Lexical order is creation order. */
+int tfs_id_valid(const char *id);  /* 1 if well formed, else 0 */
+int tfs_key_valid(const char *key);
+
+/* ---- states ----------------------------------------------------------- */
+
+typedef enum {
+  TFS_QUEUED = 0,
+  TFS_RUNNING,
+  TFS_COMPLETED, /* worker exited 0 */
+  TFS_FAILED,    /* exited non-zero, killed by a signal, could not start, crash loop */
+  TFS_CANCELLED, /* a stop request ended it */
+  TFS_LOST       /* running, but the supervisor died without recording an end */
+} tfs_state_t;
+
+const char *tfs_state_name(tfs_state_t s);
+int tfs_state_parse(const char *name, tfs_state_t *out); /* 0 or TFS_EBADID */
+int tfs_state_terminal(tfs_state_t s); /* completed, failed, cancelled, lost */
+
+typedef enum {
+  TFS_RESTART_NO = 0,
+  TFS_RESTART_ON_FAILURE,
+  TFS_RESTART_ALWAYS
+} tfs_restart_t;
+
+const char *tfs_restart_name(tfs_restart_t r);
+int tfs_restart_parse(const char *name, tfs_restart_t *out);
+
+/* ---- important lines --------------------------------------------------- */
+
+/* What made a line important. 0 means "not important". */
+typedef enum {
+  TFS_LINE_PLAIN = 0,
+  TFS_LINE_ERROR,    /* error:, fatal, panic, Traceback, exception, FAILED */
+  TFS_LINE_WARNING,
+  TFS_LINE_FAILURE,  /* a test or build failure marker */
+  TFS_LINE_SUMMARY,  /* a test runner's or build tool's summary / success */
+} tfs_line_kind_t;
+
+const char *tfs_line_kind_name(tfs_line_kind_t k);
+int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out);
+
+/* Classifies one line (no trailing newline). Linear in len; never allocates. */
+tfs_line_kind_t tfs_classify_line(const char *line, size_t len);
+
+typedef struct {
+  int64_t line;          /* 1-based line number in the transcript */
+  tfs_line_kind_t kind;
+  char *text;            /* NUL-terminated, at most TFS_IMPORTANT_TEXT_MAX bytes,
+                            cut lines end in "..."; invalid UTF-8 kept as is */
+} tfs_important_line_t;
+
+/* First K and last K important lines. "last" never repeats a line that is
+ * in "first"; last is kept in order, oldest first, once finalized by
+ * tfs_important_last(). */
+typedef struct {
+  int k;
+  int64_t total;               /* important lines seen in all */
+  size_t nfirst;
+  tfs_important_line_t *first; /* k slots */
+  size_t nlast;                /* ring buffer of k slots */
+  size_t last_head;
+  tfs_important_line_t *last;
+} tfs_important_t;
+
+int tfs_important_init(tfs_important_t *imp, int k);
+void tfs_important_free(tfs_important_t *imp);
+/* Feeds one line; classifies it and keeps it if important. */
+int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len);
+/* Adds an already classified line (used when loading a record). */
+int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
+                      const char *text, size_t len);
+/* The i-th of the last lines, oldest first (0 <= i < nlast). */
+const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i);
+
+/* ---- the record -------------------------------------------------------- */
+
+typedef struct {
+  int64_t started_ms;
+  int64_t ended_ms;
+  int exit_code;  /* -1 if killed by a signal */
+  int signal;     /* 0 if it exited */
+  int requested;  /* 1 if a stop request caused this exit */
+} tfs_exit_t;
+
+typedef struct {
+  char id[TFS_ID_MAX + 1];
+  char key[TFS_KEY_MAX + 1]; /* "" if none */
+  char **argv;               /* NULL-terminated */
+  int argc;
+  char *cwd;
+  char **env_names;          /* names only, never values; NULL-terminated */
+  int env_count;
+  tfs_state_t state;
+  int exit_code;             /* -1 if none (yet) */
+  int signal;                /* 0 if none */
+  char *reason;              /* why it ended, in words; NULL while running */
+  int64_t created_ms, started_ms, ended_ms; /* 0 = not yet */
+  int64_t alive_ms;          /* last time the supervisor was known alive */
+
+  /* The supervisor. */
+  pid_t supervisor_pid;
+  int64_t supervisor_started_ms;
+  char *supervisor_exe;
+  char *supervisor_host;
+
+  /* The current (or last) worker. */
+  pid_t worker_pid;
+  pid_t worker_pgid;
+
+  /* Policy. */
+  tfs_restart_t restart;
+  int64_t min_uptime_ms;
+  int max_restarts;
+  int64_t grace_ms;
+  int restarts;              /* workers started after the first */
+  int nexits;                /* newest last, at most TFS_LAST_EXITS */
+  tfs_exit_t exits[TFS_LAST_EXITS];
+
+  /* Stop request that ended the task, if any. */
+  char *cancel_by;
+  int64_t cancel_ms;
+
+  /* Transcript counters, as of the last record save. */
+  int64_t lines;
+  int64_t bytes;
+  tfs_important_t important;
+} tfs_record_t;
+
+/* Initializes an empty record (state queued, exit_code -1, default policy:
+ * restart no, min_uptime 1000 ms, max_restarts 5, grace 5000 ms, K 20). */
+void tfs_record_init(tfs_record_t *rec);
+void tfs_record_free(tfs_record_t *rec);
+/* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
+ * message in err (if not NULL) when the JSON is not a valid v1 record. */
+char *tfs_record_dump(const tfs_record_t *rec); /* malloc'ed JSON, or NULL */
+int tfs_record_parse(const char *json, size_t len, tfs_record_t *rec,
+                     char *err, size_t errlen);
+/* Sets argv/cwd/env names (copies). */
+int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cwd);
+int tfs_record_add_env_name(tfs_record_t *rec, const char *name);
+int tfs_record_set_reason(tfs_record_t *rec, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- the store ---------------------------------------------------------- */
+
+typedef struct tfs_store tfs_store_t;
+
+/* Resolves the state directory without creating anything: explicit (may be
+ * NULL), else $TASKFS_STATE_DIR, else $XDG_STATE_HOME/taskfs, else
+ * $HOME/.local/state/taskfs. */
+int tfs_store_resolve(const char *explicit_dir, char *buf, size_t len);
+
+/* Opens (creating 0700 if needed: <dir>, tasks/, keys/) the store. */
+int tfs_store_open(const char *dir, tfs_store_t **out);
+/* Opens an existing store without creating anything (-ENOENT if absent). */
+int tfs_store_open_existing(const char *dir, tfs_store_t **out);
+void tfs_store_close(tfs_store_t *store);
+const char *tfs_store_path(const tfs_store_t *store);
+int tfs_store_fd(const tfs_store_t *store);       /* <state> dir fd */
+int tfs_store_tasks_fd(const tfs_store_t *store); /* <state>/tasks dir fd */
+
+/* Instance record (owner.json). */
+typedef struct {
+  pid_t pid;
+  int64_t started_ms;
+  uint64_t start_ticks;   /* /proc/<pid>/stat starttime: defeats PID reuse */
+  char boot_id[40];
+  char exe[256];
+  char host[256];
+  char role[32];          /* "mcp", "mount", "cli", ... */
+  int alive;              /* computed on read, never stored */
+} tfs_owner_t;
+
+/* Records this process as the store's owner. Never refuses: if a live
+ * previous owner existed, *previous is filled with previous->alive = 1
+ * (else previous->alive = 0). previous may be NULL. */
+int tfs_store_acquire(tfs_store_t *store, const char *role, tfs_owner_t *previous);
+/* Read-only query; -ENOENT if no owner was ever recorded. */
+int tfs_store_owner(tfs_store_t *store, tfs_owner_t *out);
+/* Fills an owner for the calling process (used for supervisors too). */
+int tfs_owner_self(tfs_owner_t *out, const char *role);
+char *tfs_owner_dump(const tfs_owner_t *o); /* malloc'ed JSON */
+
+/* ---- tasks ----------------------------------------------------------- */
+
+typedef struct {
+  char *const *argv;      /* required, argv[0] non-empty */
+  const char *cwd;        /* absolute; NULL = current directory */
+  const char *key;        /* NULL or "" for none */
+  char *const *env_names; /* NULL-terminated or NULL */
+  tfs_restart_t restart;
+  int64_t min_uptime_ms;  /* < 0: default */
+  int max_restarts;       /* < 0: default */
+  int64_t grace_ms;       /* < 0: default */
+  int important_k;        /* <= 0: default */
+  int rerun;              /* with a key whose task has ended: make a new task
+                             and point the key at it */
+} tfs_task_spec_t;
+
+/* Creates a task in state queued and writes its record. With a key:
+ *  - no task has the key: this call creates it; *existed = 0.
+ *  - the key names a task with the same argv and cwd: its id is returned and
+ *    *existed = 1, unless that task has ended and spec->rerun is set, in
+ *    which case a new task is made and the key now names it (*existed = 0).
+ *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT.
+ * When N processes race on one key, exactly one creates the task. */
+int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec,
+                    char id_out[TFS_ID_MAX + 1], int *existed);
+
+/* Looks a key up: fills id_out, or TFS_ENOTASK. */
+int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
+/* Accepts an id or a key (ids are tried first). */
+int tfs_task_resolve(tfs_store_t *store, const char *id_or_key,
+                     char id_out[TFS_ID_MAX + 1]);
+
+/* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
+int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
+/* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
+ * record says running/queued-with-supervisor but the task lock is free, the
+ * returned record reads TFS_LOST (nothing is written; see
+ * tfs_task_settle_lost). */
+int tfs_task_load(tfs_store_t *store, const char *id, tfs_record_t *rec);
+/* If the task reads running but its lock is free, takes the lock and writes
+ * state lost. Returns 1 if it wrote, 0 if nothing to do. */
+int tfs_task_settle_lost(tfs_store_t *store, const char *id);
+
+/* 1 if a supervisor holds the task's lock, 0 if not, < 0 on error. */
+int tfs_task_alive(tfs_store_t *store, const char *id);
+/* Takes the task lock for the calling process's lifetime (supervisor only);
+ * blocks until it is free. Returns the lock fd (O_CLOEXEC). */
+int tfs_task_lock(tfs_store_t *store, const char *id);
+
+/* Every task, oldest first. cb is called once per readable record, in
+ * order; corrupt ones are counted in *corrupt (may be NULL) and skipped.
+ * cb returns non-zero to stop early. */
+typedef int (*tfs_task_cb)(const tfs_record_t *rec, void *arg);
+int tfs_task_list(tfs_store_t *store, tfs_task_cb cb, void *arg, size_t *corrupt);
+/* All task ids, oldest first, without reading any record. *ids is a
+ * malloc'ed array of malloc'ed strings; free with tfs_ids_free. */
+int tfs_task_ids(tfs_store_t *store, char ***ids, size_t *n);
+void tfs_ids_free(char **ids, size_t n);
+/* Number of tasks, without reading records. */
+int64_t tfs_task_count(tfs_store_t *store);
+
+/* Deletes a task's directory and its key. -EBUSY if its supervisor lives. */
+int tfs_task_forget(tfs_store_t *store, const char *id);
+/* Deletes the oldest tasks so that at most keep remain; tasks whose
+ * supervisor lives are never deleted. Returns the number deleted. */
+int tfs_task_prune(tfs_store_t *store, size_t keep);
+
+/* ---- stop requests ---------------------------------------------------- */
+
+/* Records a stop request (who: free text, e.g. "cli pid 123 uid 0").
+ * TFS_EFINISHED if the task has already ended (nothing is written). */
+int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who);
+/* 1 if requested (fills who/when if not NULL), 0 if not. */
+int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t wholen,
+                     int64_t *at_ms);
+int tfs_cancel_clear(tfs_store_t *store, const char *id);
+
+/* ---- transcript -------------------------------------------------------- */
+
+/* Opens the transcript for appending (O_APPEND|O_CREAT, 0600). */
+int tfs_transcript_open_append(tfs_store_t *store, const char *id);
+/* Appends data with a single write(); with add_newline, a '\n' is added in
+ * the same write. Returns 0 or a negative errno (e.g. -ENOSPC). */
+int tfs_transcript_append(int fd, const char *data, size_t len, int add_newline);
+
+/* Line callback: line without its '\n'; lineno 1-based; partial = 1 for a
+ * final line that has no newline (only delivered when asked). Return
+ * non-zero to stop. */
+typedef int (*tfs_line_cb)(int64_t lineno, const char *line, size_t len,
+                           int partial, void *arg);
+
+/* Reads lines [from_line, from_line + max_lines) (1-based). A trailing
+ * partial line is delivered with partial = 1. Returns lines delivered. */
+int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_line,
+                            int64_t max_lines, tfs_line_cb cb, void *arg);
+
+/* Follower: returns only what is new since the previous call.
+ * last_n >= 0: the first call returns the last last_n complete lines, later
+ * calls what was appended since. last_n < 0: from the start.
+ * A partial last line is held back unless flush_partial (use it once the
+ * task has ended). A file that shrank is read again from the start; a file
+ * that vanished yields nothing until it reappears. */
+typedef struct tfs_follower tfs_follower_t;
+int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n,
+                      tfs_follower_t **out);
+int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
+int64_t tfs_follower_lineno(const tfs_follower_t *f); /* last line delivered */
+void tfs_follower_close(tfs_follower_t *f);
+
+/* ---- file helpers shared by the faces --------------------------------- */
+
+/* Opens <store>/tasks/<id>/<name> with O_NOFOLLOW|O_CLOEXEC|flags. */
+int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags,
+                    mode_t mode);
+/* Writes data to dirfd/name atomically and durably (temp, fsync, rename,
+ * fsync dir). */
+int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len);
+/* Reads a whole small file (at most max bytes) relative to dirfd with
+ * O_NOFOLLOW; *out is malloc'ed and NUL-terminated. */
+int tfs_read_small(int dirfd, const char *name, size_t max, char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TASKFS_TASKFS_H */

@@ -1,0 +1,28 @@
+/* Helpers shared by the C tests: temporary stores, running the real taskfs
+ * binary, and waiting for a condition without timing assertions. */
+#ifndef TASKFS_TESTUTIL_H
+#define TASKFS_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Creates a fresh directory under $TMPDIR (or /tmp); returns a malloc'ed
+ * path. Aborts the test on failure. */
+char *tu_tmpdir(const char *tag);
+/* rm -rf path (never follows symlinks out of it). */
+void tu_rmrf(const char *path);
+/* Path of the taskfs binary under test ($TASKFS_BIN, else build/taskfs). */
+const char *tu_taskfs_bin(void);
+/* Runs a shell command line; captures stdout (malloc'ed, NUL-terminated)
+ * into *out if out is not NULL; returns the exit status as the shell would
+ * ($?: 128+sig for a signal). */
+int tu_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Polls cond(arg) every 10 ms until it returns non-zero or timeout_ms
+ * passes; returns the last value of cond. Generous timeouts only: tests
+ * check behaviour, never speed. */
+int tu_wait_until(int (*cond)(void *arg), void *arg, int64_t timeout_ms);
+/* Reads a whole file; returns malloc'ed content or NULL. */
+char *tu_read_file(const char *path, size_t *len);
+int tu_write_file(const char *path, const void *data, size_t len);
+
+#endif
