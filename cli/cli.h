@@ -12,6 +12,14 @@
 #define CLI_EXIT_SYSTEM 111    /* system failure (I/O, out of memory, ...) */
 #define CLI_EXIT_TIMEOUT 124   /* taskfs wait --timeout ran out */
 
+/* How `wait`, `logs -f` and `run --wait/--follow` report a task's end:
+ * completed 0; failed: the worker's exit code (at least 1), 128+N if killed
+ * by signal N, 127 if it could not start; cancelled 130; lost 102. */
+#define CLI_EXIT_CANCELLED 130
+#define CLI_EXIT_LOST 102
+#define CLI_EXIT_NOSTART 127
+int cli_exit_for_record(const tfs_record_t *rec);
+
 /* Each verb: int cmd_<verb>(int argc, char **argv), argv[0] is the verb. */
 typedef int (*cli_verb_fn)(int argc, char **argv);
 
