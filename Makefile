@@ -75,11 +75,19 @@ test: test-c test-mcp
 run: $(BIN)
 	./scripts/run-main.sh $(abspath $(BIN))
 
-bench: $(BIN)
-	./bench/run.sh full
+# Benchmark helpers: bt needs only libc; tfsgen uses the core API.
+BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen
+$(BUILD)/bench/bt: bench/bt.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+$(BUILD)/bench/tfsgen: $(BUILD)/bench/tfsgen.o $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
-bench-quick: $(BIN)
-	./bench/run.sh quick
+bench: $(BIN) $(BENCH_BIN)
+	BUILD=$(BUILD) TASKFS_BIN=$(abspath $(BIN)) ./bench/run.sh full
+
+bench-quick: $(BIN) $(BENCH_BIN)
+	BUILD=$(BUILD) TASKFS_BIN=$(abspath $(BIN)) ./bench/run.sh quick
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -92,3 +100,41 @@ clean:
 	rm -rf $(BUILD) build-asan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- hardening (issue 7; tests/hardening/README.md) ------------------------
+# `make asan`: everything and the C tests in build-asan under ASan + UBSan;
+# a report from any process (detached supervisors too) fails the run.
+# `make fuzz`: each libFuzzer target in fuzz/ for FUZZ_SECONDS (build-fuzz).
+# `make valgrind`: supervisor, mount and MCP server end to end under memcheck.
+# `make hardening`: the kill -9 matrix, fault injection and hostile-input
+# tests (TASKFS_FULL=1 for the long versions).
+SAN_CC ?= clang
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
+FUZZ_SECONDS ?= 30
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZERS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+HARD_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_hard_*.c)))
+
+.PHONY: fuzz fuzzers valgrind hardening
+asan:
+	SAN_CC='$(SAN_CC)' SAN_FLAGS='$(SAN_FLAGS)' MAKE='$(MAKE)' tests/hardening/asan.sh
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIBS) $(LDLIBS)
+
+fuzzers: $(FUZZERS)
+
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=clang \
+	  OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" fuzzers
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/hardening/fuzz.sh build-fuzz
+
+valgrind: $(BIN)
+	tests/hardening/valgrind.sh $(abspath $(BIN))
+
+hardening: $(BIN) $(HARD_TESTS)
+	@set -e; for t in $(HARD_TESTS); do \
+	  echo "== $$t"; \
+	  TASKFS_BIN=$(abspath $(BIN)) $$t --jobs 1 $(CRITERION_ARGS); \
+	done

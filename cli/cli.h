@@ -42,4 +42,41 @@ int cli_exit_for(int err);
 /* Parses a non-negative integer; returns 0 or -1. */
 int cli_parse_i64(const char *s, int64_t *out);
 
+/* ---- added by the cli engineer (additive) ------------------------------ */
+
+/* Prints "taskfs <verb>: <message>" and "try 'taskfs <verb> --help'" on
+ * stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
+int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports a getopt_long() failure (c is '?' or ':' from an optstring that
+ * starts with ':'); prints the option and returns CLI_EXIT_USAGE. */
+int cli_bad_option(const char *verb, char **argv, int c);
+
+/* Parses seconds, integer or decimal ("30", "0.5"), into milliseconds;
+ * returns 0 or -1 (negative, empty, trailing junk, overflow). */
+int cli_parse_seconds(const char *s, int64_t *ms_out);
+
+/* Copies s into buf for an error message: control and non-ASCII bytes as
+ * \xNN, cut with "..." at about 60 bytes. Returns buf. */
+const char *cli_quote(const char *s, char *buf, size_t len);
+
+/* Follows a task's transcript onto fd_out, like `taskfs logs -f`: prints
+ * the last last_n complete lines (all of them if last_n < 0), then every
+ * new line as it is written (inotify on the task directory, 1 s poll as a
+ * fallback). Returns once the task has ended and its transcript is drained
+ * (the final partial line included), with cli_exit_for_record() of the
+ * final record (a lost task: a note on stderr and CLI_EXIT_LOST); on
+ * EPIPE/a closed reader of fd_out with 0; on SIGINT/SIGTERM with 130;
+ * on errors with an exit code after printing the error. SIGPIPE is
+ * ignored while it runs. */
+int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out);
+
+/* Waits until task id is in a terminal state (inotify on the task
+ * directory, 1 s poll fallback), filling *rec (caller frees with
+ * tfs_record_free). timeout_ms < 0: no limit. Returns 0 when ended,
+ * 1 on timeout (rec holds the last record seen), 2 if SIGINT/SIGTERM
+ * arrived, or a negative error (TFS_ENOTASK if the task vanished,
+ * TFS_ECORRUPT, -errno). Prints nothing. */
+int cli_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec);
+
 #endif /* TASKFS_CLI_H */

@@ -1,11 +1,136 @@
-/* Placeholder until the verb lands; replaced by its owner. */
+/* taskfs cancel ID|KEY: records a stop request in the store (the cancel
+ * file); the task's supervisor sees it at once and stops the whole process
+ * tree. Nothing here kills by PID. A task that has already ended is not an
+ * error: the verb says so and exits 0, so scripts can cancel idempotently. */
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
 #include "cli/verbs.h"
 
+static const char usage_text[] =
+    "usage: taskfs cancel [--wait] [--timeout SEC] [--state-dir DIR] ID|KEY\n"
+    "\n"
+    "Requests a stop of a task: its supervisor stops the whole process tree\n"
+    "(SIGTERM, a grace period, then SIGKILL) and records the task as cancelled.\n"
+    "A task that has already ended is left alone (exit 0).\n"
+    "\n"
+    "  --wait           wait until the task has ended and print its final state\n"
+    "  --timeout SEC    with --wait: give up after SEC seconds (exit 124)\n"
+    "  --state-dir DIR  use the store in DIR\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "Exit codes: 0 stop requested (or already ended), 100 usage, 101 no such task,\n"
+    "111 system failure, 124 --timeout ran out, 130 interrupted while waiting.\n";
+
+static void print_end(const tfs_record_t *rec) {
+  printf("%s %s", rec->id, tfs_state_name(rec->state));
+  if (rec->reason && *rec->reason)
+    printf(": %s", rec->reason);
+  putchar('\n');
+}
+
 int cmd_cancel(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "taskfs cancel: not built yet\n");
-  return CLI_EXIT_SYSTEM;
+  static const struct option opts[] = {
+      {"wait", no_argument, NULL, 'w'},
+      {"timeout", required_argument, NULL, 't'},
+      {"state-dir", required_argument, NULL, 'S'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *state_dir = NULL;
+  int wait = 0;
+  int64_t timeout_ms = -1;
+  char id[TFS_ID_MAX + 1];
+  char who[96];
+  char q[96];
+  tfs_store_t *store;
+  tfs_record_t rec;
+  int c, rc, code;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":hw", opts, NULL)) != -1) {
+    switch (c) {
+    case 'w':
+      wait = 1;
+      break;
+    case 't':
+      if (cli_parse_seconds(optarg, &timeout_ms))
+        return cli_usage_error("cancel", "--timeout wants seconds (like 30 or 0.5), not '%s'",
+                               cli_quote(optarg, q, sizeof q));
+      break;
+    case 'S':
+      state_dir = optarg;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return CLI_EXIT_OK;
+    default:
+      return cli_bad_option("cancel", argv, c);
+    }
+  }
+  if (optind >= argc)
+    return cli_usage_error("cancel", "which task? give an ID or KEY ('taskfs ls' lists them)");
+  if (argc - optind > 1)
+    return cli_usage_error("cancel", "one task at a time; unexpected '%s'",
+                           cli_quote(argv[optind + 1], q, sizeof q));
+  if (timeout_ms >= 0 && !wait)
+    return cli_usage_error("cancel", "--timeout only makes sense with --wait");
+  /* Read-only until we know the task exists: a missing store is "no such
+   * task", and an existing one need not be created. */
+  code = cli_open_store("cancel", state_dir, 0, &store);
+  if (code)
+    return code;
+  code = cli_resolve_task("cancel", store, argv[optind], id);
+  if (code)
+    goto out;
+  snprintf(who, sizeof who, "cli pid %ld uid %ld", (long)getpid(), (long)getuid());
+  rc = tfs_cancel_request(store, id, who);
+  if (rc == TFS_EFINISHED) {
+    memset(&rec, 0, sizeof rec); /* the loader initializes it */
+    rc = tfs_task_load(store, id, &rec);
+    if (rc < 0)
+      printf("%s already ended; nothing to stop\n", id);
+    else
+      printf("%s already ended (%s); nothing to stop\n", id, tfs_state_name(rec.state));
+    tfs_record_free(&rec);
+    code = CLI_EXIT_OK;
+    goto out;
+  }
+  if (rc < 0) {
+    cli_error("cancel", "cannot record a stop request for %s in %s: %s", id, tfs_store_path(store),
+              tfs_strerror(rc));
+    code = cli_exit_for(rc);
+    goto out;
+  }
+  printf("stop requested for %s\n", id);
+  fflush(stdout);
+  if (!wait)
+    goto out;
+  rc = cli_wait_end(store, id, timeout_ms, &rec);
+  if (rc == 0) {
+    print_end(&rec);
+  } else if (rc == 1) {
+    cli_error("cancel",
+              "%s still %s after %lld ms; the stop request stays recorded ('taskfs wait %s' "
+              "waits longer)",
+              id, tfs_state_name(rec.state), (long long)timeout_ms, id);
+    code = CLI_EXIT_TIMEOUT;
+  } else if (rc == 2) {
+    code = CLI_EXIT_CANCELLED;
+  } else {
+    cli_error("cancel", "cannot read the record of %s while waiting: %s", id, tfs_strerror(rc));
+    code = cli_exit_for(rc);
+  }
+  if (rc >= 0)
+    tfs_record_free(&rec);
+out:
+  if (store)
+    tfs_store_close(store);
+  if (fflush(stdout) != 0 && !code) {
+    cli_error("cancel", "cannot write to stdout: %m");
+    code = CLI_EXIT_SYSTEM;
+  }
+  return code;
 }

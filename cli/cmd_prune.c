@@ -1,11 +1,80 @@
-/* Placeholder until the verb lands; replaced by its owner. */
+/* taskfs prune --keep N: deletes the oldest tasks so that at most N remain.
+ * A task whose supervisor is alive is never deleted, so more than N may
+ * remain while tasks run. */
+#include <getopt.h>
 #include <stdio.h>
+
 #include "cli/cli.h"
 #include "cli/verbs.h"
 
+static const char usage_text[] =
+    "usage: taskfs prune --keep N [--state-dir DIR]\n"
+    "\n"
+    "Deletes the oldest tasks (directory, transcript, key) so that at most N remain.\n"
+    "Tasks whose supervisor is alive are never deleted. Prints how many were deleted.\n"
+    "\n"
+    "  --keep N         how many of the newest tasks to keep (required)\n"
+    "  --state-dir DIR  use the store in DIR\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+
 int cmd_prune(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "taskfs prune: not built yet\n");
-  return CLI_EXIT_SYSTEM;
+  static const struct option opts[] = {
+      {"keep", required_argument, NULL, 'k'},
+      {"state-dir", required_argument, NULL, 'S'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *state_dir = NULL;
+  const char *keep_arg = NULL;
+  int64_t keep;
+  tfs_store_t *store;
+  char q[96];
+  int c, rc;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'k':
+      keep_arg = optarg;
+      break;
+    case 'S':
+      state_dir = optarg;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return CLI_EXIT_OK;
+    default:
+      return cli_bad_option("prune", argv, c);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("prune", "unexpected argument '%s'",
+                           cli_quote(argv[optind], q, sizeof q));
+  if (!keep_arg)
+    return cli_usage_error("prune", "--keep N is required (how many of the newest tasks to keep)");
+  if (cli_parse_i64(keep_arg, &keep))
+    return cli_usage_error("prune", "--keep wants a whole number >= 0, not '%s'",
+                           cli_quote(keep_arg, q, sizeof q));
+  rc = cli_open_store("prune", state_dir, 0, &store);
+  if (rc)
+    return rc;
+  if (!store) {
+    printf("deleted 0 tasks (there is no store yet)\n");
+    return CLI_EXIT_OK;
+  }
+  rc = tfs_task_prune(store, (size_t)keep);
+  if (rc < 0) {
+    cli_error("prune", "cannot prune %s: %s", tfs_store_path(store), tfs_strerror(rc));
+    tfs_store_close(store);
+    return CLI_EXIT_SYSTEM;
+  }
+  int64_t left = tfs_task_count(store);
+  if (left >= 0)
+    printf("deleted %d task%s; %lld remain%s%s\n", rc, rc == 1 ? "" : "s", (long long)left,
+           left == 1 ? "s" : "", left > keep ? " (tasks whose supervisor is alive are kept)" : "");
+  else
+    printf("deleted %d task%s\n", rc, rc == 1 ? "" : "s");
+  tfs_store_close(store);
+  return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_SYSTEM;
 }

@@ -1,11 +1,9 @@
-/* Placeholder until the verb lands; replaced by its owner. */
-#include <stdio.h>
+/* The hidden `taskfs supervise --state-dir DIR ID` verb: the supervisor
+ * that tfs_launch() starts for each task (see supervisor/supervise.c). */
 #include "cli/cli.h"
 #include "cli/verbs.h"
+#include "taskfs/supervise.h"
 
 int cmd_supervise(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "taskfs supervise: not built yet\n");
-  return CLI_EXIT_SYSTEM;
+  return tfs_supervise_main(argc, argv);
 }

@@ -17,15 +17,31 @@ extern "C" {
  * handed to the supervisor through its own environment and never written
  * to disk; only the names go into the record. */
 typedef struct {
-  char *const *env;       /* NULL-terminated or NULL */
-  int64_t wait_ms;        /* how long to wait for the task to leave queued */
+  char *const *env; /* NULL-terminated or NULL */
+  int64_t wait_ms;  /* how long to wait for the task to leave queued;
+                       0: do not wait; < 0: 10 s */
+  const char *exe;  /* the taskfs binary to run as the supervisor;
+                       NULL: $TASKFS_SUPERVISOR_EXE, else /proc/self/exe
+                       (tests that are not the taskfs binary set it) */
 } tfs_launch_opts_t;
 
 /* Starts a detached supervisor for the queued task id and waits until the
  * task leaves the queued state (running, or failed to start) or wait_ms
- * passes. Fills rec_out (may be NULL) with the record as last seen. */
+ * passes. Initializes and fills rec_out (may be NULL; free it with
+ * tfs_record_free) with the record as last seen.
+ * -EINVAL if an env entry is not NAME=VALUE; -EALREADY if the task is not
+ * queued. If the supervisor itself cannot be executed, the task is recorded
+ * failed and the exec error is returned. */
 int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
                tfs_record_t *rec_out);
+
+/* Waits until the task has ended (completed, failed, cancelled or lost) or
+ * timeout_ms passes (< 0: no limit). A task read as lost is settled (written
+ * as lost) on the way. Uses inotify on the task directory, with a 250 ms
+ * re-check because a supervisor's death changes no file. Initializes and
+ * fills rec_out (may be NULL) with the record as last read. Returns 0 once ended, -ETIMEDOUT,
+ * or another error (TFS_ENOTASK, ...). */
+int tfs_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec_out);
 
 /* The body of the hidden `taskfs supervise` verb. Returns an exit code. */
 int tfs_supervise_main(int argc, char **argv);

@@ -47,6 +47,7 @@ const char *tfs_strerror(int err);
 #define TFS_RECORD_MAX (4 << 20) /* record.json larger than this is corrupt */
 #define TFS_IMPORTANT_K_DEFAULT 20
 #define TFS_IMPORTANT_TEXT_MAX 512 /* bytes kept of one important line */
+#define TFS_IMPORTANT_K_MAX 1000   /* largest K tfs_important_init accepts */
 #define TFS_LAST_EXITS 5           /* worker exits remembered in the record */
 
 /* Time: milliseconds since the Unix epoch. */
@@ -56,6 +57,11 @@ int64_t tfs_now_ms(void);
 #define TFS_TIME_BUF 32
 char *tfs_time_format(int64_t ms, char buf[TFS_TIME_BUF]);
 int tfs_time_parse(const char *s, int64_t *ms);
+
+/* Returns a malloc'ed, NUL-terminated copy of s[0..len) that is valid UTF-8:
+ * each invalid byte (and each NUL byte) becomes U+FFFD. *out_len (may be
+ * NULL) gets the new length. NULL only when out of memory. */
+char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len);
 
 /* ---- ids and keys ---------------------------------------------------- */
 
@@ -93,7 +99,7 @@ int tfs_restart_parse(const char *name, tfs_restart_t *out);
 /* What made a line important. 0 means "not important". */
 typedef enum {
   TFS_LINE_PLAIN = 0,
-  TFS_LINE_ERROR,    /* error:, fatal, panic, Traceback, exception, FAILED */
+  TFS_LINE_ERROR,    /* error:, fatal, panic, Traceback, exception, segfault */
   TFS_LINE_WARNING,
   TFS_LINE_FAILURE,  /* a test or build failure marker */
   TFS_LINE_SUMMARY,  /* a test runner's or build tool's summary / success */
@@ -102,14 +108,17 @@ typedef enum {
 const char *tfs_line_kind_name(tfs_line_kind_t k);
 int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out);
 
-/* Classifies one line (no trailing newline). Linear in len; never allocates. */
+/* Classifies one line (no trailing newline). Linear in len; never allocates;
+ * examines at most the first 4 KiB. See docs/ARCHITECTURE.md. */
 tfs_line_kind_t tfs_classify_line(const char *line, size_t len);
 
 typedef struct {
   int64_t line;          /* 1-based line number in the transcript */
   tfs_line_kind_t kind;
   char *text;            /* NUL-terminated, at most TFS_IMPORTANT_TEXT_MAX bytes,
-                            cut lines end in "..."; invalid UTF-8 kept as is */
+                            cut lines end in "..."; ANSI colour sequences and a
+                            trailing '\r' removed; valid UTF-8 (tfs_utf8_sanitize)
+                            with C0 controls but tab also as U+FFFD */
 } tfs_important_line_t;
 
 /* First K and last K important lines. "last" never repeats a line that is
@@ -125,6 +134,8 @@ typedef struct {
   tfs_important_line_t *last;
 } tfs_important_t;
 
+/* k <= 0: TFS_IMPORTANT_K_DEFAULT; k > TFS_IMPORTANT_K_MAX: -EINVAL. A zeroed
+ * struct may be freed. */
 int tfs_important_init(tfs_important_t *imp, int k);
 void tfs_important_free(tfs_important_t *imp);
 /* Feeds one line; classifies it and keeps it if important. */
@@ -329,9 +340,13 @@ int tfs_transcript_open_append(tfs_store_t *store, const char *id);
  * the same write. Returns 0 or a negative errno (e.g. -ENOSPC). */
 int tfs_transcript_append(int fd, const char *data, size_t len, int add_newline);
 
-/* Line callback: line without its '\n'; lineno 1-based; partial = 1 for a
- * final line that has no newline (only delivered when asked). Return
- * non-zero to stop. */
+/* Line callback: line without its '\n' (line[len] is '\0'; the line itself
+ * may hold NUL bytes); lineno 1-based; partial = 1 for a final line that has
+ * no newline (only delivered when asked). A line longer than 1 MiB is
+ * delivered in pieces of 1 MiB so memory stays bounded: every piece but the
+ * last comes with partial = 2 and the same lineno; the last piece carries
+ * partial = 0 (or 1 if the line has no newline yet). Return non-zero to
+ * stop. */
 typedef int (*tfs_line_cb)(int64_t lineno, const char *line, size_t len,
                            int partial, void *arg);
 

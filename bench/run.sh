@@ -1,0 +1,739 @@
+#!/bin/bash
+# taskfs benchmarks: every figure against its baseline, measured in the same
+# run and interleaved with it, so machine noise hits both alike.
+#
+#   bench/run.sh full    the real sizes (1 GiB, 200 stops, 100,000 tasks,
+#                        1,000 supervisors, 1,000 MCP calls); writes
+#                        bench/results.md. Takes roughly 10-15 minutes.
+#   bench/run.sh quick   tiny sizes: a smoke test that CI may run (< 2 min).
+#                        It fails loudly when a component is broken and
+#                        never because of a timing.
+#
+# Environment: BUILD (build dir, default build), TASKFS_BIN (the binary),
+# BENCH_ROWS (a subset, e.g. "1 5"), BENCH_DIR (where temp stores go,
+# default /tmp; the full run needs about 3 GiB there), BENCH_OUT (where the
+# results go; default bench/results.md for full, $BUILD/bench/results-quick.md
+# for quick), BENCH_KEEP=1 (keep the raw samples in the temp dir).
+#
+# Helpers: bench/bt.c (timestamps, timing, latency readers, statistics),
+# bench/tfsgen.c (fills a store through the core API), bench/mcp/rtt.mjs
+# (the MCP SDK client for rows 6 and 8). `make bench` builds them.
+set -uo pipefail
+
+MODE=${1:-}
+case "$MODE" in
+full | quick) ;;
+*)
+  echo "usage: bench/run.sh full|quick" >&2
+  exit 100
+  ;;
+esac
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+TASKFS=${TASKFS_BIN:-$ROOT/$BUILD/taskfs}
+BT=$ROOT/$BUILD/bench/bt
+GEN=$ROOT/$BUILD/bench/tfsgen
+ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8}
+
+if [ "$MODE" = full ]; then
+  RUNS=5                  # runs per throughput / listing figure (median)
+  CAP=$((1024 * 1024 * 1024))
+  STOPS=200               # stops per method
+  FOLLOW_RUNS=5           # tasks of FOLLOW_LINES stamped lines each
+  FOLLOW_LINES=200
+  FOLLOW_US=50000         # mean gap between stamped lines
+  STARTS=50               # starts per subject
+  SCALE=100000
+  PRUNE_KEEP=1000
+  CONC=1000
+  IDLE_S=10
+  IDLE_RUNS=5
+  MCP_CALLS=1000
+  MCP_RUNS=5
+  OUT=${BENCH_OUT:-$ROOT/bench/results.md}
+else
+  RUNS=5
+  CAP=$((8 * 1024 * 1024))
+  STOPS=20
+  FOLLOW_RUNS=1
+  FOLLOW_LINES=20
+  FOLLOW_US=30000
+  STARTS=10
+  SCALE=1000
+  PRUNE_KEEP=100
+  CONC=20
+  IDLE_S=2
+  IDLE_RUNS=1
+  MCP_CALLS=50
+  MCP_RUNS=5
+  OUT=${BENCH_OUT:-$ROOT/$BUILD/bench/results-quick.md}
+fi
+export BT_TIMEOUT_S=600
+
+log() { printf '[bench %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() {
+  printf '\nbench: FAILED: %s\n' "$*" >&2
+  exit 1
+}
+need() { [ -x "$1" ] || die "$1 is missing: run 'make BUILD=$BUILD bench' (or bench-quick), which builds it"; }
+need "$TASKFS"
+need "$BT"
+need "$GEN"
+command -v tsp >/dev/null || die "tsp is missing: apt-get install task-spooler"
+command -v node >/dev/null || die "node is missing: apt-get install nodejs npm"
+command -v fusermount3 >/dev/null || die "fusermount3 is missing: apt-get install fuse3"
+
+W=$(mktemp -d "${BENCH_DIR:-/tmp}/taskfs-bench.XXXXXX") || die "cannot make a temp dir"
+mkdir -p "$W/tmp" "$W/tsp"
+export TMPDIR=$W/tmp TS_SOCKET=$W/tsp.sock TS_MAXFINISHED=100000
+STORES=()
+MOUNTS=()    # "mountpoint pid"
+KILLPIDS=()  # helper processes we started (tail -f, readers)
+
+# ---- cleanup: unmount, stop every supervisor we started, remove temp files
+
+stop_store_tasks() {
+  local s=$1 live
+  [ -d "$s/tasks" ] || return 0
+  "$GEN" cancel-all "$s" "bench cleanup" >/dev/null 2>&1
+  for _ in $(seq 100); do
+    live=$("$GEN" pids "$s" 2>/dev/null | awk '$2=="running"||$2=="queued"' | wc -l)
+    [ "$live" -eq 0 ] && return 0
+    sleep 0.1
+  done
+  # Still alive after 10 s: kill the supervisors we started, by the pid
+  # their own record names, after checking that the pid is still a
+  # taskfs supervisor; then their workers' process groups.
+  "$GEN" pids "$s" 2>/dev/null | awk '$2=="running"||$2=="queued"{print $3, $4}' |
+    while read -r sp wp; do
+      if [ "$sp" -gt 1 ] && tr '\0' ' ' <"/proc/$sp/cmdline" 2>/dev/null | grep -q supervise; then
+        kill -KILL "$sp" 2>/dev/null
+      fi
+      [ "$wp" -gt 1 ] && kill -KILL -- "-$wp" 2>/dev/null
+    done
+  log "cleanup: killed supervisors that ignored the stop request in $s"
+}
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for p in "${KILLPIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for m in "${MOUNTS[@]}"; do
+    set -- $m
+    fusermount3 -u -z "$1" 2>/dev/null
+    kill "$2" 2>/dev/null
+  done
+  for s in "${STORES[@]}"; do stop_store_tasks "$s"; done
+  tsp -K >/dev/null 2>&1
+  for m in "${MOUNTS[@]}"; do
+    set -- $m
+    for _ in $(seq 50); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+  done
+  if [ -n "${BENCH_KEEP:-}" ]; then
+    log "kept $W (BENCH_KEEP)"
+  else
+    rm -rf "$W"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- small helpers
+
+# stats FILE [DIV] -> "n median p99 min max mean"
+stats() { "$BT" stats "${2:-1}" <"$1"; }
+med() { "$BT" stats "${2:-1}" <"$1" | awk '{print $2}'; }
+p99() { "$BT" stats "${2:-1}" <"$1" | awk '{print $3}'; }
+calc() { awk "BEGIN{printf \"%.${2:-2}f\", $1}"; }
+# ok EXPR: awk truth of a comparison, for verdicts.
+ok() { awk "BEGIN{exit !($1)}"; }
+verdict() { if ok "$1"; then echo "met"; else echo "**missed**"; fi; }
+# jget FILE EXPR: a field of a JSON file, by a JS expression on `j`.
+jget() { node -e "const j=JSON.parse(require('fs').readFileSync('$1','utf8')); const v=($2); console.log(typeof v==='number'? +v.toFixed(3) : v)"; }
+
+: >"$W/rows.tsv"
+: >"$W/cmds.md"
+: >"$W/notes.md"
+# row ID FIGURE SUBJECT BASELINE RATIO GOAL VERDICT
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$W/rows.tsv"; }
+cmd() { printf -- '- %s\n' "$*" >>"$W/cmds.md"; }
+note() { printf -- '%s\n' "$*" >>"$W/notes.md"; }
+
+# new_store NAME: sets S to a fresh store dir that cleanup will empty.
+# (Globals, not $(...): a subshell would lose the bookkeeping.)
+new_store() {
+  S=$W/$1
+  mkdir -p "$S"
+  STORES+=("$S")
+}
+
+# mount_store STORE MNT: a foreground mount in the background, so we own
+# its pid (set in MPID); waits until it answers.
+mount_store() {
+  local s=$1 m=$2 pid
+  mkdir -p "$m"
+  "$TASKFS" mount --state-dir "$s" --foreground "$m" 2>>"$W/mount.log" &
+  pid=$!
+  MPID=$pid
+  MOUNTS+=("$m $pid")
+  for _ in $(seq 100); do
+    if mountpoint -q "$m" && [ -d "$m/tasks" ]; then
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  cat "$W/mount.log" >&2
+  die "taskfs mount $m did not come up within 5 s"
+}
+
+unmount_store() {
+  local m=$1 pid=$2
+  fusermount3 -u "$m" 2>/dev/null || "$TASKFS" umount "$m" 2>/dev/null || fusermount3 -u -z "$m"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+  kill "$pid" 2>/dev/null
+}
+
+# task_wait STORE ID EXPECT_RC: waits for the end; checks the exit code that
+# says how it ended.
+task_wait() {
+  local rc=0
+  "$TASKFS" wait --state-dir "$1" --timeout 60 "$2" >/dev/null 2>"$W/wait.err" || rc=$?
+  [ "$rc" = "$3" ] || die "task $2 ended with wait exit code $rc, expected $3: $(cat "$W/wait.err"; "$TASKFS" show --state-dir "$1" "$2" 2>&1 | head -c 1500)"
+}
+
+# forget_finished STORE: empties the store between runs (disk space).
+forget_finished() {
+  "$TASKFS" prune --state-dir "$1" --keep 0 >/dev/null 2>&1 || true
+}
+
+mib() { calc "$1 / 1048576" 0; }
+
+# ---- row 1: capture throughput -------------------------------------------
+
+LONG_ARG=$(head -c 4095 /dev/zero | tr '\0' x)
+
+# tsp_run CMD: queue CMD in task-spooler and wait for it (what a tsp user
+# does to get a result); prints the output file.
+cat >"$W/tsp-run.sh" <<'EOF'
+#!/bin/sh
+id=$(tsp sh -c "$1") || exit 1
+tsp -w "$id" >/dev/null 2>&1
+tsp -o "$id"
+EOF
+chmod +x "$W/tsp-run.sh"
+
+row1() {
+  local s kind cmdline r t id f size order subj
+  new_store s1
+  s=$S
+  log "row 1: capture throughput, $(mib $CAP) MiB per run, $RUNS runs"
+  for kind in short long; do
+    if [ $kind = short ]; then cmdline="yes | head -c $CAP"; else cmdline="yes $LONG_ARG | head -c $CAP"; fi
+    : >"$W/r1.$kind.redir"
+    : >"$W/r1.$kind.tfs"
+    : >"$W/r1.$kind.tsp"
+    for r in $(seq "$RUNS"); do
+      # Rotate who goes first so that no subject always runs on a warmer
+      # page cache than another.
+      case $((r % 3)) in
+      0) order="redir tfs tsp" ;;
+      1) order="tfs tsp redir" ;;
+      2) order="tsp redir tfs" ;;
+      esac
+      for subj in $order; do
+        case $subj in
+        redir)
+          "$BT" time "$W/r1.$kind.redir" -- sh -c "$cmdline > '$W/redir.out'" || die "the redirect baseline failed"
+          size=$(stat -c %s "$W/redir.out")
+          rm -f "$W/redir.out"
+          ;;
+        tfs)
+          "$BT" time "$W/r1.$kind.tfs" -- "$TASKFS" run --state-dir "$s" --wait -- sh -c "$cmdline" >"$W/id" 2>"$W/run.err" ||
+            die "taskfs run --wait ($kind lines) failed: $(cat "$W/run.err")"
+          id=$(head -n 1 "$W/id")
+          [ -n "$id" ] || die "taskfs run printed no task id"
+          size=$(stat -c %s "$s/tasks/$id/transcript") || die "task $id has no transcript"
+          forget_finished "$s"
+          rm -rf "$s/tasks/$id" # in case its supervisor was still exiting
+          ;;
+        tsp)
+          "$BT" time "$W/r1.$kind.tsp" -- "$W/tsp-run.sh" "$cmdline" >"$W/tspout" || die "tsp failed"
+          f=$(cat "$W/tspout")
+          size=$(stat -c %s "$f") || die "tsp left no output file"
+          rm -f "$f"
+          tsp -C
+          ;;
+        esac
+        [ "$size" = "$CAP" ] || die "row 1 $subj ($kind lines) captured $size bytes, expected $CAP"
+      done
+    done
+    local tr tt ts
+    tr=$(calc "$CAP / 1048576 / ($(med "$W/r1.$kind.redir") / 1e9)" 0)
+    tt=$(calc "$CAP / 1048576 / ($(med "$W/r1.$kind.tfs") / 1e9)" 0)
+    ts=$(calc "$CAP / 1048576 / ($(med "$W/r1.$kind.tsp") / 1e9)" 0)
+    local ratio goal label
+    ratio=$(calc "$tt / $tr" 2)
+    if [ $kind = short ]; then goal=0.8 label="2-byte lines (\`yes\`)"; else goal=0.95 label="4 KiB lines"; fi
+    row "1" "capture throughput, $label, $(mib $CAP) MiB" "$tt MiB/s" "redirect $tr MiB/s; tsp $ts MiB/s" \
+      "${ratio}× redirect, $(calc "$tt / $ts" 2)× tsp" "≥ ${goal}× redirect" "$(verdict "$ratio >= $goal")"
+  done
+  cmd "row 1: \`taskfs run --state-dir S --wait -- sh -c 'yes | head -c $CAP'\` vs \`sh -c 'yes | head -c $CAP > FILE'\` vs \`tsp sh -c '...'; tsp -w\`; the same with \`yes <4095 x>\` (4 KiB lines). Wall time per run by \`bt time\`; $RUNS runs each, order rotated; throughput from the median."
+}
+
+# ---- row 2: read throughput through the mount ------------------------------
+
+row2() {
+  local s m mpid id r order subj
+  new_store s2
+  s=$S
+  log "row 2: read throughput through the mount, $(mib $CAP) MiB transcript"
+  id=$("$TASKFS" run --state-dir "$s" --wait -- sh -c "yes $LONG_ARG | head -c $CAP" 2>"$W/run.err") ||
+    die "taskfs run --wait failed: $(cat "$W/run.err")"
+  id=$(echo "$id" | head -n 1)
+  m=$W/m2
+  mount_store "$s" "$m"
+  mpid=$MPID
+  [ "$(stat -c %s "$m/tasks/$id/transcript")" = "$CAP" ] || die "the mount reports the wrong transcript size"
+  cmp -s "$m/tasks/$id/transcript" "$s/tasks/$id/transcript" || die "cat through the mount differs from the backing file"
+  : >"$W/r2.mnt"
+  : >"$W/r2.file"
+  for r in $(seq "$RUNS"); do
+    if [ $((r % 2)) = 1 ]; then order="mnt file"; else order="file mnt"; fi
+    for subj in $order; do
+      case $subj in
+      mnt) "$BT" time "$W/r2.mnt" -- cat "$m/tasks/$id/transcript" >/dev/null || die "cat through the mount failed" ;;
+      file) "$BT" time "$W/r2.file" -- cat "$s/tasks/$id/transcript" >/dev/null || die "cat of the backing file failed" ;;
+      esac
+    done
+  done
+  local tm tf ratio rss
+  tm=$(calc "$CAP / 1048576 / ($(med "$W/r2.mnt") / 1e9)" 0)
+  tf=$(calc "$CAP / 1048576 / ($(med "$W/r2.file") / 1e9)" 0)
+  ratio=$(calc "$tm / $tf" 2)
+  rss=$(awk '/VmHWM/{print $2}' "/proc/$mpid/status")
+  row "2" "read throughput, \`cat\` of a $(mib $CAP) MiB transcript through the mount" "$tm MiB/s (mount peak RSS $(calc "$rss/1024" 1) MiB)" \
+    "cat of the backing file $tf MiB/s" "${ratio}×" "≥ 0.7×" "$(verdict "$ratio >= 0.7")"
+  cmd "row 2: \`cat MNT/tasks/ID/transcript > /dev/null\` vs \`cat STATE/tasks/ID/transcript > /dev/null\` (page cache warm for both, checked equal with cmp first); $RUNS runs each, alternating."
+  unmount_store "$m" "$mpid"
+  forget_finished "$s"
+}
+
+# ---- row 3: stop latency -----------------------------------------------------
+
+row3() {
+  local s m mpid i id method order wpid
+  new_store s3
+  s=$S
+  m=$W/m3
+  mount_store "$s" "$m"
+  mpid=$MPID
+  log "row 3: stop latency, $STOPS stops per method"
+  for method in file cli kill binkill; do : >"$W/r3.$method"; done
+  for i in $(seq "$STOPS"); do
+    case $((i % 4)) in
+    0) order="file cli kill binkill" ;;
+    1) order="cli kill binkill file" ;;
+    2) order="kill binkill file cli" ;;
+    3) order="binkill file cli kill" ;;
+    esac
+    for method in $order; do
+      rm -f "$W/ready" "$W/stamp"
+      id=$("$TASKFS" run --state-dir "$s" -- "$BT" trapworker "$W/ready" "$W/stamp" 2>"$W/run.err") ||
+        die "taskfs run failed: $(cat "$W/run.err")"
+      id=$(echo "$id" | head -n 1)
+      "$BT" waitsize "$W/ready" 2 10000 || die "the trap worker of task $id never became ready"
+      wpid=$(cat "$W/ready")
+      case $method in
+      file) "$BT" stop file "$m/tasks/$id/cancel" -- "$W/stamp" 10000 >>"$W/r3.file" || die "echo 1 > cancel on the mount did not stop task $id" ;;
+      cli) "$BT" stop exec "$TASKFS" cancel --state-dir "$s" "$id" -- "$W/stamp" 10000 >>"$W/r3.cli" || die "taskfs cancel did not stop task $id" ;;
+      kill) "$BT" stop kill "$wpid" -- "$W/stamp" 10000 >>"$W/r3.kill" || die "kill did not reach the worker" ;;
+      binkill) "$BT" stop exec /bin/kill -TERM "$wpid" -- "$W/stamp" 10000 >>"$W/r3.binkill" || die "/bin/kill did not reach the worker" ;;
+      esac
+      # A stop request ends the task cancelled (130); the worker's own exit
+      # after a direct kill ends it completed (0).
+      case $method in file | cli) task_wait "$s" "$id" 130 ;; *) task_wait "$s" "$id" 0 ;; esac
+    done
+    [ $((i % 50)) = 0 ] && forget_finished "$s"
+  done
+  local f c k b
+  f=$(stats "$W/r3.file" 1e6)
+  c=$(stats "$W/r3.cli" 1e6)
+  k=$(stats "$W/r3.kill" 1e6)
+  b=$(stats "$W/r3.binkill" 1e6)
+  local fp50 fp99 cp50 cp99 kp50 kp99 bp50 bp99
+  read -r _ fp50 fp99 _ <<<"$f"
+  read -r _ cp50 cp99 _ <<<"$c"
+  read -r _ kp50 kp99 _ <<<"$k"
+  read -r _ bp50 bp99 _ <<<"$b"
+  row "3" "stop latency, \`echo 1 > cancel\` on the mount ($STOPS stops)" "p50 $(calc $fp50 2) ms, p99 $(calc $fp99 2) ms" \
+    "kill(2) p50 $(calc $kp50 3) / p99 $(calc $kp99 3) ms; /bin/kill p50 $(calc $bp50 2) / p99 $(calc $bp99 2) ms" \
+    "p99 $(calc "$fp99 - $kp99" 2) ms over kill(2)" "p99 ≤ 10 ms" "$(verdict "$fp99 <= 10")"
+  row "3" "stop latency, \`taskfs cancel\` ($STOPS stops)" "p50 $(calc $cp50 2) ms, p99 $(calc $cp99 2) ms" \
+    "(same)" "p99 $(calc "$cp99 - $bp99" 2) ms over /bin/kill" "p99 ≤ 10 ms" "$(verdict "$cp99 <= 10")"
+  cmd "row 3: worker \`taskfs run -- bt trapworker READY STAMPS\` (traps SIGTERM, its handler appends CLOCK_REALTIME ns); t0 (CLOCK_REALTIME) taken by \`bt stop\` just before: open(MNT/tasks/ID/cancel, O_TRUNC) + write \"1\\\\n\" (what \`echo 1 > cancel\` does) | exec of \`taskfs cancel ID\` | kill(2) of the worker pid | exec of \`/bin/kill -TERM PID\`; figure = stamp - t0; $STOPS stops per method, methods rotated each round; each task then checked ended (cancelled, or completed after a direct kill)."
+  unmount_store "$m" "$mpid"
+  forget_finished "$s"
+}
+
+# ---- row 4: follow latency --------------------------------------------------
+
+row4() {
+  local s m mpid r id T MT p_logs p_poll p_tm p_tf t_tm t_tf
+  new_store s4
+  s=$S
+  m=$W/m4
+  mount_store "$s" "$m"
+  mpid=$MPID
+  log "row 4: follow latency, $FOLLOW_RUNS runs of $FOLLOW_LINES lines"
+  for k in logs poll tailm tailf; do : >"$W/r4.$k"; done
+  for r in $(seq "$FOLLOW_RUNS"); do
+    rm -f "$W/go" "$W"/f4.* "$W"/fifo.*
+    id=$("$TASKFS" run --state-dir "$s" -- "$BT" stamper "$FOLLOW_LINES" "$FOLLOW_US" "$W/go" 2>"$W/run.err") ||
+      die "taskfs run failed: $(cat "$W/run.err")"
+    id=$(echo "$id" | head -n 1)
+    T=$s/tasks/$id/transcript
+    MT=$m/tasks/$id/transcript
+    "$BT" waitsize "$MT" 1 10000 || die "the transcript of task $id never showed on the mount"
+    local tmo=$((FOLLOW_LINES * FOLLOW_US * 2 / 1000 + 30000))
+    "$TASKFS" logs --state-dir "$s" -f "$id" 2>"$W/logs.err" | "$BT" lat "$FOLLOW_LINES" "$W/f4.logs" "$tmo" &
+    p_logs=$!
+    "$BT" pollread "$MT" "$FOLLOW_LINES" "$W/f4.poll" "$tmo" &
+    p_poll=$!
+    mkfifo "$W/fifo.tm" "$W/fifo.tf"
+    "$BT" lat "$FOLLOW_LINES" "$W/f4.tailm" "$tmo" <"$W/fifo.tm" &
+    p_tm=$!
+    "$BT" lat "$FOLLOW_LINES" "$W/f4.tailf" "$tmo" <"$W/fifo.tf" &
+    p_tf=$!
+    tail -f "$MT" >"$W/fifo.tm" &
+    t_tm=$!
+    tail -f "$T" >"$W/fifo.tf" &
+    t_tf=$!
+    KILLPIDS+=("$t_tm" "$t_tf")
+    sleep 1.5 # every follower is in place, tail -f on the mount past its first poll
+    touch "$W/go"
+    local failed=""
+    wait "$p_logs" || failed="$failed taskfs-logs-f($(cat "$W/logs.err"))"
+    wait "$p_poll" || failed="$failed poll-reader-on-mount"
+    wait "$p_tm" || failed="$failed tail-f-on-mount"
+    wait "$p_tf" || failed="$failed tail-f-on-file"
+    kill "$t_tm" "$t_tf" 2>/dev/null
+    wait "$t_tm" "$t_tf" 2>/dev/null
+    [ -z "$failed" ] || die "row 4: these followers missed lines:$failed"
+    cat "$W/f4.logs" >>"$W/r4.logs"
+    cat "$W/f4.poll" >>"$W/r4.poll"
+    cat "$W/f4.tailm" >>"$W/r4.tailm"
+    cat "$W/f4.tailf" >>"$W/r4.tailf"
+    cat "$W/f4.poll.cpu" >>"$W/r4.pollcpu"
+    task_wait "$s" "$id" 0
+  done
+  local l p tm tf
+  read -r _ lp50 lp99 _ <<<"$(stats "$W/r4.logs" 1e6)"
+  read -r _ pp50 pp99 _ <<<"$(stats "$W/r4.poll" 1e6)"
+  read -r _ mp50 mp99 _ <<<"$(stats "$W/r4.tailm" 1e6)"
+  read -r _ fp50 fp99 _ <<<"$(stats "$W/r4.tailf" 1e6)"
+  local n=$((FOLLOW_RUNS * FOLLOW_LINES)) pcpu
+  pcpu=$(awk '{s+=$1} END{printf "%.0f", s}' "$W/r4.pollcpu")
+  local base="tail -f on the backing file p50 $(calc $fp50 2) / p99 $(calc $fp99 2) ms"
+  row "4" "follow latency, \`taskfs logs -f\` ($n lines)" "p50 $(calc $lp50 2) ms, p99 $(calc $lp99 2) ms" "$base" \
+    "p99 $(calc "$lp99 / $fp99" 1)× tail -f" "p99 ≤ 5 ms" "$(verdict "$lp99 <= 5")"
+  row "4" "follow latency, poll() reader on the mount ($n lines)" "p50 $(calc $pp50 2) ms, p99 $(calc $pp99 2) ms (reader CPU ${pcpu} ms in all)" "(same)" \
+    "p99 $(calc "$pp99 / $fp99" 1)× tail -f" "p99 ≤ 5 ms" "$(verdict "$pp99 <= 5")"
+  row "4" "follow latency, coreutils \`tail -f\` on the mount ($n lines)" "p50 $(calc $mp50 1) ms, p99 $(calc $mp99 1) ms" "(same)" \
+    "p99 $(calc "$mp99 / $fp99" 0)× tail -f" "reported as measured" "measured"
+  cmd "row 4: worker \`taskfs run -- bt stamper $FOLLOW_LINES $FOLLOW_US GO\` writes \`STAMP seq CLOCK_REALTIME-ns\` lines (mean gap $((FOLLOW_US / 1000)) ms, jittered) once every follower is in place; followers at the same time: \`taskfs logs -f ID | bt lat\`, \`bt pollread MNT/tasks/ID/transcript\` (poll() then read), \`tail -f MNT/tasks/ID/transcript > fifo\`, \`tail -f STATE/tasks/ID/transcript > fifo\` (fifo read by \`bt lat\`); figure = arrival - stamp; $FOLLOW_RUNS tasks."
+  unmount_store "$m" "$mpid"
+  forget_finished "$s"
+}
+
+# ---- row 5: start latency ---------------------------------------------------
+
+row5() {
+  local s i order subj
+  new_store s5
+  s=$S
+  log "row 5: start latency, $STARTS starts per subject"
+  : >"$W/r5.tfs"
+  : >"$W/r5.tsp"
+  : >"$W/r5.sh"
+  tsp true >/dev/null # starts the tsp server; its start is not what we time
+  sleep 0.2
+  tsp -C
+  for i in $(seq "$STARTS"); do
+    case $((i % 3)) in
+    0) order="tfs tsp sh" ;;
+    1) order="tsp sh tfs" ;;
+    2) order="sh tfs tsp" ;;
+    esac
+    for subj in $order; do
+      case $subj in
+      tfs)
+        "$BT" time "$W/r5.tfs" -- "$TASKFS" run --state-dir "$s" -- true >"$W/id" 2>"$W/run.err" || die "taskfs run -- true failed: $(cat "$W/run.err")"
+        [ -n "$(head -n 1 "$W/id")" ] || die "taskfs run printed no id"
+        ;;
+      tsp) "$BT" time "$W/r5.tsp" -- tsp true >/dev/null || die "tsp true failed" ;;
+      sh) "$BT" time "$W/r5.sh" -- sh -c 'true &' || die "sh failed" ;;
+      esac
+    done
+    if [ $((i % 25)) = 0 ]; then
+      tsp -w >/dev/null 2>&1
+      tsp -C
+      rm -f "$W"/tmp/ts-out.*
+    fi
+  done
+  # Every task must have started and ended: none stays queued.
+  sleep 0.5
+  local bad
+  bad=$("$GEN" pids "$s" | awk '$2!="completed"' | head -3)
+  [ -z "$bad" ] || die "row 5: tasks that did not complete: $bad"
+  local t p sh
+  t=$(calc "$(med "$W/r5.tfs") / 1e6" 2)
+  p=$(calc "$(med "$W/r5.tsp") / 1e6" 2)
+  sh=$(calc "$(med "$W/r5.sh") / 1e6" 2)
+  local ratio
+  ratio=$(calc "$t / $p" 2)
+  row "5" "start latency, \`taskfs run -- true\` until recorded running (median of $STARTS)" "$t ms (p99 $(calc "$(p99 "$W/r5.tfs") / 1e6" 2) ms)" \
+    "tsp true $p ms; sh -c 'true &' $sh ms" "${ratio}× tsp" "≤ 2× tsp" "$(verdict "$ratio <= 2")"
+  cmd "row 5: \`taskfs run --state-dir S -- true\` (returns once the task is recorded running) vs \`tsp true\` (server already up) vs \`sh -c 'true &'\`, each timed by \`bt time\`; $STARTS rounds, order rotated."
+  tsp -w >/dev/null 2>&1
+  tsp -C
+  forget_finished "$s"
+}
+
+# ---- row 6: scale ------------------------------------------------------------
+
+row6() {
+  local s m mpid r order subj t0 t1 gen_s n
+  new_store s6
+  s=$S
+  log "row 6: scale, $SCALE stored tasks"
+  t0=$("$BT" now)
+  n=$("$GEN" fill "$s" $((SCALE - 1))) || die "tfsgen fill failed"
+  t1=$("$BT" now)
+  gen_s=$(calc "($t1 - $t0) / 1e9" 1)
+  [ "$n" = "$SCALE" ] || die "tfsgen made $n tasks, expected $SCALE"
+  [ "$("$GEN" count "$s")" = "$SCALE" ] || die "tfs_task_count disagrees with $SCALE"
+  m=$W/m6
+  mount_store "$s" "$m"
+  mpid=$MPID
+  for k in ls mls mlsl lsl; do : >"$W/r6.$k"; done
+  for r in $(seq "$RUNS"); do
+    case $((r % 4)) in
+    0) order="ls mls mlsl lsl" ;;
+    1) order="mls mlsl lsl ls" ;;
+    2) order="mlsl lsl ls mls" ;;
+    3) order="lsl ls mls mlsl" ;;
+    esac
+    for subj in $order; do
+      case $subj in
+      ls)
+        "$BT" time "$W/r6.ls" -- "$TASKFS" ls --state-dir "$s" >"$W/ls.out" 2>"$W/ls.err" || die "taskfs ls failed: $(cat "$W/ls.err")"
+        n=$(grep -c . "$W/ls.out")
+        [ "$n" -ge "$SCALE" ] || die "taskfs ls printed $n lines for $SCALE tasks"
+        ;;
+      mls)
+        "$BT" time "$W/r6.mls" -- ls "$m/tasks" >"$W/ls.out" || die "ls of the mount failed"
+        n=$(wc -l <"$W/ls.out")
+        [ "$n" = "$SCALE" ] || die "ls MNT/tasks shows $n tasks, expected $SCALE"
+        ;;
+      mlsl) "$BT" time "$W/r6.mlsl" -- ls -l "$m/tasks" >/dev/null || die "ls -l of the mount failed" ;;
+      lsl) "$BT" time "$W/r6.lsl" -- ls -l "$s/tasks" >/dev/null || die "ls -l of the store failed" ;;
+      esac
+    done
+  done
+  local mrss mhwm
+  mrss=$(awk '/VmRSS/{print $2}' "/proc/$mpid/status")
+  mhwm=$(awk '/VmHWM/{print $2}' "/proc/$mpid/status")
+  unmount_store "$m" "$mpid"
+  node "$ROOT/bench/mcp/rtt.mjs" list "$TASKFS" "$s" "$RUNS" "$SCALE" >"$W/r6.mcp.json" || die "list_managed_tasks on $SCALE tasks failed"
+
+  # Prune: destructive, so each run gets a fresh store of SCALE tasks.
+  : >"$W/r6.prune"
+  local ps
+  for r in $(seq "$RUNS"); do
+    if [ "$r" -gt 1 ]; then
+      rm -rf "$s"
+      mkdir -p "$s"
+      "$GEN" fill "$s" $((SCALE - 1)) >/dev/null || die "tfsgen fill failed"
+    fi
+    sync
+    "$BT" time "$W/r6.prune" -- "$TASKFS" prune --state-dir "$s" --keep "$PRUNE_KEEP" >/dev/null 2>"$W/prune.err" || die "taskfs prune failed: $(cat "$W/prune.err")"
+    n=$("$GEN" count "$s")
+    [ "$n" = "$PRUNE_KEEP" ] || die "after prune --keep $PRUNE_KEEP the store holds $n tasks"
+  done
+  local tl tm tml tb tp
+  tl=$(calc "$(med "$W/r6.ls") / 1e6" 0)
+  tm=$(calc "$(med "$W/r6.mls") / 1e6" 0)
+  tml=$(calc "$(med "$W/r6.mlsl") / 1e6" 0)
+  tb=$(calc "$(med "$W/r6.lsl") / 1e6" 0)
+  tp=$(calc "$(med "$W/r6.prune") / 1e6" 0)
+  local mc mw mst mh psz
+  mst=$(jget "$W/r6.mcp.json" "j.median.startup")
+  mc=$(jget "$W/r6.mcp.json" "j.median.cold")
+  mw=$(jget "$W/r6.mcp.json" "j.median.warm")
+  mh=$(jget "$W/r6.mcp.json" "j.maxHwmKiB")
+  psz=$(jget "$W/r6.mcp.json" "j.pageSize")
+  local base="ls -l STATE/tasks $tb ms"
+  row "6" "scale: \`taskfs ls\`, $SCALE tasks" "$tl ms" "$base" "$(calc "$tl / $tb" 1)× ls -l" "≤ 1 s" "$(verdict "$tl <= 1000")"
+  row "6" "scale: \`ls MNT/tasks\`, $SCALE tasks" "$tm ms (\`ls -l MNT/tasks\` $tml ms); mount RSS $(calc "$mrss/1024" 1) MiB, peak $(calc "$mhwm/1024" 1) MiB" "(same)" \
+    "$(calc "$tm / $tb" 1)× ls -l" "≤ 1 s; RSS reported" "$(verdict "$tm <= 1000")"
+  row "6" "scale: first page of list_managed_tasks ($psz tasks), $SCALE tasks" "$mc ms first call on a fresh server, $mw ms next call; server start $mst ms; MCP server peak RSS $(calc "$mh/1024" 1) MiB" "(same)" \
+    "$(calc "$mc / $tb" 1)× ls -l" "≤ 1 s; RSS reported" "$(verdict "$mc <= 1000")"
+  row "6" "scale: \`taskfs prune --keep $PRUNE_KEEP\` of $SCALE tasks" "$tp ms" "(same)" "$(calc "$tp / $tb" 1)× ls -l" "reported" "measured"
+  cmd "row 6: store filled by \`tfsgen fill STATE $((SCALE - 1))\` (one real task made by tfs_task_create, then $((SCALE - 1)) copies of its record with fresh ids, no fsync; took $gen_s s); \`taskfs ls --state-dir S\`, \`ls MNT/tasks\`, \`ls -l MNT/tasks\`, baseline \`ls -l STATE/tasks\`, $RUNS runs each, order rotated; mount RSS from /proc/PID/status after them; \`node bench/mcp/rtt.mjs list\`: a fresh \`taskfs mcp\` per run, initialize, then \`list_managed_tasks {}\` twice; \`taskfs prune --keep $PRUNE_KEEP\` on a fresh store each of $RUNS runs."
+  forget_finished "$s"
+}
+
+# ---- row 7: concurrency ------------------------------------------------------
+
+row7() {
+  local s i t0 t1 pids n
+  new_store s7
+  s=$S
+  log "row 7: $CONC tasks running sleep at once"
+  t0=$("$BT" now)
+  seq "$CONC" | xargs -P 2 -I{} "$TASKFS" run --state-dir "$s" -- sleep 100000 >"$W/ids7" 2>"$W/run7.err" ||
+    die "starting $CONC tasks failed: $(head -5 "$W/run7.err")"
+  t1=$("$BT" now)
+  local start_s
+  start_s=$(calc "($t1 - $t0) / 1e9" 1)
+  sleep 2 # let every supervisor settle into its idle loop
+  "$GEN" pids "$s" >"$W/pids7"
+  n=$(awk '$2=="running"' "$W/pids7" | wc -l)
+  [ "$n" = "$CONC" ] || die "$n of $CONC tasks are running"
+  pids=$(awk '$2=="running"{print $3}' "$W/pids7")
+  # Private memory per supervisor, from smaps_rollup.
+  : >"$W/r7.priv"
+  : >"$W/r7.rss"
+  for p in $pids; do
+    awk '/^Private_(Clean|Dirty|Hugetlb):/{s+=$2} END{print s}' "/proc/$p/smaps_rollup" >>"$W/r7.priv" || die "supervisor $p vanished"
+    awk '/^Rss:/{print $2}' "/proc/$p/smaps_rollup" >>"$W/r7.rss"
+  done
+  local priv_med priv_max rss_med
+  read -r _ priv_med _ _ priv_max _ <<<"$(stats "$W/r7.priv")"
+  rss_med=$(med "$W/r7.rss")
+  # CPU of all supervisors over IDLE_S idle seconds, IDLE_RUNS windows.
+  cpu_of() {
+    local sum=0 p v
+    for p in $pids; do
+      v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}')
+      sum=$((sum + ${v:-0}))
+    done
+    echo $sum
+  }
+  : >"$W/r7.cpu"
+  local c0 c1 w
+  local hz
+  hz=$(getconf CLK_TCK)
+  for w in $(seq "$IDLE_RUNS"); do
+    c0=$(cpu_of)
+    sleep "$IDLE_S"
+    c1=$(cpu_of)
+    echo $((c1 - c0)) >>"$W/r7.cpu"
+  done
+  local cpu_ticks cpu_pct
+  cpu_ticks=$(med "$W/r7.cpu")
+  cpu_pct=$(calc "$cpu_ticks / $hz / $IDLE_S * 100" 2)
+  # The inotify budget: every supervisor watches its cancel file; past
+  # fs.inotify.max_user_instances they must fall back to polling.
+  local inot
+  inot=$(cat /proc/sys/fs/inotify/max_user_instances)
+  # Stop them all through the store, and time it.
+  t0=$("$BT" now)
+  "$GEN" cancel-all "$s" "bench row 7" >/dev/null || die "cancel-all failed"
+  for _ in $(seq 600); do
+    n=$("$GEN" pids "$s" | awk '$2=="running"||$2=="queued"' | wc -l)
+    [ "$n" = 0 ] && break
+    sleep 0.1
+  done
+  t1=$("$BT" now)
+  [ "$n" = 0 ] || die "$n of $CONC tasks still run 60 s after their stop request"
+  local nc
+  nc=$("$GEN" pids "$s" | awk '$2=="cancelled"' | wc -l)
+  [ "$nc" = "$CONC" ] || die "only $nc of $CONC tasks ended cancelled"
+  row "7" "concurrency: $CONC tasks running \`sleep\`: private memory per supervisor" "median $(calc "$priv_med/1024" 2) MiB, max $(calc "$priv_max/1024" 2) MiB (RSS median $(calc "$rss_med/1024" 2) MiB)" "—" "—" "≤ 1 MiB private" \
+    "$(verdict "$priv_med <= 1024")"
+  row "7" "concurrency: CPU of all $CONC supervisors while idle" "$cpu_ticks ticks in ${IDLE_S} s = ${cpu_pct}% of one core (median of $IDLE_RUNS windows)" "—" "—" "≈ 0 (no busy polling)" \
+    "$(verdict "$cpu_pct < 1")"
+  note "Row 7 context: starting $CONC tasks (\`taskfs run\`, 2 at a time) took $start_s s; stopping all $CONC through the store (one cancel file each) until all read cancelled took $(calc "($t1 - $t0) / 1e9" 1) s. fs.inotify.max_user_instances is $inot on this machine: supervisors beyond that many cannot get an inotify instance and rely on the slow poll."
+  cmd "row 7: \`taskfs run --state-dir S -- sleep 100000\` × $CONC (xargs -P 2); per supervisor (pid from its record) Private_Clean+Private_Dirty+Private_Hugetlb of /proc/PID/smaps_rollup; CPU = sum of utime+stime (/proc/PID/stat) of every supervisor across $IDLE_S s, $IDLE_RUNS windows; then a stop request for each (tfs_cancel_request) and a wait until all read cancelled."
+  forget_finished "$s"
+}
+
+# ---- row 8: MCP round trip ------------------------------------------------------
+
+row8() {
+  local s id
+  new_store s8
+  s=$S
+  log "row 8: MCP round trip, $MCP_RUNS runs of $MCP_CALLS calls"
+  if [ ! -d "$ROOT/bench/mcp/node_modules" ]; then
+    (cd "$ROOT/bench/mcp" && npm ci --no-audit --no-fund >/dev/null) || die "npm ci in bench/mcp failed"
+  fi
+  id=$("$TASKFS" run --state-dir "$s" --wait -- sh -c 'for i in $(seq 100); do echo "line $i"; done; echo "error: something failed"' 2>"$W/run.err") ||
+    die "taskfs run --wait failed: $(cat "$W/run.err")"
+  id=$(echo "$id" | head -n 1)
+  node "$ROOT/bench/mcp/rtt.mjs" rtt "$TASKFS" "$s" "$id" "$MCP_CALLS" "$MCP_RUNS" >"$W/r8.json" || die "the MCP round-trip bench failed"
+  local tp50 tp99 ep50 ep99 bytes mem
+  tp50=$(jget "$W/r8.json" "j.median.taskfs.p50")
+  tp99=$(jget "$W/r8.json" "j.median.taskfs.p99")
+  ep50=$(jget "$W/r8.json" "j.median.everything.p50")
+  ep99=$(jget "$W/r8.json" "j.median.everything.p99")
+  bytes=$(jget "$W/r8.json" "j.responseBytes")
+  mem=$(jget "$W/r8.json" "(j.taskfsMem.hwmKiB/1024).toFixed(1) + ' MiB vs ' + (j.everythingMem.hwmKiB/1024).toFixed(1) + ' MiB'")
+  local ratio
+  ratio=$(calc "$tp50 / $ep50" 2)
+  row "8" "MCP round trip, read_managed_task over stdio ($MCP_CALLS calls × $MCP_RUNS runs)" "p50 $(calc $tp50 3) ms, p99 $(calc $tp99 3) ms (response $bytes bytes; peak RSS $mem)" \
+    "server-everything echo p50 $(calc $ep50 3) ms, p99 $(calc $ep99 3) ms" "p50 ${ratio}×, p99 $(calc "$tp99 / $ep99" 2)×" "≤ 1× the reference" \
+    "$(verdict "$tp50 <= $ep50 && $tp99 <= $ep99")"
+  cmd "row 8: \`node bench/mcp/rtt.mjs rtt\`: one @modelcontextprotocol/sdk Client per server over stdio (\`taskfs mcp --state-dir S\`; \`node server-everything/dist/index.js stdio\`), 20 warm-up calls, then $MCP_CALLS rounds of \`read_managed_task {taskId}\` (a finished task of 101 lines) and \`echo {message:\"hello\"}\`, alternating which goes first, timed by process.hrtime; p50/p99 per run, median of $MCP_RUNS runs."
+}
+
+# ---- run the rows, print the table, write the results ---------------------------
+
+START=$("$BT" now)
+for r in $ROWS; do
+  "row$r"
+done
+ELAPSED=$(calc "($("$BT" now) - $START) / 1e9" 0)
+
+{
+  echo "# taskfs benchmarks ($MODE)"
+  echo
+  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), store on $(df -T "$W" | awk 'NR==2{print $2}') ($(df "$W" | awk 'NR==2{print $1}')); taskfs $("$TASKFS" --version 2>/dev/null | awk '{print $2}'), built with \`make\` (-O2 -g). The whole run took $ELAPSED s."
+  echo
+  echo "Reproduce: \`make bench\` (writes this file; needs the Debian packages of .ci/run, which include task-spooler, and node + npm for bench/mcp). \`make bench-quick\` runs the same code at tiny sizes as a smoke test."
+  echo
+  echo "Each figure is the median of the runs given (throughput, listing, start: $RUNS-$STARTS runs; latency rows: percentiles over every sample), measured in the same run as its baseline, interleaved with it (order rotated between runs)."
+  echo
+  echo "| # | figure | taskfs | baseline (same run) | ratio | goal | verdict |"
+  echo "|---|---|---|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7}' "$W/rows.tsv"
+  echo
+  if [ -s "$W/notes.md" ]; then
+    echo "## Notes from the run"
+    echo
+    cat "$W/notes.md"
+    echo
+  fi
+  echo "## Exact commands"
+  echo
+  cat "$W/cmds.md"
+  echo
+  if [ "$MODE" = full ] && [ -f "$ROOT/bench/analysis.md" ]; then
+    cat "$ROOT/bench/analysis.md"
+  fi
+} >"$W/results.md"
+mkdir -p "$(dirname "$OUT")"
+cp "$W/results.md" "$OUT"
+
+echo
+printf '%-3s %-70s %-60s %s\n' "#" "figure" "taskfs" "verdict"
+awk -F'\t' '{printf "%-3s %-70s %-60s %s\n", $1, substr($2,1,70), substr($3,1,60), $7}' "$W/rows.tsv"
+echo
+awk -F'\t' '{printf "  [%s] baseline: %s | ratio: %s | goal: %s\n", $1, $4, $5, $6}' "$W/rows.tsv"
+echo
+log "done in $ELAPSED s; results in $OUT"

@@ -1,0 +1,90 @@
+/* Stop requests: tasks/<id>/cancel holds {"by", "at"}; its presence is the
+ * request. The supervisor watches for it (inotify) and obeys. */
+#include "core/internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who) {
+  tfs_record_t rec;
+  char t[TFS_TIME_BUF];
+  int err = tfs_task_load(store, id, &rec);
+  if (err)
+    return err;
+  int ended = tfs_state_terminal(rec.state);
+  tfs_record_free(&rec);
+  if (ended)
+    return TFS_EFINISHED;
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  if (!who)
+    who = "";
+  char *clean = tfs_utf8_sanitize(who, strlen(who), NULL);
+  json_t *j = json_object();
+  if (!clean || !j) {
+    free(clean);
+    json_decref(j);
+    return -ENOMEM;
+  }
+  json_object_set_new(j, "by", json_string(clean));
+  json_object_set_new(j, "at", json_string(tfs_time_format(tfs_now_ms(), t)));
+  free(clean);
+  char *text = json_dumps(j, JSON_PRESERVE_ORDER);
+  json_decref(j);
+  if (!text)
+    return -ENOMEM;
+  size_t n = strlen(text);
+  char *line = realloc(text, n + 2);
+  if (!line) {
+    free(text);
+    return -ENOMEM;
+  }
+  line[n] = '\n';
+  line[n + 1] = '\0';
+  err = tfs_write_atomic(dfd, "cancel", line, n + 1);
+  free(line);
+  return err;
+}
+
+int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t wholen, int64_t *at_ms) {
+  char *text;
+  size_t len;
+  if (who && wholen)
+    who[0] = '\0';
+  if (at_ms)
+    *at_ms = 0;
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  int err = tfs_read_small(dfd, "cancel", 65536, &text, &len);
+  if (err == -ENOENT)
+    return 0;
+  if (err == -EFBIG || err == TFS_ECORRUPT)
+    return 1; /* present is what counts; the details are unreadable */
+  if (err)
+    return err;
+  /* Any content counts as a request (the mount's `echo 1 > cancel` path
+   * writes through the core, but a hand-made file must work too). */
+  json_t *j = json_loadb(text, len, 0, NULL);
+  free(text);
+  if (json_is_object(j)) {
+    json_t *by = json_object_get(j, "by"), *at = json_object_get(j, "at");
+    if (who && wholen && json_is_string(by))
+      snprintf(who, wholen, "%s", json_string_value(by));
+    if (at_ms && json_is_string(at))
+      tfs_time_parse(json_string_value(at), at_ms);
+  }
+  json_decref(j);
+  return 1;
+}
+
+int tfs_cancel_clear(tfs_store_t *store, const char *id) {
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  if (unlinkat(dfd, "cancel", 0) && errno != ENOENT)
+    return -errno;
+  return 0;
+}

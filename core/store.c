@@ -1,0 +1,196 @@
+/* Finding, creating and opening the store directory. */
+#include "core/internal.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+/* Writes dir (made absolute against the current directory) into buf. */
+static int put_path(char *buf, size_t len, const char *dir, const char *suffix) {
+  char cwd[PATH_MAX];
+  int n;
+  if (dir[0] == '/') {
+    n = snprintf(buf, len, "%s%s", dir, suffix);
+  } else {
+    if (!getcwd(cwd, sizeof cwd))
+      return -errno;
+    n = snprintf(buf, len, "%s/%s%s", cwd, dir, suffix);
+  }
+  if (n < 0 || (size_t)n >= len)
+    return -ENAMETOOLONG;
+  /* A trailing slash would make paths shown to users look odd. */
+  while (n > 1 && buf[n - 1] == '/')
+    buf[--n] = '\0';
+  return 0;
+}
+
+int tfs_store_resolve(const char *explicit_dir, char *buf, size_t len) {
+  const char *v;
+  if (explicit_dir && *explicit_dir)
+    return put_path(buf, len, explicit_dir, "");
+  if ((v = getenv("TASKFS_STATE_DIR")) && *v)
+    return put_path(buf, len, v, "");
+  /* The XDG spec says relative values are invalid and must be ignored. */
+  if ((v = getenv("XDG_STATE_HOME")) && v[0] == '/')
+    return put_path(buf, len, v, "/taskfs");
+  v = getenv("HOME");
+  if (!v || v[0] != '/') {
+    struct passwd *pw = getpwuid(getuid());
+    if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+      return -ENOENT;
+    v = pw->pw_dir;
+  }
+  return put_path(buf, len, v, "/.local/state/taskfs");
+}
+
+/* mkdir -p with mode 0700 for every directory we create; chmod afterwards
+ * makes the mode independent of the umask. Existing ones are left alone. */
+static int mkdir_p(const char *path) {
+  char tmp[PATH_MAX];
+  size_t n = strlen(path);
+  if (n >= sizeof tmp)
+    return -ENAMETOOLONG;
+  memcpy(tmp, path, n + 1);
+  for (char *p = tmp + 1;; p++) {
+    if (*p == '/' || *p == '\0') {
+      char c = *p;
+      *p = '\0';
+      if (mkdir(tmp, 0700) == 0) {
+        if (chmod(tmp, 0700))
+          return -errno;
+      } else if (errno != EEXIST) {
+        return -errno;
+      }
+      *p = c;
+      if (!c)
+        break;
+    }
+  }
+  return 0;
+}
+
+static int sub_dir(int fd, const char *name, int create) {
+  if (create) {
+    if (mkdirat(fd, name, 0700) == 0) {
+      if (fchmodat(fd, name, 0700, 0))
+        return -errno;
+    } else if (errno != EEXIST) {
+      return -errno;
+    }
+  }
+  int sfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return sfd < 0 ? tfs__open_err(errno) : sfd;
+}
+
+static int store_open(const char *dir, int create, tfs_store_t **out) {
+  char path[PATH_MAX];
+  int err = tfs_store_resolve(dir, path, sizeof path);
+  *out = NULL;
+  if (err)
+    return err;
+  if (create && (err = mkdir_p(path)))
+    return err;
+  tfs_store_t *s = calloc(1, sizeof *s);
+  if (!s)
+    return -ENOMEM;
+  s->fd = s->tasks_fd = s->keys_fd = -1;
+  if (!(s->path = strdup(path))) {
+    err = -ENOMEM;
+    goto fail;
+  }
+  /* The state dir itself may be reached through a symlink the user chose;
+   * everything inside it is opened with O_NOFOLLOW. */
+  s->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (s->fd < 0) {
+    err = -errno;
+    goto fail;
+  }
+  if ((s->tasks_fd = sub_dir(s->fd, "tasks", create)) < 0) {
+    err = s->tasks_fd;
+    goto fail;
+  }
+  if ((s->keys_fd = sub_dir(s->fd, "keys", create)) < 0) {
+    err = s->keys_fd;
+    goto fail;
+  }
+  *out = s;
+  return 0;
+fail:
+  tfs_store_close(s);
+  return err;
+}
+
+int tfs_store_open(const char *dir, tfs_store_t **out) {
+  return store_open(dir, 1, out);
+}
+
+int tfs_store_open_existing(const char *dir, tfs_store_t **out) {
+  return store_open(dir, 0, out);
+}
+
+void tfs_store_close(tfs_store_t *store) {
+  if (!store)
+    return;
+  if (store->fd >= 0)
+    close(store->fd);
+  if (store->tasks_fd >= 0)
+    close(store->tasks_fd);
+  if (store->keys_fd >= 0)
+    close(store->keys_fd);
+  free(store->path);
+  free(store);
+}
+
+const char *tfs_store_path(const tfs_store_t *store) {
+  return store->path;
+}
+
+int tfs_store_fd(const tfs_store_t *store) {
+  return store->fd;
+}
+
+int tfs_store_tasks_fd(const tfs_store_t *store) {
+  return store->tasks_fd;
+}
+
+int tfs__task_dir(const tfs_store_t *store, const char *id) {
+  if (!tfs_id_valid(id))
+    return TFS_EBADID;
+  int fd = openat(store->tasks_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? TFS_ENOTASK : tfs__open_err(errno);
+  return fd;
+}
+
+int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode) {
+  if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+    return -EINVAL;
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+  return fd < 0 ? tfs__open_err(errno) : fd;
+}
+
+int tfs__keys_lock(const tfs_store_t *store) {
+  int fd = tfs__dir_reopen(store->keys_fd);
+  if (fd < 0)
+    return fd;
+  while (flock(fd, LOCK_EX)) {
+    if (errno != EINTR) {
+      int e = -errno;
+      close(fd);
+      return e;
+    }
+  }
+  return fd;
+}
+
+void tfs__keys_unlock(int fd) {
+  if (fd >= 0)
+    close(fd);
+}

@@ -1,0 +1,379 @@
+/* Transcripts: append-only output, read as lines. One write() per appended
+ * line, so a concurrent reader never sees half a line that it would later
+ * see completed differently. Readers use bounded memory whatever the size
+ * of the file or of one line. */
+#include "core/internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#define READ_BUF (256 << 10) /* must stay below TFS__PIECE_MAX */
+
+int tfs_transcript_open_append(tfs_store_t *store, const char *id) {
+  return tfs_task_openat(store, id, "transcript", O_WRONLY | O_APPEND | O_CREAT, 0600);
+}
+
+int tfs_transcript_append(int fd, const char *data, size_t len, int add_newline) {
+  struct iovec iov[2] = {{(void *)data, len}, {(void *)"\n", add_newline ? 1 : 0}};
+  int cnt = 2, i = 0;
+  while (i < cnt) {
+    ssize_t n = writev(fd, iov + i, cnt - i);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    /* A short write (disk nearly full, a signal) is completed with more
+     * writes; the O_APPEND position keeps the pieces in order. */
+    while (i < cnt && (size_t)n >= iov[i].iov_len) {
+      n -= (ssize_t)iov[i].iov_len;
+      i++;
+    }
+    if (i < cnt) {
+      iov[i].iov_base = (char *)iov[i].iov_base + n;
+      iov[i].iov_len -= (size_t)n;
+      if (iov[i].iov_len == 0)
+        i++;
+    }
+  }
+  return 0;
+}
+
+/* ---- the line scanner --------------------------------------------------- */
+
+/* Splits [off, end) of a file into lines. seg_start/lineno always describe
+ * the first byte not yet delivered, so a caller that stops (or a follower
+ * that comes back later) resumes exactly there. */
+typedef struct {
+  int fd;
+  off_t off, end;
+  off_t seg_start;    /* first byte of the current line not yet delivered */
+  int64_t lineno;     /* number of the current line */
+  int midline;        /* pieces of the current line were delivered */
+  int64_t skip_below; /* lines numbered lower are counted, not delivered */
+  int64_t max_lines;  /* < 0: no limit */
+  int64_t delivered;
+  int stopped;
+  char *buf; /* READ_BUF + 1 */
+  char *acc; /* TFS__PIECE_MAX + 1 */
+  size_t acclen;
+  tfs_line_cb cb;
+  void *arg;
+} scan_t;
+
+static int scan_init(scan_t *s, int fd, off_t start, off_t end, int64_t lineno, tfs_line_cb cb,
+                     void *arg) {
+  memset(s, 0, sizeof *s);
+  s->fd = fd;
+  s->off = s->seg_start = start;
+  s->end = end;
+  s->lineno = lineno;
+  s->max_lines = -1;
+  s->cb = cb;
+  s->arg = arg;
+  s->buf = malloc(READ_BUF + 1);
+  s->acc = malloc(TFS__PIECE_MAX + 1);
+  if (!s->buf || !s->acc) {
+    free(s->buf);
+    free(s->acc);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+static void scan_free(scan_t *s) {
+  free(s->buf);
+  free(s->acc);
+}
+
+static void emit(scan_t *s, char *p, size_t len, int partial) {
+  p[len] = '\0';
+  if (s->cb && s->cb(s->lineno, p, len, partial, s->arg))
+    s->stopped = 1;
+  if (partial != 2) {
+    s->delivered++;
+    if (s->max_lines >= 0 && s->delivered >= s->max_lines)
+      s->stopped = 1;
+  }
+}
+
+/* Adds bytes of the current line to the accumulator, handing out full
+ * pieces first, so memory stays at one piece however long the line. */
+static void add_bytes(scan_t *s, const char *p, size_t n) {
+  while (n > 0 && !s->stopped) {
+    if (s->acclen == TFS__PIECE_MAX) {
+      emit(s, s->acc, s->acclen, 2);
+      s->seg_start += TFS__PIECE_MAX;
+      s->acclen = 0;
+      s->midline = 1;
+      if (s->stopped)
+        return;
+    }
+    size_t take = TFS__PIECE_MAX - s->acclen;
+    if (take > n)
+      take = n;
+    memcpy(s->acc + s->acclen, p, take);
+    s->acclen += take;
+    p += take;
+    n -= take;
+  }
+}
+
+static int scan_run(scan_t *s) {
+  while (!s->stopped && s->off < s->end) {
+    size_t want = s->end - s->off > READ_BUF ? READ_BUF : (size_t)(s->end - s->off);
+    ssize_t r = pread(s->fd, s->buf, want, s->off);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (r == 0) {
+      s->end = s->off; /* the file shrank under us */
+      break;
+    }
+    off_t base = s->off;
+    s->off += r;
+    char *p = s->buf, *e = s->buf + r;
+    while (p < e && !s->stopped) {
+      char *nl = memchr(p, '\n', (size_t)(e - p));
+      int skip = s->lineno < s->skip_below;
+      if (!nl) {
+        if (!skip)
+          add_bytes(s, p, (size_t)(e - p));
+        break;
+      }
+      size_t n = (size_t)(nl - p);
+      if (!skip) {
+        if (s->acclen == 0) {
+          emit(s, p, n, 0); /* straight from the read buffer */
+        } else {
+          add_bytes(s, p, n);
+          if (s->stopped)
+            break;
+          emit(s, s->acc, s->acclen, 0);
+        }
+      }
+      s->acclen = 0;
+      s->midline = 0;
+      s->lineno++;
+      s->seg_start = base + (nl - s->buf) + 1;
+      p = nl + 1;
+    }
+  }
+  return 0;
+}
+
+/* Delivers what is left of the last line (no newline) as partial = 1. */
+static void scan_flush(scan_t *s) {
+  if (s->stopped || s->lineno < s->skip_below || (s->acclen == 0 && !s->midline))
+    return;
+  emit(s, s->acc, s->acclen, 1);
+  s->acclen = 0;
+  s->midline = 0;
+  s->lineno++;
+  s->seg_start = s->end;
+}
+
+int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_line,
+                            int64_t max_lines, tfs_line_cb cb, void *arg) {
+  struct stat st;
+  scan_t s;
+  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  if (fd == -ENOENT)
+    return 0; /* the task exists but has written nothing yet */
+  if (fd < 0)
+    return fd;
+  if (fstat(fd, &st))
+    return -errno;
+  if (!S_ISREG(st.st_mode))
+    return TFS_ECORRUPT;
+  if (max_lines == 0)
+    return 0;
+  int err = scan_init(&s, fd, 0, st.st_size, 1, cb, arg);
+  if (err)
+    return err;
+  s.skip_below = from_line < 1 ? 1 : from_line;
+  s.max_lines = max_lines;
+  err = scan_run(&s);
+  if (!err)
+    scan_flush(&s);
+  int64_t n = s.delivered;
+  scan_free(&s);
+  return err ? err : n;
+}
+
+/* ---- the follower --------------------------------------------------------- */
+
+struct tfs_follower {
+  tfs_store_t *store;
+  char id[TFS_ID_MAX + 1];
+  off_t offset;        /* first byte not yet delivered */
+  int64_t next_lineno; /* number of the line that starts (or continues) there */
+  int midline;         /* pieces of that line were delivered already */
+  int have_file;
+  dev_t dev;
+  ino_t ino;
+};
+
+/* Where the last n complete lines start, found by reading backwards from
+ * the end in blocks, so a huge file is not read for its tail. */
+static int tail_start(int fd, off_t size, int64_t n, off_t *start) {
+  char *buf = malloc(READ_BUF);
+  if (!buf)
+    return -ENOMEM;
+  int64_t seen = 0;
+  off_t pos = size;
+  *start = 0;
+  while (pos > 0) {
+    size_t len = pos > READ_BUF ? READ_BUF : (size_t)pos;
+    pos -= (off_t)len;
+    ssize_t r = pread(fd, buf, len, pos);
+    if (r < 0 && errno == EINTR) {
+      pos += (off_t)len;
+      continue;
+    }
+    if (r != (ssize_t)len) {
+      free(buf);
+      return r < 0 ? -errno : -EIO;
+    }
+    size_t left = len;
+    char *nl;
+    while ((nl = memrchr(buf, '\n', left))) {
+      /* Newline number n + 1 from the end ends the line before our first. */
+      left = (size_t)(nl - buf);
+      if (++seen == n + 1) {
+        *start = pos + (off_t)left + 1;
+        pos = 0;
+        break;
+      }
+    }
+  }
+  free(buf);
+  return 0;
+}
+
+/* Counts the newlines in [0, end): the line number of the tail's first
+ * line. A sequential memchr pass with constant memory. */
+static int count_lines(int fd, off_t end, int64_t *count) {
+  char *buf = malloc(READ_BUF);
+  if (!buf)
+    return -ENOMEM;
+  int64_t c = 0;
+  for (off_t pos = 0; pos < end;) {
+    size_t len = end - pos > READ_BUF ? READ_BUF : (size_t)(end - pos);
+    ssize_t r = pread(fd, buf, len, pos);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      free(buf);
+      return r < 0 ? -errno : -EIO;
+    }
+    for (char *p = buf, *e = buf + r; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+      c++;
+    pos += r;
+  }
+  free(buf);
+  *count = c;
+  return 0;
+}
+
+int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out) {
+  struct stat st;
+  *out = NULL;
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  tfs_follower_t *f = calloc(1, sizeof *f);
+  if (!f)
+    return -ENOMEM;
+  f->store = store;
+  snprintf(f->id, sizeof f->id, "%s", id);
+  f->next_lineno = 1;
+  if (last_n >= 0) {
+    int fd TFS_AUTOCLOSE =
+        openat(dfd, "transcript", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno != ENOENT) {
+      free(f);
+      return tfs__open_err(errno);
+    }
+    if (fd >= 0) {
+      off_t start;
+      int64_t before = 0;
+      int err = fstat(fd, &st) ? -errno : S_ISREG(st.st_mode) ? 0 : TFS_ECORRUPT;
+      if (!err)
+        err = tail_start(fd, st.st_size, last_n, &start);
+      if (!err)
+        err = count_lines(fd, start, &before);
+      if (err) {
+        free(f);
+        return err;
+      }
+      f->offset = start;
+      f->next_lineno = before + 1;
+      f->have_file = 1;
+      f->dev = st.st_dev;
+      f->ino = st.st_ino;
+    }
+  }
+  *out = f;
+  return 0;
+}
+
+int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg) {
+  struct stat st;
+  scan_t s;
+  int fd TFS_AUTOCLOSE = tfs_task_openat(f->store, f->id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  if (fd == -ENOENT || fd == TFS_ENOTASK) {
+    if (f->have_file) {
+      /* Vanished: when it comes back it is a new file, read from its start. */
+      f->have_file = 0;
+      f->offset = 0;
+      f->next_lineno = 1;
+      f->midline = 0;
+    }
+    return 0;
+  }
+  if (fd < 0)
+    return fd;
+  if (fstat(fd, &st))
+    return -errno;
+  if (!S_ISREG(st.st_mode))
+    return TFS_ECORRUPT;
+  int replaced = f->have_file && (st.st_dev != f->dev || st.st_ino != f->ino);
+  if (replaced || st.st_size < f->offset) {
+    /* Replaced or truncated: the old positions mean nothing any more. */
+    f->offset = 0;
+    f->next_lineno = 1;
+    f->midline = 0;
+  }
+  f->have_file = 1;
+  f->dev = st.st_dev;
+  f->ino = st.st_ino;
+  if (st.st_size == f->offset && !(flush_partial && f->midline))
+    return 0;
+  int err = scan_init(&s, fd, f->offset, st.st_size, f->next_lineno, cb, arg);
+  if (err)
+    return err;
+  s.midline = f->midline;
+  err = scan_run(&s);
+  if (!err && flush_partial)
+    scan_flush(&s);
+  f->offset = s.seg_start;
+  f->next_lineno = s.lineno;
+  f->midline = s.midline;
+  int64_t n = s.delivered;
+  scan_free(&s);
+  return err ? err : n;
+}
+
+int64_t tfs_follower_lineno(const tfs_follower_t *f) {
+  return f->next_lineno - 1;
+}
+
+void tfs_follower_close(tfs_follower_t *f) {
+  free(f);
+}

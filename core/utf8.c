@@ -1,0 +1,76 @@
+/* Making outside text valid UTF-8 before it goes into JSON: jansson refuses
+ * invalid UTF-8, and a record must never fail to save because a command
+ * printed binary. */
+#include "core/internal.h"
+
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. Rejects
+ * overlong forms, surrogates and code points above U+10FFFF, like jansson. */
+static size_t seq_len(const unsigned char *p, size_t avail) {
+  unsigned c = p[0];
+  if (c < 0x80)
+    return 1;
+  size_t n;
+  unsigned min, cp;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+    cp = c & 0x1f;
+    min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    cp = c & 0x0f;
+    min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    cp = c & 0x07;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (avail < n)
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (p[i] & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return n;
+}
+
+char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t bad = 0;
+  for (size_t i = 0; i < len;) {
+    size_t n = p[i] ? seq_len(p + i, len - i) : 0;
+    if (!n) {
+      bad++;
+      i++;
+    } else {
+      i += n;
+    }
+  }
+  char *out = malloc(len + bad * 2 + 1);
+  if (!out)
+    return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < len;) {
+    size_t n = p[i] ? seq_len(p + i, len - i) : 0;
+    if (!n) {
+      out[o++] = (char)0xef; /* U+FFFD */
+      out[o++] = (char)0xbf;
+      out[o++] = (char)0xbd;
+      i++;
+    } else {
+      memcpy(out + o, p + i, n);
+      o += n;
+      i += n;
+    }
+  }
+  out[o] = '\0';
+  if (out_len)
+    *out_len = o;
+  return out;
+}

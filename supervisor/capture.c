@@ -1,0 +1,208 @@
+/* Capture: a worker's stdout and stderr, read from two pipes, written into
+ * one transcript.
+ *
+ * Each stream has a line buffer of TFS_CAPTURE_BUF bytes that only ever
+ * holds an incomplete line: as soon as a read brings newlines, every
+ * complete line in the buffer goes to the transcript in a single write (a
+ * batch of whole lines; a line is never split between two writes, so the
+ * lines of the two streams never mix). A line that fills the buffer without
+ * a newline is written in pieces; while it is open the other stream is held
+ * back (the caller stops reading its pipe), so the transcript stays the
+ * exact bytes of each stream and memory stays bounded.
+ *
+ * Line numbers count lines as they start, so a final line without a newline
+ * counts too, matching tfs_transcript_read(). Lines from stderr are listed
+ * in the sidecar tasks/<id>/stderr-lines as ranges "first-last\n" of line
+ * numbers, appended as they happen (adjacent ranges may follow each other;
+ * a reader merges them).
+ */
+#include "supervisor/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tfs_capture_init(tfs_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
+                     int64_t bytes) {
+  memset(c, 0, sizeof *c);
+  c->fd = fd;
+  c->side_fd = side_fd;
+  c->imp = imp;
+  c->lines = lines;
+  c->bytes = bytes;
+  c->open_stream = -1;
+  for (int i = 0; i < 2; i++) {
+    c->s[i].buf = malloc(TFS_CAPTURE_BUF);
+    if (!c->s[i].buf) {
+      tfs_capture_free(c);
+      return -ENOMEM;
+    }
+  }
+  return 0;
+}
+
+void tfs_capture_free(tfs_capture_t *c) {
+  for (int i = 0; i < 2; i++) {
+    free(c->s[i].buf);
+    c->s[i].buf = NULL;
+  }
+}
+
+void tfs_capture_flush_side(tfs_capture_t *c) {
+  char buf[64];
+  if (!c->err_first)
+    return;
+  if (c->side_fd >= 0) {
+    int n = snprintf(buf, sizeof buf, "%" PRId64 "-%" PRId64 "\n", c->err_first, c->err_last);
+    /* A failed sidecar write loses only the stream attribution of these
+     * lines; the transcript itself is intact. */
+    if (write(c->side_fd, buf, (size_t)n) < 0)
+      c->last_err = -errno;
+  }
+  c->err_first = c->err_last = 0;
+}
+
+/* Notes that line lineno came from stream st. */
+static void note_line(tfs_capture_t *c, int st, int64_t lineno, const char *line, size_t len) {
+  if (c->imp)
+    tfs_important_feed(c->imp, lineno, line,
+                       len > TFS_CAPTURE_FEED_MAX ? TFS_CAPTURE_FEED_MAX : len);
+  if (st != TFS_STDERR)
+    return;
+  if (c->err_first && c->err_last + 1 == lineno) {
+    c->err_last = lineno;
+    return;
+  }
+  tfs_capture_flush_side(c);
+  c->err_first = c->err_last = lineno;
+}
+
+/* Writes data with one write; on failure the bytes are counted as dropped.
+ * Returns 0 or the negative errno. */
+static int put(tfs_capture_t *c, const char *data, size_t len) {
+  int err = tfs_transcript_append(c->fd, data, len, 0);
+  if (err) {
+    /* Part of it may have landed before the error: only this process
+     * appends, so the file size tells exactly. */
+    struct stat st;
+    int64_t landed = 0;
+    if (fstat(c->fd, &st) == 0 && st.st_size >= c->bytes && st.st_size - c->bytes <= (int64_t)len)
+      landed = st.st_size - c->bytes;
+    c->bytes += landed;
+    c->dropped += (int64_t)len - landed;
+    c->last_err = err;
+    return err;
+  }
+  c->bytes += (int64_t)len;
+  return 0;
+}
+
+/* Before stream st writes: if the other stream left a line open (it ended
+ * without a newline), close that line so the two never share one. */
+static void close_foreign(tfs_capture_t *c, int st) {
+  if (c->open_stream >= 0 && c->open_stream != st) {
+    put(c, "\n", 1);
+    c->open_stream = -1;
+  }
+}
+
+int tfs_capture_holder(const tfs_capture_t *c) {
+  if (c->open_stream >= 0 && !c->s[c->open_stream].eof)
+    return c->open_stream;
+  return -1;
+}
+
+void tfs_capture_space(tfs_capture_t *c, int st, char **p, size_t *n) {
+  tfs_cap_stream_t *s = &c->s[st];
+  *p = s->buf + s->len;
+  *n = TFS_CAPTURE_BUF - s->len;
+}
+
+/* The next '\n' at or after p, where one is known to follow: short lines
+ * (the common case in floods) are found without a call, long ones with
+ * the vectorized search. */
+static inline const char *next_newline(const char *p) {
+  for (int i = 0; i < 16; i++)
+    if (p[i] == '\n')
+      return p + i;
+  return rawmemchr(p + 16, '\n');
+}
+
+/* Writes the complete lines at the start of stream st's buffer (up to and
+ * including the newline at end - 1), then keeps the rest. */
+static void write_lines(tfs_capture_t *c, int st, size_t end) {
+  tfs_cap_stream_t *s = &c->s[st];
+  close_foreign(c, st);
+  int continuing = c->open_stream == st;
+  if (put(c, s->buf, end) == 0) {
+    const char *p = s->buf, *stop = s->buf + end;
+    while (p < stop) {
+      const char *nl = next_newline(p);
+      if (continuing)
+        continuing = 0; /* the end of a long line: counted when it began */
+      else
+        note_line(c, st, ++c->lines, p, (size_t)(nl - p));
+      p = nl + 1;
+    }
+  }
+  c->open_stream = -1;
+  memmove(s->buf, s->buf + end, s->len - end);
+  s->len -= end;
+  s->clean = s->len;
+}
+
+/* Writes the whole buffer of stream st as (a piece of) an open line. */
+static void write_piece(tfs_capture_t *c, int st) {
+  tfs_cap_stream_t *s = &c->s[st];
+  close_foreign(c, st);
+  int starts = c->open_stream != st;
+  if (put(c, s->buf, s->len) == 0 && starts)
+    note_line(c, st, ++c->lines, s->buf, s->len);
+  c->open_stream = st;
+  s->len = s->clean = 0;
+}
+
+void tfs_capture_commit(tfs_capture_t *c, int st, size_t n) {
+  tfs_cap_stream_t *s = &c->s[st];
+  s->len += n;
+  int holder = tfs_capture_holder(c);
+  if (holder >= 0 && holder != st)
+    return; /* the other stream is mid-line: keep this data for later */
+  /* Only the bytes after s->clean can hold a newline. */
+  const char *last = s->len > s->clean ? memrchr(s->buf + s->clean, '\n', s->len - s->clean) : NULL;
+  if (last)
+    write_lines(c, st, (size_t)(last - s->buf) + 1);
+  s->clean = s->len;
+  if (s->len == TFS_CAPTURE_BUF)
+    write_piece(c, st);
+}
+
+void tfs_capture_pending(tfs_capture_t *c, int st) {
+  tfs_cap_stream_t *s = &c->s[st];
+  int holder = tfs_capture_holder(c);
+  if (holder >= 0 && holder != st)
+    return;
+  tfs_capture_commit(c, st, 0);
+  if (s->eof && s->len)
+    write_piece(c, st);
+}
+
+void tfs_capture_eof(tfs_capture_t *c, int st) {
+  c->s[st].eof = 1;
+  tfs_capture_pending(c, st);
+}
+
+void tfs_capture_restart(tfs_capture_t *c) {
+  if (c->open_stream >= 0) {
+    put(c, "\n", 1);
+    c->open_stream = -1;
+  }
+  for (int i = 0; i < 2; i++) {
+    c->s[i].len = c->s[i].clean = 0;
+    c->s[i].eof = 0;
+  }
+}

@@ -1,0 +1,82 @@
+/* Internal pieces of the supervisor library, shared by the files in
+ * supervisor/ (and its tests) only. */
+#ifndef TASKFS_SUPERVISOR_INTERNAL_H
+#define TASKFS_SUPERVISOR_INTERNAL_H
+
+#include "taskfs/supervise.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- capture: two output streams into one transcript ----------------- */
+
+/* Size of each stream's line buffer. A line longer than this is written in
+ * pieces of this size while the other stream waits. */
+#define TFS_CAPTURE_BUF (64 * 1024)
+/* Bytes of a line that are given to the important-line classifier. */
+#define TFS_CAPTURE_FEED_MAX 4096
+/* Name of the sidecar that lists which transcript lines came from stderr. */
+#define TFS_STDERR_LINES "stderr-lines"
+
+enum { TFS_STDOUT = 0, TFS_STDERR = 1 };
+
+typedef struct {
+  char *buf; /* TFS_CAPTURE_BUF bytes: an incomplete line, never a '\n' */
+  size_t len;
+  size_t clean; /* the first clean bytes are known to hold no '\n' */
+  int eof;
+} tfs_cap_stream_t;
+
+typedef struct {
+  int fd;               /* transcript, O_APPEND */
+  int side_fd;          /* stderr-lines sidecar, O_APPEND; -1: none */
+  tfs_important_t *imp; /* fed with every new line; may be NULL */
+  int64_t lines;        /* lines in the transcript (a final partial one counts) */
+  int64_t bytes;        /* bytes in the transcript */
+  int64_t dropped;      /* bytes lost to write errors */
+  int last_err;         /* the last write error (negative errno), 0 if none */
+  int open_stream;      /* stream whose line is open at the transcript's end, or -1 */
+  int64_t err_first;    /* stderr line range not yet written to the sidecar */
+  int64_t err_last;     /* (0, 0): none */
+  tfs_cap_stream_t s[2];
+} tfs_capture_t;
+
+/* Sets up a capture writing to the transcript fd and the sidecar fd (may be
+ * -1). lines/bytes start from the given counts (a task's transcript is
+ * continued across restarts). */
+int tfs_capture_init(tfs_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
+                     int64_t bytes);
+void tfs_capture_free(tfs_capture_t *c);
+/* Where the next read of stream st should go; *n is never 0 while the
+ * stream is not held back (see tfs_capture_holder). */
+void tfs_capture_space(tfs_capture_t *c, int st, char **p, size_t *n);
+/* n bytes were read into the space given by tfs_capture_space: writes every
+ * complete line, or a piece of a long line. */
+void tfs_capture_commit(tfs_capture_t *c, int st, size_t n);
+/* Stream st reached its end: what is left is written as is (no newline),
+ * at once or, if the other stream is mid-line, once it is done. */
+void tfs_capture_eof(tfs_capture_t *c, int st);
+/* Writes what stream st kept back while the other stream was mid-line. Call
+ * for both streams whenever the holder may have changed. */
+void tfs_capture_pending(tfs_capture_t *c, int st);
+/* The stream in the middle of a long line (the other one must not be read
+ * until it ends), or -1. */
+int tfs_capture_holder(const tfs_capture_t *c);
+/* Before a new worker starts: ends an open last line with a '\n' so the next
+ * worker's first line is a line of its own; resets both streams. */
+void tfs_capture_restart(tfs_capture_t *c);
+/* Writes the pending stderr range to the sidecar. */
+void tfs_capture_flush_side(tfs_capture_t *c);
+
+/* ---- the process tree ------------------------------------------------ */
+
+/* Sends sig to every descendant of the calling process (found by walking
+ * /proc: processes whose parent chain leads here). Returns how many were
+ * signalled, or a negative errno. */
+int tfs_kill_descendants(int sig);
+
+/* "SIGSEGV" for 11; "signal 77" for unknown numbers. buf holds 32 bytes. */
+const char *tfs_signal_name(int sig, char buf[32]);
+
+#endif

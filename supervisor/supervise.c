@@ -1,0 +1,813 @@
+/* The supervisor: the hidden `taskfs supervise --state-dir DIR ID` verb.
+ *
+ * One supervisor owns one task for its whole life. It holds the task lock
+ * (the kernel lock every reader checks), is a child subreaper (so every
+ * descendant of the worker stays below it), and runs one libuv loop for
+ * everything: the worker's exit, its two output pipes, stop requests,
+ * signals to itself, and timers.
+ *
+ * The worker is forked and exec'ed here, not with uv_spawn: libuv's own
+ * SIGCHLD handling reaps only the children it spawned, while a subreaper
+ * also inherits orphaned descendants that must be reaped. So SIGCHLD is a
+ * plain uv_signal_t whose callback loops waitpid(-1, WNOHANG) and tells the
+ * worker apart by pid. waitpid() failing with ECHILD also proves the whole
+ * tree is gone: every descendant has a living parent below us or has been
+ * reparented to us.
+ *
+ * One worker "generation" ends when the worker has been reaped, no
+ * descendant is left and both pipes reached their end. Then the restart
+ * policy decides: start another worker (after a back-off for quick deaths)
+ * or record the end.
+ */
+#include "supervisor/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#define SAVE_TICK_MS 250    /* counters are saved at most this often */
+#define ALIVE_EVERY_MS 3000 /* aliveAt is refreshed at least this often */
+#define CANCEL_POLL_MS 1000 /* the fallback poll for stop requests */
+#define KILL_REPEAT_MS 100  /* after the grace period: SIGKILL rounds */
+#define DRAIN_MS 1000       /* pipes still open once the tree is gone */
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+#define LOG_MAX (256 * 1024) /* supervisor.log stops growing past this */
+/* Space held back for the final record: if the worker's output fills the
+ * disk, this file is deleted before the last save so the end still lands. */
+#define RESERVE_NAME "space-reserve"
+#define RESERVE_BYTES (128 * 1024)
+
+typedef enum { PH_START, PH_RUNNING, PH_DRAINING, PH_BACKOFF, PH_DONE } phase_t;
+
+typedef struct {
+  uv_loop_t loop;
+  tfs_store_t *store;
+  const char *id;
+  tfs_record_t rec;
+  int lock_fd, tx_fd, side_fd, devnull, ino_fd;
+  tfs_capture_t cap;
+
+  uv_pipe_t pipe[2];
+  int pipe_open[2]; /* initialized and not yet closed */
+  int reading[2];
+  uv_signal_t sigchld, sigterm, sigint;
+  uv_timer_t save_timer, poll_timer, kill_timer, backoff_timer, drain_timer;
+  uv_poll_t ino_poll;
+  int ino_active;
+
+  phase_t phase;
+  pid_t worker;
+  int worker_reaped;
+  int worker_status;
+  int exit_requested; /* a stop had been requested when the worker exited */
+  int tree_empty;
+  int leftovers_signalled;
+  int64_t worker_started_ms, worker_ended_ms;
+
+  int stopping;
+  char stop_by[512];
+  int64_t stop_at;
+  int killed; /* SIGKILL was needed */
+
+  int quick_in_row;
+  int64_t backoff_ms;
+
+  int64_t saved_lines, saved_bytes, saved_important, last_save_ms;
+  int save_failed;
+  int64_t last_log_ms;
+} sup_t;
+
+/* Diagnostics go to stderr, which the launcher pointed at
+ * tasks/<id>/supervisor.log. A task restarting for days must not fill the
+ * disk with them: past LOG_MAX bytes only the final line is written. */
+static void logmsg(sup_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logmsg(sup_t *s, const char *fmt, ...) {
+  char t[TFS_TIME_BUF];
+  va_list ap;
+  struct stat st;
+  if (s->phase != PH_DONE && fstat(2, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > LOG_MAX)
+    return;
+  fprintf(stderr, "%s supervisor[%d] %s: ", tfs_time_format(tfs_now_ms(), t), (int)getpid(), s->id);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static void finish(sup_t *s, tfs_state_t state, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- saving the record -------------------------------------------------- */
+
+static void save(sup_t *s) {
+  int64_t now = tfs_now_ms();
+  s->rec.lines = s->cap.lines;
+  s->rec.bytes = s->cap.bytes;
+  s->rec.alive_ms = now;
+  int err = tfs_task_save(s->store, &s->rec);
+  if (err) {
+    /* Retried on the next tick; logged at most every 10 s. */
+    s->save_failed = 1;
+    if (now - s->last_log_ms > 10000) {
+      logmsg(s, "cannot save the record: %s (will retry)", tfs_strerror(err));
+      s->last_log_ms = now;
+    }
+    return;
+  }
+  s->save_failed = 0;
+  s->last_save_ms = now;
+  s->saved_lines = s->cap.lines;
+  s->saved_bytes = s->cap.bytes;
+  s->saved_important = s->rec.important.total;
+}
+
+static void on_save_tick(uv_timer_t *t) {
+  sup_t *s = t->data;
+  tfs_capture_flush_side(&s->cap);
+  if (s->save_failed || s->cap.lines != s->saved_lines || s->cap.bytes != s->saved_bytes ||
+      s->rec.important.total != s->saved_important ||
+      tfs_now_ms() - s->last_save_ms >= ALIVE_EVERY_MS)
+    save(s);
+}
+
+/* ---- the process tree ------------------------------------------------- */
+
+/* Signals everything the task started. The worker's process group is used
+ * only while the worker is unreaped: its zombie pins the group id, so the
+ * id cannot have been recycled. Descendants are found in /proc. */
+static void signal_tree(sup_t *s, int sig) {
+  if (s->worker > 0 && !s->worker_reaped)
+    kill(-s->worker, sig);
+  tfs_kill_descendants(sig);
+}
+
+static void check_generation_end(sup_t *s);
+
+static void on_kill_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  if (!s->tree_empty) {
+    if (!s->killed)
+      logmsg(s, "grace period of %" PRId64 " ms over: SIGKILL", s->rec.grace_ms);
+    s->killed = 1;
+    signal_tree(s, SIGKILL);
+  }
+}
+
+/* Starts the grace period, then SIGKILL rounds until the tree is gone. */
+static void arm_kill(sup_t *s) {
+  if (!uv_is_active((uv_handle_t *)&s->kill_timer))
+    uv_timer_start(&s->kill_timer, on_kill_timer, (uint64_t)s->rec.grace_ms, KILL_REPEAT_MS);
+}
+
+static void on_sigchld(uv_signal_t *h, int signum) {
+  sup_t *s = h->data;
+  for (;;) {
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p > 0) {
+      if (p == s->worker && !s->worker_reaped) {
+        s->worker_reaped = 1;
+        s->worker_status = st;
+        s->worker_ended_ms = tfs_now_ms();
+        s->exit_requested = s->stopping;
+      }
+      continue;
+    }
+    if (p < 0 && errno == EINTR)
+      continue;
+    s->tree_empty = p < 0; /* ECHILD: no child, hence no descendant at all */
+    break;
+  }
+  if (!s->worker_reaped || s->phase == PH_DONE)
+    return;
+  if (s->phase == PH_RUNNING)
+    s->phase = PH_DRAINING;
+  /* The worker is gone but left processes behind: the task owns its tree,
+   * so they are asked to stop too (then killed after the grace period). */
+  if (!s->tree_empty && !s->leftovers_signalled) {
+    s->leftovers_signalled = 1;
+    int n = tfs_kill_descendants(SIGTERM);
+    tfs_kill_descendants(SIGCONT);
+    if (n > 0)
+      logmsg(s, "worker exited; SIGTERM to %d process(es) it left behind", n);
+    arm_kill(s);
+  }
+  check_generation_end(s);
+}
+
+/* ---- output pipes ----------------------------------------------------- */
+
+static int stream_of(sup_t *s, uv_handle_t *h) {
+  return h == (uv_handle_t *)&s->pipe[TFS_STDERR] ? TFS_STDERR : TFS_STDOUT;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  sup_t *s = h->data;
+  char *p;
+  size_t n;
+  tfs_capture_space(&s->cap, stream_of(s, h), &p, &n);
+  buf->base = p;
+  buf->len = n;
+}
+
+static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
+
+/* Reads only the streams that may write now: while one stream is in the
+ * middle of a long line the other one waits, its pipe unread. */
+static void update_reading(sup_t *s) {
+  int h;
+  for (int round = 0; round < 3; round++) {
+    h = tfs_capture_holder(&s->cap);
+    for (int i = 0; i < 2; i++)
+      if (h < 0 || h == i)
+        tfs_capture_pending(&s->cap, i);
+    if (tfs_capture_holder(&s->cap) == h)
+      break;
+  }
+  h = tfs_capture_holder(&s->cap);
+  for (int i = 0; i < 2; i++) {
+    if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+      continue;
+    int want = h < 0 || h == i;
+    if (want && !s->reading[i])
+      uv_read_start((uv_stream_t *)&s->pipe[i], on_alloc, on_read);
+    else if (!want && s->reading[i])
+      uv_read_stop((uv_stream_t *)&s->pipe[i]);
+    s->reading[i] = want;
+  }
+}
+
+static void on_pipe_closed(uv_handle_t *h) {
+  sup_t *s = h->data;
+  s->pipe_open[stream_of(s, h)] = 0;
+  check_generation_end(s);
+}
+
+static void close_pipe(sup_t *s, int i) {
+  if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+    return;
+  uv_read_stop((uv_stream_t *)&s->pipe[i]);
+  s->reading[i] = 0;
+  tfs_capture_eof(&s->cap, i);
+  uv_close((uv_handle_t *)&s->pipe[i], on_pipe_closed);
+}
+
+static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
+  sup_t *s = h->data;
+  int i = stream_of(s, (uv_handle_t *)h);
+  if (nread > 0)
+    tfs_capture_commit(&s->cap, i, (size_t)nread);
+  else if (nread == UV_ENOBUFS)
+    ; /* held back: update_reading stops this pipe */
+  else if (nread < 0)
+    close_pipe(s, i);
+  update_reading(s);
+}
+
+static void on_drain_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  /* Some process outside the tree still holds a pipe: stop waiting. */
+  for (int i = 0; i < 2; i++)
+    close_pipe(s, i);
+  update_reading(s);
+}
+
+/* ---- workers ---------------------------------------------------------- */
+
+typedef struct {
+  int stage; /* 1: chdir, 2: exec */
+  int err;
+} start_err_t;
+
+/* Forks and execs the worker in its own process group, its stdout and
+ * stderr on two pipes. Returns 0, or fills why with the reason it could not
+ * start and returns -1. */
+static int spawn_worker(sup_t *s, char *why, size_t whylen) {
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, stp[2] = {-1, -1};
+  const char *cmd = s->rec.argv[0];
+  if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0) {
+    snprintf(why, whylen, "cannot start '%s': no pipe for its output (%s)", cmd, strerror(errno));
+    goto fail;
+  }
+  /* Block signals across fork: until the child has reset the handlers, a
+   * signal would run libuv's handler there and write into the pipe libuv
+   * shares with this process. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int sig = 1; sig < NSIG; sig++)
+      sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+    start_err_t e = {0, 0};
+    if (dup2(s->devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) {
+      e.stage = 3;
+    } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
+      e.stage = 1;
+    } else {
+      execvp(cmd, s->rec.argv);
+      e.stage = 2;
+    }
+    e.err = errno;
+    (void)!write(stp[1], &e, sizeof e);
+    _exit(127);
+  }
+  int fork_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (pid < 0) {
+    snprintf(why, whylen, "cannot start '%s': fork failed (%s)", cmd, strerror(fork_errno));
+    goto fail;
+  }
+  /* Also here, so that signalling the group works before the child ran. */
+  setpgid(pid, pid);
+  close(out[1]);
+  close(err[1]);
+  close(stp[1]);
+  out[1] = err[1] = stp[1] = -1;
+  start_err_t e = {0, 0};
+  ssize_t n;
+  while ((n = read(stp[0], &e, sizeof e)) < 0 && errno == EINTR)
+    ;
+  close(stp[0]);
+  stp[0] = -1;
+  if (n == (ssize_t)sizeof e) {
+    /* The child has exited or is about to; it is reaped by on_sigchld. */
+    if (e.stage == 1)
+      snprintf(why, whylen, "cannot start '%s': working directory '%s' is not usable (%s)", cmd,
+               s->rec.cwd, strerror(e.err));
+    else if (e.stage == 2 && e.err == ENOENT)
+      snprintf(why, whylen, "cannot start '%s': %s (%s)", cmd,
+               strchr(cmd, '/') ? "no such file" : "command not found", strerror(e.err));
+    else if (e.stage == 2 && e.err == EACCES)
+      snprintf(why, whylen, "cannot start '%s': not executable (%s)", cmd, strerror(e.err));
+    else if (e.stage == 2 && e.err == ENOEXEC)
+      snprintf(why, whylen, "cannot start '%s': not a program this system can run (%s)", cmd,
+               strerror(e.err));
+    else
+      snprintf(why, whylen, "cannot start '%s': %s", cmd, strerror(e.err));
+    goto fail;
+  }
+
+  s->worker = pid;
+  s->worker_reaped = 0;
+  s->worker_status = 0;
+  s->tree_empty = 0;
+  s->leftovers_signalled = 0;
+  s->worker_started_ms = tfs_now_ms();
+  s->worker_ended_ms = 0;
+  s->rec.worker_pid = pid;
+  s->rec.worker_pgid = pid;
+  int fds[2] = {out[0], err[0]};
+  for (int i = 0; i < 2; i++) {
+    uv_pipe_init(&s->loop, &s->pipe[i], 0);
+    s->pipe[i].data = s;
+    uv_pipe_open(&s->pipe[i], fds[i]);
+    s->pipe_open[i] = 1;
+    s->reading[i] = 0;
+  }
+  update_reading(s);
+  return 0;
+
+fail:
+  for (int i = 0; i < 2; i++) {
+    if (out[i] >= 0)
+      close(out[i]);
+    if (err[i] >= 0)
+      close(err[i]);
+    if (stp[i] >= 0)
+      close(stp[i]);
+  }
+  return -1;
+}
+
+/* Starts a worker (the first or a restart) and records it. */
+static void start_worker(sup_t *s) {
+  char why[1024];
+  if (spawn_worker(s, why, sizeof why) < 0) {
+    logmsg(s, "%s", why);
+    s->rec.exit_code = 127;
+    s->rec.signal = 0;
+    finish(s, TFS_FAILED, "%s", why);
+    return;
+  }
+  s->phase = PH_RUNNING;
+  if (s->rec.state != TFS_RUNNING) {
+    s->rec.state = TFS_RUNNING;
+    s->rec.started_ms = s->worker_started_ms;
+  }
+  logmsg(s, "worker %d started", (int)s->worker);
+  save(s);
+}
+
+static void on_backoff_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  s->rec.restarts++;
+  start_worker(s);
+}
+
+/* The worker's exit in words: "exited with code 1", "killed by signal
+ * SIGSEGV". */
+static void describe_exit(int status, char *buf, size_t len) {
+  char sig[32];
+  if (WIFSIGNALED(status))
+    snprintf(buf, len, "killed by signal %s", tfs_signal_name(WTERMSIG(status), sig));
+  else
+    snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+}
+
+static void generation_end(sup_t *s) {
+  uv_timer_stop(&s->kill_timer);
+  uv_timer_stop(&s->drain_timer);
+  int st = s->worker_status;
+  tfs_exit_t ex = {
+      .started_ms = s->worker_started_ms,
+      .ended_ms = s->worker_ended_ms,
+      .exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+      .signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+      .requested = s->exit_requested,
+  };
+  if (s->rec.nexits == TFS_LAST_EXITS) {
+    memmove(s->rec.exits, s->rec.exits + 1, (TFS_LAST_EXITS - 1) * sizeof ex);
+    s->rec.nexits--;
+  }
+  s->rec.exits[s->rec.nexits++] = ex;
+  s->rec.exit_code = ex.exit_code;
+  s->rec.signal = ex.signal;
+  char desc[128];
+  describe_exit(st, desc, sizeof desc);
+  logmsg(s, "worker %d %s", (int)s->worker, desc);
+
+  if (s->stopping && !s->exit_requested) {
+    /* The worker had ended on its own; the request only stopped what it
+     * left behind. The end is the worker's. */
+    int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    finish(s, ok ? TFS_COMPLETED : TFS_FAILED,
+           "%s; then a stop request by %s ended the processes it left behind", desc, s->stop_by);
+    return;
+  }
+  if (s->stopping) {
+    int after_grace = s->killed && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+    finish(s, TFS_CANCELLED, "stop requested by %s; the worker %s%s%s", s->stop_by,
+           WIFSIGNALED(st) ? "was " : "", desc,
+           after_grace ? " after the grace period ran out" : "");
+    return;
+  }
+  int failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  int again =
+      s->rec.restart == TFS_RESTART_ALWAYS || (s->rec.restart == TFS_RESTART_ON_FAILURE && failed);
+  if (!again) {
+    finish(s, failed ? TFS_FAILED : TFS_COMPLETED, "%s", desc);
+    return;
+  }
+  int quick = ex.ended_ms - ex.started_ms < s->rec.min_uptime_ms;
+  if (quick) {
+    s->quick_in_row++;
+  } else {
+    s->quick_in_row = 0;
+    s->backoff_ms = BACKOFF_FIRST_MS;
+  }
+  if (quick && s->quick_in_row > s->rec.max_restarts) {
+    char last[64], sig[32];
+    if (WIFSIGNALED(st))
+      snprintf(last, sizeof last, "signal %s", tfs_signal_name(WTERMSIG(st), sig));
+    else
+      snprintf(last, sizeof last, "exit code %d", WEXITSTATUS(st));
+    finish(s, TFS_FAILED,
+           "crash loop: %d exits within min-uptime %" PRId64 " ms in a row (last: %s)",
+           s->quick_in_row, s->rec.min_uptime_ms, last);
+    return;
+  }
+  /* Quick deaths back off; any other restart waits at least the first
+   * back-off step if the worker lived under a second, so that a policy
+   * with min-uptime 0 cannot spin. */
+  int64_t delay = ex.ended_ms - ex.started_ms < 1000 ? BACKOFF_FIRST_MS : 0;
+  if (quick) {
+    delay = s->backoff_ms;
+    s->backoff_ms = s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
+  }
+  tfs_capture_restart(&s->cap);
+  s->phase = PH_BACKOFF;
+  logmsg(s, "restarting in %" PRId64 " ms (%d quick exit(s) in a row)", delay, s->quick_in_row);
+  save(s);
+  uv_timer_start(&s->backoff_timer, on_backoff_timer, (uint64_t)delay, 0);
+}
+
+static void check_generation_end(sup_t *s) {
+  if (s->phase != PH_DRAINING || !s->worker_reaped || !s->tree_empty)
+    return;
+  if (s->pipe_open[0] || s->pipe_open[1]) {
+    if (!uv_is_active((uv_handle_t *)&s->drain_timer))
+      uv_timer_start(&s->drain_timer, on_drain_timer, DRAIN_MS, 0);
+    return;
+  }
+  generation_end(s);
+}
+
+/* ---- stop requests ---------------------------------------------------- */
+
+static void request_stop(sup_t *s, const char *by, int64_t at) {
+  if (s->stopping || s->phase == PH_DONE)
+    return;
+  s->stopping = 1;
+  snprintf(s->stop_by, sizeof s->stop_by, "%s", by && *by ? by : "someone");
+  s->stop_at = at ? at : tfs_now_ms();
+  logmsg(s, "stop requested by %s", s->stop_by);
+  if (s->phase == PH_BACKOFF || s->phase == PH_START) {
+    /* No worker is running: nothing to stop, and not a crash. */
+    uv_timer_stop(&s->backoff_timer);
+    finish(s, TFS_CANCELLED, "stop requested by %s; no worker was running", s->stop_by);
+    return;
+  }
+  signal_tree(s, SIGTERM);
+  signal_tree(s, SIGCONT); /* a stopped process would not see SIGTERM */
+  arm_kill(s);
+}
+
+static void check_cancel(sup_t *s) {
+  char who[256] = "";
+  int64_t at = 0;
+  if (s->phase != PH_DONE && tfs_cancel_query(s->store, s->id, who, sizeof who, &at) == 1)
+    request_stop(s, who, at);
+}
+
+static void on_poll_timer(uv_timer_t *t) {
+  check_cancel(t->data);
+}
+
+static void on_inotify(uv_poll_t *h, int status, int events) {
+  sup_t *s = h->data;
+  char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+  int hit = 0;
+  ssize_t n;
+  while ((n = read(s->ino_fd, buf, sizeof buf)) > 0) {
+    for (char *p = buf; p < buf + n;) {
+      struct inotify_event *ev = (struct inotify_event *)p;
+      if ((ev->mask & IN_Q_OVERFLOW) || (ev->len && !strcmp(ev->name, "cancel")))
+        hit = 1;
+      p += sizeof *ev + ev->len;
+    }
+  }
+  if (hit)
+    check_cancel(s);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  sup_t *s = h->data;
+  char by[128], sig[32];
+  snprintf(by, sizeof by, "signal %s to the supervisor (pid %d)", tfs_signal_name(signum, sig),
+           (int)getpid());
+  request_stop(s, by, tfs_now_ms());
+}
+
+/* ---- the end ---------------------------------------------------------- */
+
+static void make_reserve(sup_t *s) {
+  int fd = tfs_task_openat(s->store, s->id, RESERVE_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0)
+    return;
+  int err = posix_fallocate(fd, 0, RESERVE_BYTES);
+  if (err)
+    logmsg(s, "cannot reserve space for the final record: %s", strerror(err));
+  close(fd);
+}
+
+static void release_reserve(sup_t *s) {
+  char path[TFS_ID_MAX + 32];
+  snprintf(path, sizeof path, "%s/%s", s->id, RESERVE_NAME);
+  unlinkat(tfs_store_tasks_fd(s->store), path, 0);
+}
+
+static void close_walk(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+/* Records the task's end (retrying a failed save for a few seconds: this is
+ * the one write that must land), clears the stop request, and lets the loop
+ * run out. */
+static void finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
+  if (s->phase == PH_DONE)
+    return;
+  s->phase = PH_DONE;
+  char reason[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < 2; i++)
+    if (s->pipe_open[i])
+      tfs_capture_eof(&s->cap, i);
+  tfs_capture_flush_side(&s->cap);
+  if (s->cap.dropped) {
+    size_t l = strlen(reason);
+    snprintf(reason + l, sizeof reason - l,
+             "; %" PRId64 " bytes of output were lost: the transcript could not be written (%s)",
+             s->cap.dropped,
+             s->cap.last_err == -ENOSPC ? "the disk is full" : strerror(-s->cap.last_err));
+  }
+  s->rec.state = state;
+  s->rec.ended_ms = tfs_now_ms();
+  tfs_record_set_reason(&s->rec, "%s", reason);
+  release_reserve(s);
+  if (s->stopping) {
+    free(s->rec.cancel_by);
+    s->rec.cancel_by = strdup(s->stop_by);
+    s->rec.cancel_ms = s->stop_at;
+  }
+  for (int attempt = 0; attempt < 50; attempt++) {
+    save(s);
+    if (!s->save_failed)
+      break;
+    usleep(100 * 1000);
+  }
+  logmsg(s, "task %s: %s", tfs_state_name(state), reason);
+  /* The request has been acted on: a later run under the same key must not
+   * inherit it. */
+  tfs_cancel_clear(s->store, s->id);
+  uv_walk(&s->loop, close_walk, NULL);
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: taskfs supervise --state-dir DIR ID\n\n"
+               "Internal: owns one queued task (started by 'taskfs run', the MCP server or\n"
+               "the mount). Not meant to be run by hand.\n");
+}
+
+/* Fills the record's supervisor fields for this process. */
+static void claim(sup_t *s) {
+  tfs_owner_t o;
+  s->rec.supervisor_pid = getpid();
+  s->rec.supervisor_started_ms = tfs_now_ms();
+  if (tfs_owner_self(&o, "supervisor") == 0) {
+    free(s->rec.supervisor_exe);
+    free(s->rec.supervisor_host);
+    s->rec.supervisor_exe = strdup(o.exe);
+    s->rec.supervisor_host = strdup(o.host);
+    if (o.started_ms)
+      s->rec.supervisor_started_ms = o.started_ms;
+  }
+}
+
+static int setup_loop(sup_t *s) {
+  int err = uv_loop_init(&s->loop);
+  if (err)
+    return err;
+  uv_signal_t *sigs[] = {&s->sigchld, &s->sigterm, &s->sigint};
+  for (int i = 0; i < 3; i++) {
+    uv_signal_init(&s->loop, sigs[i]);
+    sigs[i]->data = s;
+  }
+  uv_signal_start(&s->sigchld, on_sigchld, SIGCHLD);
+  uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&s->sigint, on_signal, SIGINT);
+  uv_timer_t *timers[] = {&s->save_timer, &s->poll_timer, &s->kill_timer, &s->backoff_timer,
+                          &s->drain_timer};
+  for (int i = 0; i < 5; i++) {
+    uv_timer_init(&s->loop, timers[i]);
+    timers[i]->data = s;
+  }
+  uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, SAVE_TICK_MS);
+  uv_timer_start(&s->poll_timer, on_poll_timer, CANCEL_POLL_MS, CANCEL_POLL_MS);
+
+  /* inotify directly rather than uv_fs_event: this watch needs only
+   * creations and renames in the task directory, not the IN_MODIFY that
+   * every transcript append would raise. */
+  const char *no = getenv("TASKFS_NO_INOTIFY");
+  if (!(no && *no && strcmp(no, "0"))) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/tasks/%s", tfs_store_path(s->store), s->id);
+    s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (s->ino_fd >= 0 &&
+        inotify_add_watch(s->ino_fd, dir, IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE) >= 0) {
+      uv_poll_init(&s->loop, &s->ino_poll, s->ino_fd);
+      s->ino_poll.data = s;
+      uv_poll_start(&s->ino_poll, UV_READABLE, on_inotify);
+      s->ino_active = 1;
+    } else {
+      logmsg(s, "inotify unavailable (%s); polling for stop requests", strerror(errno));
+    }
+  }
+  return 0;
+}
+
+int tfs_supervise_main(int argc, char **argv) {
+  static const struct option opts[] = {{"state-dir", required_argument, NULL, 'd'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *dir = NULL;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    if (c == 'd') {
+      dir = optarg;
+    } else if (c == 'h') {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 100;
+    }
+  }
+  if (!dir || optind != argc - 1 || !tfs_id_valid(argv[optind])) {
+    usage(stderr);
+    return 100;
+  }
+
+  static sup_t sup; /* static: its address stays valid in every callback */
+  sup_t *s = &sup;
+  memset(s, 0, sizeof *s);
+  s->id = argv[optind];
+  s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->ino_fd = -1;
+  s->backoff_ms = BACKOFF_FIRST_MS;
+
+  /* Immune to the terminal closing and to a reader going away. */
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+    logmsg(s, "cannot become a child subreaper: %s", strerror(errno));
+
+  int err = tfs_store_open_existing(dir, &s->store);
+  if (err) {
+    logmsg(s, "cannot open the store %s: %s", dir, tfs_strerror(err));
+    return 111;
+  }
+  s->lock_fd = tfs_task_lock(s->store, s->id);
+  if (s->lock_fd < 0) {
+    logmsg(s, "cannot lock the task: %s", tfs_strerror(s->lock_fd));
+    return 111;
+  }
+  err = tfs_task_load(s->store, s->id, &s->rec);
+  if (err) {
+    logmsg(s, "cannot load the task: %s", tfs_strerror(err));
+    return 111;
+  }
+  if (s->rec.state != TFS_QUEUED) {
+    /* Launched twice: the first supervisor did the work. */
+    logmsg(s, "task is %s, not queued: nothing to do", tfs_state_name(s->rec.state));
+    return 0;
+  }
+  if (!s->rec.argv || !s->rec.argv[0] || !s->rec.argv[0][0]) {
+    logmsg(s, "task has no command");
+    return 111;
+  }
+  s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  s->tx_fd = tfs_transcript_open_append(s->store, s->id);
+  s->side_fd =
+      tfs_task_openat(s->store, s->id, TFS_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (s->devnull < 0 || s->tx_fd < 0) {
+    logmsg(s, "cannot open the transcript: %s", tfs_strerror(s->tx_fd < 0 ? s->tx_fd : -errno));
+    return 111;
+  }
+  fcntl(s->tx_fd, F_SETFD, FD_CLOEXEC);
+  if (s->side_fd >= 0)
+    fcntl(s->side_fd, F_SETFD, FD_CLOEXEC);
+  err = tfs_capture_init(&s->cap, s->tx_fd, s->side_fd, &s->rec.important, s->rec.lines,
+                         s->rec.bytes);
+  if (!err)
+    err = setup_loop(s);
+  if (err) {
+    logmsg(s, "cannot set up: %s", tfs_strerror(err));
+    return 111;
+  }
+  claim(s);
+  make_reserve(s);
+
+  /* A stop requested before the start: the task never runs. */
+  char who[256] = "";
+  int64_t at = 0;
+  if (tfs_cancel_query(s->store, s->id, who, sizeof who, &at) == 1)
+    request_stop(s, who, at);
+  else
+    start_worker(s);
+
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  /* Handles closed by finish(); run the close callbacks out. */
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  tfs_capture_free(&s->cap);
+  tfs_record_free(&s->rec);
+  tfs_store_close(s->store);
+  return 0;
+}

@@ -1,0 +1,134 @@
+// The wire protocol, driven raw through child_process: malformed input gets
+// JSON-RPC errors and the server keeps serving; notifications get no reply;
+// stdin EOF and SIGTERM end it promptly with code 0.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TASKFS_BIN, stopAll } from './helpers.mjs';
+
+// Spawns the server with raw pipes; collects stdout lines as parsed JSON.
+function rawServer(t) {
+  const dir = mkdtempSync(join(tmpdir(), 'taskfs-mcp-raw-'));
+  const child = spawn(TASKFS_BIN, ['mcp', '--state-dir', dir], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const messages = [];
+  const waiters = [];
+  let buf = '';
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      messages.push(JSON.parse(line)); // every stdout line must be JSON
+      for (const w of [...waiters]) w();
+    }
+  });
+  const exited = new Promise((res) => child.on('exit', (code, signal) => res({ code, signal })));
+  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); rmSync(dir, { recursive: true, force: true }); });
+  return {
+    dir, child, messages, exited, stderr: () => stderr,
+    send(obj) { child.stdin.write((typeof obj === 'string' ? obj : JSON.stringify(obj)) + '\n'); },
+    async waitFor(n, ms = 10000) {
+      const deadline = Date.now() + ms;
+      while (messages.length < n) {
+        if (Date.now() > deadline) throw new Error(`got ${messages.length} of ${n} messages; stderr: ${stderr}`);
+        await new Promise((r) => { waiters.push(r); setTimeout(r, 100); });
+      }
+      return messages;
+    },
+  };
+}
+
+test('garbage input gets errors and the server keeps serving', async (t) => {
+  const s = rawServer(t);
+  s.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+  s.send({ jsonrpc: '2.0', method: 'notifications/initialized' }); // no reply
+  s.send('this is not json');
+  s.send('[{"jsonrpc":"2.0","id":9,"method":"ping"}]');
+  s.send('{"jsonrpc":"2.0","id":3}');
+  s.send('{"jsonrpc":"1.0","id":4,"method":"ping"}');
+  s.send({ jsonrpc: '2.0', id: 5, method: 'server/discover' });
+  s.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } });
+  s.send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: 'nope' });
+  s.send('"a string"');
+  s.send('x'.repeat(5 * 1024 * 1024)); // oversize: skipped without buffering it all
+  s.send({ jsonrpc: '2.0', id: 8, method: 'tasks/get', params: { taskId: 'zzzzzzzz-zzzzzz' } });
+  s.send({ jsonrpc: '2.0', id: 10, method: 'ping' });
+  const m = await s.waitFor(12);
+  assert.equal(m[0].id, 1);
+  assert.equal(m[0].result.protocolVersion, '2025-11-25', 'unsupported version -> latest');
+  assert.equal(m[0].result.serverInfo.name, 'taskfs');
+  assert.ok(m[0].result.capabilities.tasks.requests.tools.call);
+  assert.equal(m[1].error.code, -32700);
+  assert.match(m[1].error.message, /parse error/);
+  assert.equal(m[2].error.code, -32600);
+  assert.match(m[2].error.message, /batch/);
+  assert.equal(m[3].error.code, -32600);
+  assert.match(m[3].error.message, /method/);
+  assert.equal(m[4].error.code, -32600);
+  assert.match(m[4].error.message, /jsonrpc/);
+  assert.deepEqual([m[5].id, m[5].error.code], [5, -32601]);
+  assert.deepEqual([m[6].id, m[6].error.code], [6, -32602]);
+  assert.match(m[6].error.message, /unknown tool/);
+  assert.deepEqual([m[7].id, m[7].error.code], [7, -32602]);
+  assert.equal(m[8].error.code, -32600);
+  assert.equal(m[9].error.code, -32600);
+  assert.match(m[9].error.message, /message too large: 5242880 bytes/);
+  assert.deepEqual([m[10].id, m[10].error.code], [8, -32602]);
+  assert.deepEqual([m[11].id, m[11].result], [10, {}]);
+  // Version negotiation echoes a supported version.
+  s.send({ jsonrpc: '2.0', id: 11, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+  await s.waitFor(13);
+  assert.equal(s.messages[12].result.protocolVersion, '2025-03-26');
+  // End of input: exits promptly with 0.
+  s.child.stdin.end();
+  const { code } = await s.exited;
+  assert.equal(code, 0);
+  assert.equal(s.messages.length, 13, 'no reply to notifications');
+});
+
+test('SIGTERM ends the server cleanly, answering a pending long-poll first', async (t) => {
+  const s = rawServer(t);
+  s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'start_managed_task', arguments: { taskKey: 'sleeper', command: ['sleep', '30'], waitMs: 0 } } });
+  await s.waitFor(1);
+  const taskId = s.messages[0].result.structuredContent.taskId;
+  s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'read_managed_task', arguments: { taskId, waitMs: 50000 } } });
+  s.send({ jsonrpc: '2.0', id: 3, method: 'ping' }); // served while the read waits
+  await s.waitFor(2);
+  assert.equal(s.messages[1].id, 3);
+  const t0 = Date.now();
+  s.child.kill('SIGTERM');
+  const { code } = await s.exited;
+  assert.equal(code, 0);
+  assert.ok(Date.now() - t0 < 5000, 'exits promptly');
+  assert.equal(s.messages.length, 3);
+  assert.equal(s.messages[2].id, 2);
+  assert.ok(['queued', 'running'].includes(s.messages[2].result.structuredContent.state));
+  assert.equal(s.messages[2].result.structuredContent.timedOut, true);
+});
+
+test('stdin from a regular file is served to its end', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'taskfs-mcp-file-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const { writeFileSync, openSync, readFileSync, closeSync } = await import('node:fs');
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  ].map((m) => JSON.stringify(m)).join('\n'); // no final newline: still served
+  writeFileSync(join(dir, 'in'), lines);
+  const inFd = openSync(join(dir, 'in'), 'r');
+  const outFd = openSync(join(dir, 'out'), 'w');
+  const child = spawn(TASKFS_BIN, ['mcp', '--state-dir', join(dir, 'store')], { stdio: [inFd, outFd, 'ignore'] });
+  const code = await new Promise((res) => child.on('exit', res));
+  closeSync(inFd);
+  closeSync(outFd);
+  assert.equal(code, 0);
+  const out = readFileSync(join(dir, 'out'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(out.map((m) => m.id), [1, 2]);
+  assert.equal(out[1].result.tools.length, 4);
+});

@@ -1,0 +1,95 @@
+// The MCP Tasks utility (revision 2025-11-25) through the SDK's experimental
+// tasks client, and durable task ids across a server restart.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { makeStore, call } from './helpers.mjs';
+
+const RELATED = 'io.modelcontextprotocol/related-task';
+
+test('task-augmented start: callToolStream, getTask, listTasks, cancelTask', async (t) => {
+  const store = makeStore(t);
+  const { client } = await store.connect();
+  const tasks = client.experimental.tasks;
+  const tool = (await client.listTools()).tools.find((x) => x.name === 'start_managed_task');
+  assert.equal(tool.execution.taskSupport, 'optional');
+
+  const seen = [];
+  let result;
+  for await (const m of tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'aug', command: 'sleep 0.5; echo built' } }, undefined, { task: {} })) {
+    seen.push(m.type);
+    if (m.type === 'taskCreated') assert.match(m.task.taskId, /^[a-z0-9]+-[a-z0-9]+$/);
+    if (m.type === 'result') result = m.result;
+    if (m.type === 'error') throw m.error;
+  }
+  assert.equal(seen[0], 'taskCreated');
+  assert.equal(seen.at(-1), 'result');
+  assert.equal(result.structuredContent.state, 'completed');
+  assert.deepEqual(result.structuredContent.tail, ['built']);
+  const id = result.structuredContent.taskId;
+  assert.equal(result._meta[RELATED].taskId, id);
+
+  const got = await tasks.getTask(id);
+  assert.equal(got.status, 'completed');
+  assert.equal(got.taskId, id);
+  assert.equal(got.ttl, null);
+
+  // A long task: created, listed, cancelled (reads cancelled in the reply).
+  let longId;
+  for await (const m of tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'aug-long', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+    if (m.type === 'taskCreated') { longId = m.task.taskId; break; }
+  }
+  assert.ok(longId);
+  const list = await tasks.listTasks();
+  assert.deepEqual(list.tasks.map((x) => x.taskId).sort(), [id, longId].sort());
+  assert.equal(list.tasks.find((x) => x.taskId === longId).status, 'working');
+  const cancelled = await tasks.cancelTask(longId);
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal((await tasks.getTask(longId)).status, 'cancelled');
+  // Terminal tasks cannot be cancelled; unknown ids are invalid params.
+  await assert.rejects(tasks.cancelTask(id), (e) => e.code === -32602);
+  await assert.rejects(tasks.getTask('zzzzzzzz-zzzzzz'), (e) => e.code === -32602);
+  await assert.rejects(tasks.getTask('../etc'), (e) => e.code === -32602);
+  // tasks/result of a cancelled task: the CallToolResult, flagged isError.
+  const payload = await tasks.getTaskResult(longId, CallToolResultSchema);
+  assert.equal(payload.isError, true);
+  assert.equal(payload.structuredContent.state, 'cancelled');
+  assert.equal(payload._meta[RELATED].taskId, longId);
+});
+
+test('tasks/list paginates', async (t) => {
+  const store = makeStore(t);
+  const { client } = await store.connect();
+  const ids = [];
+  for (let i = 0; i < 55; i++) {
+    const r = await call(client, 'start_managed_task', { taskKey: `p${i}`, command: 'true', waitMs: 0 });
+    ids.push(r.structuredContent.taskId);
+  }
+  const p1 = await client.experimental.tasks.listTasks();
+  assert.equal(p1.tasks.length, 50);
+  assert.ok(p1.nextCursor);
+  const p2 = await client.experimental.tasks.listTasks(p1.nextCursor);
+  assert.equal(p2.tasks.length, 5);
+  assert.equal(p2.nextCursor, undefined);
+  const all = [...p1.tasks, ...p2.tasks].map((x) => x.taskId);
+  assert.deepEqual(all, [...ids].reverse());
+});
+
+test('a task id from before a server restart works after it', async (t) => {
+  const store = makeStore(t);
+  const first = await store.connect();
+  let id;
+  for await (const m of first.client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'survivor', command: 'sleep 1.5; echo survived' } }, undefined, { task: {} })) {
+    if (m.type === 'taskCreated') { id = m.task.taskId; break; }
+  }
+  await first.client.close(); // the server exits; the task goes on
+  const second = await store.connect();
+  const tasks = second.client.experimental.tasks;
+  const payload = await tasks.getTaskResult(id, CallToolResultSchema); // waits until terminal
+  assert.equal(payload.structuredContent.state, 'completed');
+  assert.deepEqual(payload.structuredContent.tail, ['survived']);
+  assert.equal(payload._meta[RELATED].taskId, id);
+  assert.equal((await tasks.getTask(id)).status, 'completed');
+  const r = await call(second.client, 'read_managed_task', { taskKey: 'survivor' });
+  assert.equal(r.structuredContent.taskId, id);
+});

@@ -1,0 +1,222 @@
+/* Shared fixture of the supervisor tests (test_supervisor.c, test_run.c): a
+ * fresh store per test, and a teardown that leaves no process behind even
+ * when a test fails: live tasks get a stop request, then any process still
+ * working in the test's directory (workers run with cwd = the temporary
+ * directory) or supervising its store is killed. */
+#ifndef TASKFS_TESTS_SUP_FIXTURE_H
+#define TASKFS_TESTS_SUP_FIXTURE_H
+
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "taskfs/supervise.h"
+#include "taskfs/taskfs.h"
+#include "tests/helpers/testutil.h"
+
+#define SX_UNUSED __attribute__((unused))
+
+static char *sx_tmp;   /* per-test directory; workers run here */
+static char *sx_state; /* <tmp>/state */
+static tfs_store_t *sx_store;
+
+/* Reads /proc/<pid>/cmdline with NULs turned into spaces. */
+static SX_UNUSED int sx_cmdline(const char *pid, char *buf, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if (n < 0)
+    return -1;
+  for (ssize_t i = 0; i < n; i++)
+    if (!buf[i])
+      buf[i] = ' ';
+  buf[n] = 0;
+  return 0;
+}
+
+/* Calls fn for every process (not this one); stops when fn returns 1. */
+static SX_UNUSED int sx_each_proc(int (*fn)(pid_t pid, const char *name, void *arg), void *arg) {
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int count = 0;
+  if (!d)
+    return 0;
+  while ((e = readdir(d))) {
+    if (!isdigit((unsigned char)e->d_name[0]))
+      continue;
+    pid_t pid = (pid_t)atoi(e->d_name);
+    if (pid == getpid())
+      continue;
+    count += fn(pid, e->d_name, arg);
+  }
+  closedir(d);
+  return count;
+}
+
+/* 1 if the process is a zombie (dead, only not reaped yet). */
+static SX_UNUSED int sx_zombie(const char *name) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%s/stat", name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 1;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+static int count_cmd(pid_t pid, const char *name, void *arg) {
+  char buf[4096];
+  if (sx_cmdline(name, buf, sizeof buf) || sx_zombie(name))
+    return 0;
+  return strstr(buf, (const char *)arg) != NULL;
+}
+
+/* Number of live processes whose command line contains needle. */
+static SX_UNUSED int sx_procs_with(const char *needle) {
+  return sx_each_proc(count_cmd, (void *)needle);
+}
+
+static int kill_cmd(pid_t pid, const char *name, void *arg) {
+  char buf[4096];
+  if (sx_cmdline(name, buf, sizeof buf) == 0 && strstr(buf, (const char *)arg))
+    kill(pid, SIGKILL);
+  return 0;
+}
+
+static int kill_in_dir(pid_t pid, const char *name, void *arg) {
+  char path[64], cwd[PATH_MAX];
+  const char *dir = arg;
+  snprintf(path, sizeof path, "/proc/%s/cwd", name);
+  ssize_t n = readlink(path, cwd, sizeof cwd - 1);
+  if (n <= 0)
+    return 0;
+  cwd[n] = 0;
+  if (!strncmp(cwd, dir, strlen(dir)))
+    kill(pid, SIGKILL);
+  return 0;
+}
+
+static SX_UNUSED void sx_kill_procs_with(const char *needle) {
+  sx_each_proc(kill_cmd, (void *)needle);
+}
+
+static int none_alive(void *arg) {
+  char **ids = NULL;
+  size_t n = 0;
+  int alive = 0;
+  if (tfs_task_ids(sx_store, &ids, &n) < 0)
+    return 1;
+  for (size_t i = 0; i < n; i++)
+    alive += tfs_task_alive(sx_store, ids[i]) == 1;
+  tfs_ids_free(ids, n);
+  return alive == 0;
+}
+
+static void sx_setup(void) {
+  sx_tmp = tu_tmpdir("sup");
+  if (asprintf(&sx_state, "%s/state", sx_tmp) < 0)
+    abort();
+  int err = tfs_store_open(sx_state, &sx_store);
+  cr_assert_eq(err, 0, "tfs_store_open: %s", tfs_strerror(err));
+}
+
+static void sx_teardown(void) {
+  char **ids = NULL;
+  size_t n = 0;
+  if (sx_store && tfs_task_ids(sx_store, &ids, &n) == 0) {
+    for (size_t i = 0; i < n; i++)
+      if (tfs_task_alive(sx_store, ids[i]) == 1)
+        tfs_cancel_request(sx_store, ids[i], "test teardown");
+    tfs_ids_free(ids, n);
+    tu_wait_until(none_alive, NULL, 10000);
+  }
+  /* Whatever is left: supervisors of this store, workers in this dir. */
+  sx_each_proc(kill_cmd, sx_state);
+  sx_each_proc(kill_in_dir, sx_tmp);
+  /* A test may have mounted a small file system here. */
+  tu_sh(NULL, "umount -l '%s/small' 2>/dev/null", sx_tmp);
+  if (sx_store)
+    tfs_store_close(sx_store);
+  sx_store = NULL;
+  tu_rmrf(sx_tmp);
+  free(sx_tmp);
+  free(sx_state);
+}
+
+/* Creates a queued task running argv in the test directory. */
+static SX_UNUSED void sx_create(char id[TFS_ID_MAX + 1], char *const argv[],
+                                const tfs_task_spec_t *base) {
+  tfs_task_spec_t spec = {
+      .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  if (base)
+    spec = *base;
+  spec.argv = argv;
+  if (!spec.cwd)
+    spec.cwd = sx_tmp;
+  int existed = 0;
+  int err = tfs_task_create(sx_store, &spec, id, &existed);
+  cr_assert_eq(err, 0, "tfs_task_create: %s", tfs_strerror(err));
+}
+
+/* Creates and launches `sh -c script`; returns the record after launch in
+ * *rec if not NULL. */
+static SX_UNUSED void sx_start(char id[TFS_ID_MAX + 1], const char *script,
+                               const tfs_task_spec_t *base, char *const *env, tfs_record_t *rec) {
+  char *argv[] = {"sh", "-c", (char *)script, NULL};
+  sx_create(id, argv, base);
+  tfs_launch_opts_t lo = {.env = env, .wait_ms = 20000, .exe = tu_taskfs_bin()};
+  tfs_record_t r;
+  int err = tfs_launch(sx_store, id, &lo, &r);
+  cr_assert_eq(err, 0, "tfs_launch: %s", tfs_strerror(err));
+  cr_assert_neq(r.state, TFS_QUEUED, "the task did not leave queued");
+  if (rec)
+    *rec = r;
+  else
+    tfs_record_free(&r);
+}
+
+/* Waits (generously) for the task to end; returns its record. */
+static SX_UNUSED tfs_record_t sx_wait(const char *id, int64_t timeout_ms) {
+  tfs_record_t rec;
+  int err = tfs_wait_end(sx_store, id, timeout_ms, &rec);
+  cr_assert_eq(err, 0, "task %s did not end: %s", id, tfs_strerror(err));
+  return rec;
+}
+
+/* Loads a record, asserting success. */
+static SX_UNUSED tfs_record_t sx_load(const char *id) {
+  tfs_record_t rec;
+  memset(&rec, 0, sizeof rec);
+  int err = tfs_task_load(sx_store, id, &rec);
+  cr_assert_eq(err, 0, "tfs_task_load: %s", tfs_strerror(err));
+  return rec;
+}
+
+static SX_UNUSED char *sx_task_file(const char *id, const char *name, size_t *len) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/tasks/%s/%s", sx_state, id, name);
+  return tu_read_file(path, len);
+}
+
+#endif

@@ -1,0 +1,63 @@
+/* Stop requests through the store: request, query, clear. */
+#include "tests/core_fixture.h"
+
+TestSuite(cancel, .init = fx_setup, .fini = fx_teardown, .timeout = 30);
+
+Test(cancel, request_query_clear) {
+  char id[TFS_ID_MAX + 1], who[128];
+  int64_t at = -1;
+  fx_create("x", NULL, id);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 0);
+  cr_assert_str_eq(who, "");
+  cr_assert_eq(at, 0);
+  int64_t before = tfs_now_ms();
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "cli pid 123 uid 0 \xff"), 0);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 1);
+  cr_assert_str_eq(who, "cli pid 123 uid 0 \xef\xbf\xbd");
+  cr_assert_geq(at, before - 1000);
+  cr_assert_leq(at, tfs_now_ms() + 1000);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, NULL, 0, NULL), 1);
+  /* Short buffers are cut, never overrun. */
+  char tiny[4];
+  cr_assert_eq(tfs_cancel_query(fx_store, id, tiny, sizeof tiny, NULL), 1);
+  cr_assert_str_eq(tiny, "cli");
+  struct stat st;
+  char p[64];
+  snprintf(p, sizeof p, "tasks/%s/cancel", id);
+  cr_assert_eq(stat(fx_path(p), &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0600);
+  /* A second request replaces the first. */
+  cr_assert_eq(tfs_cancel_request(fx_store, id, NULL), 0);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 1);
+  cr_assert_str_eq(who, "");
+  cr_assert_eq(tfs_cancel_clear(fx_store, id), 0);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 0);
+  cr_assert_eq(tfs_cancel_clear(fx_store, id), 0, "clearing twice is fine");
+  /* A hand-made file (any content) is a request too. */
+  fx_write(p, "1\n");
+  cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 1);
+  cr_assert_eq(at, 0);
+}
+
+Test(cancel, finished_and_unknown) {
+  char id[TFS_ID_MAX + 1];
+  tfs_record_t rec;
+  fx_create("x", NULL, id);
+  cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0);
+  rec.state = TFS_CANCELLED;
+  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "me"), TFS_EFINISHED);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, NULL, 0, NULL), 0, "nothing was written");
+  cr_assert_eq(tfs_cancel_request(fx_store, "zzzzzzzz-zzzzzz", "me"), TFS_ENOTASK);
+  cr_assert_eq(tfs_cancel_query(fx_store, "zzzzzzzz-zzzzzz", NULL, 0, NULL), TFS_ENOTASK);
+  cr_assert_eq(tfs_cancel_clear(fx_store, "zzzzzzzz-zzzzzz"), TFS_ENOTASK);
+  /* A running task whose supervisor died reads lost: finished too. */
+  char id2[TFS_ID_MAX + 1];
+  fx_create("y", NULL, id2);
+  cr_assert_eq(tfs_task_load(fx_store, id2, &rec), 0);
+  rec.state = TFS_RUNNING;
+  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_cancel_request(fx_store, id2, "me"), TFS_EFINISHED);
+}

@@ -1,0 +1,807 @@
+/* The FUSE mount, tested through a real mount of a temporary store: the
+ * real taskfs binary (`taskfs mount --foreground`) serves it, and real tools
+ * (tail, bash, dash, tee, ls) use it. Every test gets its own store and
+ * mount point; the fixture unmounts and kills what it started even when a
+ * test fails (Criterion .fini, plus an atexit handler for crashes). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "taskfs/taskfs.h"
+#include "tests/helpers/testutil.h"
+
+#define FUSE_MAGIC 0x65735546
+#define MAX_KIDS 64
+
+static char *g_dir;
+static char g_state[512], g_mnt[512], g_log[512];
+static pid_t g_mount_pid = -1;
+static pid_t g_kids[MAX_KIDS]; /* fake supervisors and tools, each its own group */
+static int g_nkids;
+static tfs_store_t *g_store;
+
+/* Stops every task the test started through `taskfs run`: a stop request
+ * first (the supervisor ends its worker's whole group), then, for any that
+ * still live after a generous wait, SIGKILL to the supervisor and the
+ * worker's process group as the record names them. */
+static int none_alive(void *arg) {
+  char **ids;
+  size_t n;
+  int alive = 0;
+  if (!g_store || tfs_task_ids(g_store, &ids, &n))
+    return 1;
+  for (size_t i = 0; i < n; i++)
+    alive |= tfs_task_alive(g_store, ids[i]) == 1;
+  tfs_ids_free(ids, n);
+  return !alive;
+}
+
+static void stop_real_tasks(void) {
+  char **ids;
+  size_t n;
+  if (!g_store || tfs_task_ids(g_store, &ids, &n))
+    return;
+  for (size_t i = 0; i < n; i++)
+    if (tfs_task_alive(g_store, ids[i]) == 1)
+      tfs_cancel_request(g_store, ids[i], "test cleanup");
+  tu_wait_until(none_alive, NULL, 15000);
+  for (size_t i = 0; i < n; i++) {
+    tfs_record_t rec;
+    if (tfs_task_load(g_store, ids[i], &rec))
+      continue;
+    if (tfs_task_alive(g_store, ids[i]) == 1 && rec.supervisor_pid > 0)
+      kill(rec.supervisor_pid, SIGKILL);
+    if (rec.worker_pgid > 0)
+      kill(-rec.worker_pgid, SIGKILL);
+    tfs_record_free(&rec);
+  }
+  tfs_ids_free(ids, n);
+}
+
+static void cleanup(void) {
+  stop_real_tasks();
+  if (g_mount_pid > 0) {
+    kill(-g_mount_pid, SIGTERM);
+    for (int i = 0; i < 1000; i++) {
+      if (waitpid(g_mount_pid, NULL, WNOHANG) == g_mount_pid) {
+        g_mount_pid = -1;
+        break;
+      }
+      usleep(10000);
+    }
+    if (g_mount_pid > 0) {
+      kill(-g_mount_pid, SIGKILL);
+      waitpid(g_mount_pid, NULL, 0);
+      g_mount_pid = -1;
+    }
+  }
+  if (g_mnt[0])
+    umount2(g_mnt, MNT_DETACH);
+  for (int i = 0; i < g_nkids; i++) {
+    if (g_kids[i] > 0) {
+      kill(-g_kids[i], SIGKILL);
+      kill(g_kids[i], SIGKILL);
+      waitpid(g_kids[i], NULL, 0);
+      g_kids[i] = 0;
+    }
+  }
+  g_nkids = 0;
+  if (g_store) {
+    tfs_store_close(g_store);
+    g_store = NULL;
+  }
+  if (g_dir) {
+    /* A failed test leaves the mount log for whoever reads the output. */
+    char *log = tu_read_file(g_log, NULL);
+    if (log && *log && getenv("TASKFS_TEST_VERBOSE"))
+      fprintf(stderr, "--- mount log ---\n%s", log);
+    free(log);
+    tu_rmrf(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+  }
+  g_mnt[0] = 0;
+}
+
+static void track(pid_t pid) {
+  cr_assert_lt(g_nkids, MAX_KIDS);
+  g_kids[g_nkids++] = pid;
+}
+
+static int is_mounted(void *arg) {
+  struct statfs sf;
+  return statfs(g_mnt, &sf) == 0 && sf.f_type == FUSE_MAGIC;
+}
+
+static int is_unmounted(void *arg) {
+  return !is_mounted(arg);
+}
+
+/* Starts `taskfs mount --foreground` on g_mnt in its own process group. */
+static void start_mount(void) {
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(g_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      dup2(fd, 2);
+      dup2(fd, 1);
+    }
+    execl(tu_taskfs_bin(), "taskfs", "mount", "--foreground", "--state-dir", g_state, g_mnt,
+          (char *)NULL);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  g_mount_pid = pid;
+  cr_assert(tu_wait_until(is_mounted, NULL, 20000), "the mount did not come up");
+}
+
+static void setup(void) {
+  atexit(cleanup);
+  g_dir = tu_tmpdir("mount");
+  snprintf(g_state, sizeof g_state, "%s/state", g_dir);
+  snprintf(g_mnt, sizeof g_mnt, "%s/mnt", g_dir);
+  snprintf(g_log, sizeof g_log, "%s/mount.log", g_dir);
+  cr_assert_eq(mkdir(g_mnt, 0700), 0);
+  cr_assert_eq(tfs_store_open(g_state, &g_store), 0);
+  start_mount();
+}
+
+TestSuite(mount, .init = setup, .fini = cleanup, .timeout = 60);
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static void make_task(const char *key, char id[TFS_ID_MAX + 1]) {
+  char *argv[] = {"sleep", "100", NULL};
+  tfs_task_spec_t spec = {.argv = argv,
+                          .cwd = "/",
+                          .key = key,
+                          .restart = TFS_RESTART_NO,
+                          .min_uptime_ms = -1,
+                          .max_restarts = -1,
+                          .grace_ms = -1};
+  int existed = 0;
+  cr_assert_eq(tfs_task_create(g_store, &spec, id, &existed), 0);
+}
+
+static char *mpath(const char *fmt, const char *id) {
+  static char bufs[4][1024];
+  static int n;
+  char *b = bufs[n++ % 4];
+  char rel[512];
+  snprintf(rel, sizeof rel, fmt, id);
+  snprintf(b, 1024, "%s/%s", g_mnt, rel);
+  return b;
+}
+
+static void append_line(const char *id, const char *line) {
+  int fd = tfs_transcript_open_append(g_store, id);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(tfs_transcript_append(fd, line, strlen(line), 1), 0);
+  close(fd);
+}
+
+/* Starts a real task (`taskfs run`, so a real detached supervisor) running
+ * sh -c script; returns once it is running. */
+static void real_task(const char *script, char id[TFS_ID_MAX + 1]) {
+  char *out = NULL;
+  int rc = tu_sh(&out, "'%s' run --state-dir '%s' -- sh -c '%s'", tu_taskfs_bin(), g_state, script);
+  cr_assert_eq(rc, 0, "taskfs run failed (%d): %s", rc, out);
+  out[strcspn(out, "\n")] = 0;
+  cr_assert(tfs_id_valid(out), "taskfs run printed '%s'", out);
+  snprintf(id, TFS_ID_MAX + 1, "%s", out);
+  free(out);
+}
+
+/* A task that prints "before tail", then one line per file dropped into
+ * g_dir/go (the line is the file's content), and otherwise sleeps. */
+static void talking_task(char id[TFS_ID_MAX + 1]) {
+  char script[1024];
+  snprintf(script, sizeof script,
+           "echo before tail; while :; do if [ -e %s/go ]; then cat %s/go; rm -f %s/go; fi; "
+           "sleep 0.05; done",
+           g_dir, g_dir, g_dir);
+  real_task(script, id);
+}
+
+static int go_consumed(void *arg) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/go", g_dir);
+  return access(p, F_OK) != 0;
+}
+
+/* Makes the talking task print a line; returns once it has taken it. */
+static void say(const char *line) {
+  char p[600], tmp[600];
+  snprintf(p, sizeof p, "%s/go", g_dir);
+  snprintf(tmp, sizeof tmp, "%s/go.tmp", g_dir);
+  cr_assert(tu_wait_until(go_consumed, NULL, 20000));
+  char text[512];
+  snprintf(text, sizeof text, "%s\n", line);
+  cr_assert_eq(tu_write_file(tmp, text, strlen(text)), 0);
+  cr_assert_eq(rename(tmp, p), 0);
+}
+
+static json_t *read_json(const char *path) {
+  char *text = tu_read_file(path, NULL);
+  cr_assert_not_null(text, "cannot read %s: %s", path, strerror(errno));
+  json_error_t jerr;
+  json_t *j = json_loads(text, 0, &jerr);
+  cr_assert_not_null(j, "%s is not JSON: %s\n%s", path, jerr.text, text);
+  free(text);
+  return j;
+}
+
+typedef struct {
+  const char *path;
+  const char *needle;
+} contains_t;
+
+static int file_contains(void *arg) {
+  contains_t *c = arg;
+  char *text = tu_read_file(c->path, NULL);
+  int r = text && strstr(text, c->needle);
+  free(text);
+  return r;
+}
+
+static int record_state_is(const char *id, const char *state) {
+  json_t *j = read_json(mpath("tasks/%s/record.json", id));
+  const char *s = json_string_value(json_object_get(j, "state"));
+  int r = s && !strcmp(s, state);
+  json_decref(j);
+  return r;
+}
+
+typedef struct {
+  const char *id;
+  const char *state;
+} state_wait_t;
+
+static int state_reached(void *arg) {
+  state_wait_t *w = arg;
+  return record_state_is(w->id, w->state);
+}
+
+typedef struct {
+  const char *path;
+  int alive;
+} alive_wait_t;
+
+static int owner_alive_is(void *arg) {
+  alive_wait_t *w = arg;
+  json_t *j = read_json(w->path);
+  int r = json_is_boolean(json_object_get(j, "alive")) &&
+          json_is_true(json_object_get(j, "alive")) == w->alive;
+  json_decref(j);
+  return r;
+}
+
+static int cancel_requested(const char *id) {
+  return tfs_cancel_query(g_store, id, NULL, 0, NULL);
+}
+
+/* ---- the tree -------------------------------------------------------------- */
+
+Test(mount, root_layout_and_owner) {
+  char *out = NULL;
+  cr_assert_eq(tu_sh(&out, "ls -1 '%s'", g_mnt), 0);
+  cr_assert_str_eq(out, "by-key\nowner\ntasks\n");
+  free(out);
+  json_t *j = read_json(mpath("owner%s", ""));
+  cr_assert(json_is_boolean(json_object_get(j, "alive")));
+  json_decref(j);
+
+  /* Files belong to the store's owner, with the documented modes. */
+  char id[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s", id), &st), 0);
+  cr_assert_eq(st.st_mode, S_IFDIR | 0500);
+  cr_assert_eq(st.st_uid, getuid());
+  cr_assert_eq(stat(mpath("tasks/%s/cancel", id), &st), 0);
+  cr_assert_eq(st.st_mode, S_IFREG | 0600);
+  cr_assert_eq(stat(mpath("tasks/%s/record.json", id), &st), 0);
+  cr_assert_eq(st.st_mode, S_IFREG | 0400);
+
+  /* Watching the mount never made it the store's owner. */
+  tfs_owner_t o;
+  cr_assert_eq(tfs_store_owner(g_store, &o), -ENOENT);
+}
+
+Test(mount, tasks_list_in_creation_order_and_follow_the_store) {
+  char ids[5][TFS_ID_MAX + 1];
+  /* Ids order by their creation millisecond; 2 ms apart, the order of
+   * creation is the only right order. */
+  for (int i = 0; i < 4; i++) {
+    make_task(NULL, ids[i]);
+    usleep(2000);
+  }
+  char *out = NULL;
+  cr_assert_eq(tu_sh(&out, "ls -1 -U '%s/tasks'", g_mnt), 0);
+  char want[512] = "";
+  for (int i = 0; i < 4; i++)
+    snprintf(want + strlen(want), sizeof want - strlen(want), "%s\n", ids[i]);
+  cr_assert_str_eq(out, want);
+  free(out);
+
+  /* A task created after the mount appears; a forgotten one disappears. */
+  make_task(NULL, ids[4]);
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s", ids[4]), &st), 0);
+  cr_assert_eq(tfs_task_forget(g_store, ids[0]), 0);
+  cr_assert_eq(stat(mpath("tasks/%s", ids[0]), &st), -1);
+  cr_assert_eq(errno, ENOENT);
+  cr_assert_eq(tu_sh(&out, "ls -1 -U '%s/tasks'", g_mnt), 0);
+  want[0] = 0;
+  for (int i = 1; i < 5; i++)
+    snprintf(want + strlen(want), sizeof want - strlen(want), "%s\n", ids[i]);
+  cr_assert_str_eq(out, want);
+  free(out);
+
+  cr_assert_eq(tu_sh(&out, "ls -1 '%s/tasks/%s'", g_mnt, ids[1]), 0);
+  cr_assert_str_eq(out, "cancel\nowner\nrecord.json\ntranscript\n");
+  free(out);
+}
+
+Test(mount, record_json_is_the_live_record_and_stat_matches_read) {
+  char id[TFS_ID_MAX + 1];
+  make_task("rec-key", id);
+  const char *p = mpath("tasks/%s/record.json", id);
+  size_t len;
+  char *text = tu_read_file(p, &len);
+  cr_assert_not_null(text);
+  struct stat st;
+  cr_assert_eq(stat(p, &st), 0);
+  cr_assert_eq((size_t)st.st_size, len, "stat says %lld, read gave %zu", (long long)st.st_size,
+               len);
+  json_t *j = json_loads(text, 0, NULL);
+  cr_assert_not_null(j);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "id")), id);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "state")), "queued");
+  json_decref(j);
+  free(text);
+
+  /* The by-key symlink resolves to the task. */
+  char target[256];
+  ssize_t n = readlink(mpath("by-key/%s", "rec-key"), target, sizeof target - 1);
+  cr_assert_gt(n, 0);
+  target[n] = 0;
+  char want[128];
+  snprintf(want, sizeof want, "../tasks/%s", id);
+  cr_assert_str_eq(target, want);
+  j = read_json(mpath("by-key/rec-key/record.json%s", ""));
+  cr_assert_str_eq(json_string_value(json_object_get(j, "id")), id);
+  json_decref(j);
+  char *out;
+  cr_assert_eq(tu_sh(&out, "ls -1 '%s/by-key'", g_mnt), 0);
+  cr_assert_str_eq(out, "rec-key\n");
+  free(out);
+  struct stat lst;
+  cr_assert_eq(lstat(mpath("by-key/%s", "no-such-key"), &lst), -1);
+  cr_assert_eq(errno, ENOENT);
+}
+
+Test(mount, transcript_cat_and_sizes_grow) {
+  char id[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  const char *p = mpath("tasks/%s/transcript", id);
+  struct stat st0, st1;
+  cr_assert_eq(stat(p, &st0), 0);
+  cr_assert_eq(st0.st_size, 0);
+  append_line(id, "first line");
+  cr_assert_eq(stat(p, &st1), 0);
+  cr_assert_eq(st1.st_size, 11);
+  /* A transcript larger than one read request streams whole. */
+  char big[3000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  for (int i = 0; i < 400; i++)
+    append_line(id, big);
+  char *out;
+  cr_assert_eq(tu_sh(&out, "ls -l '%s' | awk '{print $5}'", p), 0);
+  cr_assert_eq(atoll(out), 11 + 400LL * 3000);
+  free(out);
+  cr_assert_eq(tu_sh(&out, "cat '%s' | wc -c", p), 0);
+  cr_assert_eq(atoll(out), 11 + 400LL * 3000);
+  free(out);
+  cr_assert_eq(tu_sh(&out, "cmp '%s' '%s/tasks/%s/transcript' && echo same", p, g_state, id), 0);
+  cr_assert_str_eq(out, "same\n");
+  free(out);
+}
+
+/* ---- following --------------------------------------------------------------- */
+
+static void tail_follows(const char *flag) {
+  char id[TFS_ID_MAX + 1];
+  talking_task(id);
+  char outpath[600];
+  snprintf(outpath, sizeof outpath, "%s/tail.out", g_dir);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    execlp("tail", "tail", flag, "-n", "+1", mpath("tasks/%s/transcript", id), (char *)NULL);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  track(pid);
+  contains_t c = {outpath, "before tail"};
+  cr_assert(tu_wait_until(file_contains, &c, 20000), "tail did not print the existing line");
+  say("appended while tail runs");
+  c.needle = "appended while tail runs";
+  cr_assert(tu_wait_until(file_contains, &c, 20000), "tail %s did not see the appended line", flag);
+  say("and another");
+  c.needle = "and another";
+  cr_assert(tu_wait_until(file_contains, &c, 20000));
+}
+
+Test(mount, tail_f_follows_a_running_task) {
+  tail_follows("-f");
+}
+
+Test(mount, tail_F_follows_a_running_task) {
+  tail_follows("-F");
+}
+
+/* A child that makes the talking task print a line after a pause, while
+ * the parent waits in poll() or epoll_wait(); without a wake-up from the
+ * mount the wait would run out. */
+static void say_later(const char *line) {
+  cr_assert(tu_wait_until(go_consumed, NULL, 20000));
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    usleep(300 * 1000);
+    char p[600], tmp[600], text[512];
+    snprintf(p, sizeof p, "%s/go", g_dir);
+    snprintf(tmp, sizeof tmp, "%s/go.tmp", g_dir);
+    snprintf(text, sizeof text, "%s\n", line);
+    _exit(tu_write_file(tmp, text, strlen(text)) || rename(tmp, p) ? 1 : 0);
+  }
+  track(pid);
+}
+
+static void read_to_eof(int fd) {
+  char buf[65536];
+  while (read(fd, buf, sizeof buf) > 0)
+    ;
+}
+
+Test(mount, poll_and_epoll_wake_on_append) {
+  char id[TFS_ID_MAX + 1];
+  talking_task(id);
+  contains_t c = {mpath("tasks/%s/transcript", id), "before tail"};
+  cr_assert(tu_wait_until(file_contains, &c, 20000));
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  cr_assert_geq(fd, 0);
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  cr_assert_eq(poll(&pfd, 1, 0), 1, "unread data must be readable");
+  read_to_eof(fd);
+  cr_assert_eq(poll(&pfd, 1, 0), 0, "nothing new: a running task's transcript is not readable");
+
+  say_later("two");
+  cr_assert_eq(poll(&pfd, 1, 20000), 1, "poll did not wake on append");
+  cr_assert(pfd.revents & POLLIN);
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof buf);
+  cr_assert_eq(n, 4);
+  cr_assert_eq(memcmp(buf, "two\n", 4), 0);
+
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  cr_assert_eq(epoll_wait(ep, &ev, 1, 0), 0);
+  say_later("three");
+  cr_assert_eq(epoll_wait(ep, &ev, 1, 20000), 1, "epoll did not wake on append");
+  close(ep);
+  close(fd);
+}
+
+/* ---- cancel --------------------------------------------------------------- */
+
+static void cancel_by_shell(const char *cmdline_fmt) {
+  char id[TFS_ID_MAX + 1];
+  real_task("sleep 100", id);
+  char *out;
+  cr_assert_eq(tu_sh(&out, "cat '%s'", mpath("tasks/%s/cancel", id)), 0);
+  cr_assert_str_eq(out, "0\n");
+  free(out);
+  int rc = tu_sh(NULL, cmdline_fmt, mpath("tasks/%s/cancel", id));
+  cr_assert_eq(rc, 0, "the shell command failed (%d)", rc);
+  state_wait_t w = {id, "cancelled"};
+  cr_assert(tu_wait_until(state_reached, &w, 20000), "the task did not end cancelled");
+  alive_wait_t aw = {mpath("tasks/%s/owner", id), 0};
+  cr_assert(tu_wait_until(owner_alive_is, &aw, 20000), "the supervisor should have ended");
+  cr_assert_eq(tu_sh(&out, "cat '%s'", mpath("tasks/%s/cancel", id)), 0);
+  cr_assert_eq(strncmp(out, "1 ", 2), 0, "cancel reads '%s'", out);
+  cr_assert(strstr(out, "mount uid"), "cancel reads '%s'", out);
+  free(out);
+}
+
+Test(mount, cancel_echo_from_bash) {
+  cancel_by_shell("bash -c 'echo 1 > \"$0\"' '%s'");
+}
+
+Test(mount, cancel_echo_from_dash) {
+  cancel_by_shell("dash -c 'echo 1 > \"$0\"' '%s'");
+}
+
+Test(mount, cancel_printf) {
+  cancel_by_shell("bash -c 'printf 1 > \"$0\"' '%s'");
+}
+
+Test(mount, cancel_tee) {
+  cancel_by_shell("bash -c 'echo 1 | tee \"$0\" >/dev/null' '%s'");
+}
+
+Test(mount, cancel_append) {
+  cancel_by_shell("bash -c 'echo 1 >> \"$0\"' '%s'");
+}
+
+Test(mount, cancel_garbage_is_einval_and_records_nothing) {
+  char id[TFS_ID_MAX + 1];
+  real_task("sleep 100", id);
+  const char *p = mpath("tasks/%s/cancel", id);
+  const char *bad[] = {"0", "0\n", "yes", "yes\n", "11", "1 ", "\n", "1\n\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int fd = open(p, O_WRONLY | O_TRUNC);
+    cr_assert_geq(fd, 0);
+    errno = 0;
+    cr_assert_eq(write(fd, bad[i], strlen(bad[i])), -1, "'%s' was accepted", bad[i]);
+    cr_assert_eq(errno, EINVAL);
+    close(fd);
+  }
+  int fd = open(p, O_WRONLY | O_TRUNC);
+  const unsigned char bin[] = {0x31, 0x00, 0xff};
+  cr_assert_eq(write(fd, bin, sizeof bin), -1);
+  cr_assert_eq(errno, EINVAL);
+  close(fd);
+  /* Empty: open and close without a write. */
+  fd = open(p, O_WRONLY | O_TRUNC);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(close(fd), 0);
+  cr_assert_neq(tu_sh(NULL, "bash -c 'echo yes > \"$0\"' '%s' 2>/dev/null", p), 0);
+  cr_assert_eq(cancel_requested(id), 0, "garbage recorded a stop request");
+  cr_assert(record_state_is(id, "running"));
+}
+
+Test(mount, cancel_of_a_finished_task_is_esrch) {
+  char id[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(g_store, id, &rec), 0);
+  rec.state = TFS_COMPLETED;
+  rec.exit_code = 0;
+  rec.ended_ms = tfs_now_ms();
+  cr_assert_eq(tfs_task_save(g_store, &rec), 0);
+  tfs_record_free(&rec);
+  int fd = open(mpath("tasks/%s/cancel", id), O_WRONLY | O_TRUNC);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "1\n", 2), -1);
+  cr_assert_eq(errno, ESRCH);
+  close(fd);
+  cr_assert_eq(cancel_requested(id), 0);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+Test(mount, every_forbidden_operation_has_its_errno) {
+  char id[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  errno = 0;
+  cr_assert_eq(open(mpath("tasks/%s/record.json", id), O_WRONLY), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(open(mpath("tasks/%s/transcript", id), O_RDWR), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(open(mpath("tasks/%s/owner", id), O_WRONLY | O_APPEND), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(open(mpath("owner%s", ""), O_WRONLY), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(open(mpath("tasks/%s/newfile", id), O_WRONLY | O_CREAT, 0600), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(unlink(mpath("tasks/%s/record.json", id)), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(rmdir(mpath("tasks/%s", id)), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(rename(mpath("tasks/%s/record.json", id), mpath("tasks/%s/x", id)), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(mkdir(mpath("tasks/%s/d", id), 0700), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(mkdir(mpath("tasks/%s", "newdir"), 0700), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(symlink("x", mpath("tasks/%s/l", id)), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_eq(chmod(mpath("tasks/%s/record.json", id), 0644), -1);
+  cr_assert_eq(errno, EPERM);
+  cr_assert_eq(truncate(mpath("tasks/%s/transcript", id), 0), -1);
+  cr_assert_eq(errno, EACCES);
+
+  /* Unknown and hostile names. */
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s", "zzzzzzzz-zzzzzz"), &st), -1);
+  cr_assert_eq(errno, ENOENT);
+  cr_assert_eq(open(mpath("tasks/%s/record.json", "zzzzzzzz-zzzzzz"), O_RDONLY), -1);
+  cr_assert_eq(errno, ENOENT);
+  cr_assert_eq(stat(mpath("tasks/%s/nope", id), &st), -1);
+  cr_assert_eq(errno, ENOENT);
+  cr_assert_eq(stat(mpath("tasks/%s", "..%2f"), &st), -1);
+  cr_assert_eq(errno, ENOENT);
+  cr_assert_eq(stat(mpath("by-key/%s", "bad key"), &st), -1);
+  cr_assert_eq(errno, ENOENT);
+  char longname[300];
+  memset(longname, 'a', sizeof longname - 1);
+  longname[sizeof longname - 1] = 0;
+  cr_assert_eq(stat(mpath("tasks/%s", longname), &st), -1);
+  cr_assert_eq(errno, ENAMETOOLONG);
+  cr_assert_eq(stat(mpath("nothing%s", ""), &st), -1);
+  cr_assert_eq(errno, ENOENT);
+}
+
+/* ---- owner and liveness ------------------------------------------------------ */
+
+Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads_lost) {
+  char id[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1];
+  real_task("i=0; while :; do echo line $i; i=$((i+1)); done", id);
+  real_task("sleep 100", id2);
+  json_t *j = read_json(mpath("tasks/%s/owner", id));
+  json_int_t sup = json_integer_value(json_object_get(j, "pid"));
+  cr_assert_gt(sup, 1);
+  cr_assert(json_is_string(json_object_get(j, "host")));
+  cr_assert(strstr(json_string_value(json_object_get(j, "exe")), "taskfs"));
+  cr_assert(json_is_true(json_object_get(j, "alive")));
+  cr_assert(json_is_string(json_object_get(j, "started")));
+  json_decref(j);
+  cr_assert(record_state_is(id, "running"));
+
+  /* Killed while its worker floods the transcript. */
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s/transcript", id), &st), 0);
+  cr_assert_eq(kill((pid_t)sup, SIGKILL), 0);
+  alive_wait_t w = {mpath("tasks/%s/owner", id), 0};
+  cr_assert(tu_wait_until(owner_alive_is, &w, 20000), "owner still reads alive");
+  cr_assert(record_state_is(id, "lost"));
+  cr_assert(record_state_is(id2, "running"), "the other task is untouched");
+  char *out;
+  cr_assert_eq(tu_sh(&out, "grep -c '^line ' '%s'", mpath("tasks/%s/transcript", id)), 0);
+  cr_assert_gt(atol(out), 0);
+  free(out);
+  /* A lost task's transcript polls readable (the reader will see EOF). */
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  cr_assert_geq(fd, 0);
+  read_to_eof(fd);
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  cr_assert_eq(poll(&pfd, 1, 20000), 1, "an ended task's transcript must poll readable");
+  close(fd);
+}
+
+/* ---- hostile stores ------------------------------------------------------------ */
+
+Test(mount, a_corrupt_record_is_eio_and_still_listed) {
+  char id[TFS_ID_MAX + 1], good[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  make_task(NULL, good);
+  char p[1024];
+  snprintf(p, sizeof p, "%s/tasks/%s/record.json", g_state, id);
+  cr_assert_eq(tu_write_file(p, "{\"v\": 1, \"id\": tru", 18), 0);
+  char *out;
+  cr_assert_eq(tu_sh(&out, "ls -1 '%s/tasks'", g_mnt), 0);
+  cr_assert(strstr(out, id), "a corrupt task must still list");
+  free(out);
+  cr_assert_eq(open(mpath("tasks/%s/record.json", id), O_RDONLY), -1);
+  cr_assert_eq(errno, EIO);
+  cr_assert_eq(tu_sh(NULL, "ls -l '%s/tasks/%s' >/dev/null", g_mnt, id), 0);
+  cr_assert(record_state_is(good, "queued"), "the mount must stay up");
+  contains_t c = {g_log, "corrupt"};
+  cr_assert(tu_wait_until(file_contains, &c, 5000), "no log line about the corrupt record");
+}
+
+Test(mount, the_store_removed_and_recreated_under_the_mount) {
+  char id[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s", id), &st), 0);
+  tfs_store_close(g_store);
+  g_store = NULL;
+  tu_rmrf(g_state);
+  char *out;
+  cr_assert_eq(tu_sh(&out, "ls -A '%s/tasks'", g_mnt), 0);
+  cr_assert_str_eq(out, "");
+  free(out);
+  cr_assert_eq(stat(mpath("tasks/%s", id), &st), -1);
+  cr_assert_eq(tfs_store_open(g_state, &g_store), 0);
+  make_task(NULL, id2);
+  cr_assert_eq(tu_sh(&out, "ls -1 '%s/tasks'", g_mnt), 0);
+  char want[64];
+  snprintf(want, sizeof want, "%s\n", id2);
+  cr_assert_str_eq(out, want);
+  free(out);
+  cr_assert(record_state_is(id2, "queued"));
+}
+
+Test(mount, thousands_of_tasks_list_whole_and_in_order, .timeout = 120) {
+  enum { N = 2000 };
+  for (int i = 0; i < N; i++) {
+    char id[TFS_ID_MAX + 1];
+    make_task(NULL, id);
+  }
+  char **ids;
+  size_t n;
+  cr_assert_eq(tfs_task_ids(g_store, &ids, &n), 0);
+  cr_assert_eq(n, N);
+  char *out;
+  cr_assert_eq(tu_sh(&out, "ls -1 -U '%s/tasks'", g_mnt), 0);
+  char *p = out;
+  for (size_t i = 0; i < n; i++) {
+    size_t l = strlen(ids[i]);
+    cr_assert_eq(strncmp(p, ids[i], l), 0, "entry %zu out of order", i);
+    cr_assert_eq(p[l], '\n');
+    p += l + 1;
+  }
+  cr_assert_eq(*p, 0);
+  free(out);
+  cr_assert(record_state_is(ids[n / 2], "queued"));
+  tfs_ids_free(ids, n);
+}
+
+/* ---- the verb ------------------------------------------------------------------ */
+
+Test(mount, daemon_mode_reports_mounted_and_umount_works) {
+  char other[600];
+  snprintf(other, sizeof other, "%s/other", g_dir);
+  cr_assert_eq(mkdir(other, 0700), 0);
+  char *out;
+  int rc = tu_sh(&out, "'%s' mount --state-dir '%s' '%s' && ls -A '%s/tasks' && echo listed",
+                 tu_taskfs_bin(), g_state, other, other);
+  cr_assert_eq(rc, 0);
+  cr_assert(strstr(out, "listed"));
+  free(out);
+  cr_assert_eq(tu_sh(NULL, "'%s' umount '%s'", tu_taskfs_bin(), other), 0);
+  struct statfs sf;
+  cr_assert_eq(statfs(other, &sf), 0);
+  cr_assert_neq(sf.f_type, FUSE_MAGIC);
+
+  /* A missing mount point is reported before returning. */
+  rc = tu_sh(&out, "'%s' mount --state-dir '%s' '%s/none' 2>&1", tu_taskfs_bin(), g_state, g_dir);
+  cr_assert_neq(rc, 0);
+  cr_assert(strstr(out, "does not exist"), "%s", out);
+  free(out);
+}
+
+Test(mount, sigterm_unmounts_and_a_stale_mount_says_to_umount) {
+  kill(g_mount_pid, SIGTERM);
+  cr_assert_eq(waitpid(g_mount_pid, NULL, 0), g_mount_pid);
+  g_mount_pid = -1;
+  cr_assert(tu_wait_until(is_unmounted, NULL, 5000), "SIGTERM did not unmount");
+
+  /* A mount whose process was killed leaves a stale mount point. */
+  start_mount();
+  kill(g_mount_pid, SIGKILL);
+  waitpid(g_mount_pid, NULL, 0);
+  g_mount_pid = -1;
+  char *out;
+  int rc = tu_sh(&out, "'%s' mount --state-dir '%s' '%s' 2>&1", tu_taskfs_bin(), g_state, g_mnt);
+  cr_assert_neq(rc, 0);
+  cr_assert(strstr(out, "taskfs umount"), "%s", out);
+  free(out);
+  cr_assert_eq(tu_sh(NULL, "'%s' umount '%s'", tu_taskfs_bin(), g_mnt), 0);
+  struct stat st;
+  cr_assert_eq(stat(g_mnt, &st), 0);
+  start_mount();
+}

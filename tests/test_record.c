@@ -1,0 +1,319 @@
+/* The record: JSON round trip, strict parsing with clear messages, UTF-8
+ * sanitizing, and atomic saves that survive kill -9 at any moment. */
+#include "tests/core_fixture.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <time.h>
+
+TestSuite(record, .init = fx_setup, .fini = fx_teardown, .timeout = 90);
+
+static void fill(tfs_record_t *rec) {
+  char *argv[] = {"sh", "-c", "echo \xff\xfe bad utf8; exit 3", NULL};
+  tfs_record_init(rec);
+  strcpy(rec->id, "mi4x7k2p-3fz9qa");
+  strcpy(rec->key, "ci:run-1");
+  cr_assert_eq(tfs_record_set_command(rec, argv, "/home/u/caf\xc3\xa9"), 0);
+  cr_assert_eq(tfs_record_add_env_name(rec, "PATH"), 0);
+  cr_assert_eq(tfs_record_add_env_name(rec, "TOKEN=hunter2"), 0);
+  rec->state = TFS_FAILED;
+  rec->exit_code = -1;
+  rec->signal = 9;
+  cr_assert_eq(tfs_record_set_reason(rec, "killed by %s after %d restarts", "SIGKILL", 2), 0);
+  rec->created_ms = 1795916208001LL;
+  rec->started_ms = 1795916208002LL;
+  rec->ended_ms = 1795916209003LL;
+  rec->alive_ms = 1795916209000LL;
+  rec->supervisor_pid = 4242;
+  rec->supervisor_started_ms = 1795916208002LL;
+  rec->supervisor_exe = strdup("/usr/bin/taskfs");
+  rec->supervisor_host = strdup("box");
+  rec->worker_pid = 4243;
+  rec->worker_pgid = 4243;
+  rec->restart = TFS_RESTART_ALWAYS;
+  rec->min_uptime_ms = 10;
+  rec->max_restarts = 2;
+  rec->grace_ms = 50;
+  rec->restarts = 2;
+  rec->nexits = 3;
+  for (int i = 0; i < 3; i++) {
+    rec->exits[i].started_ms = 1795916208000LL + i * 100;
+    rec->exits[i].ended_ms = 1795916208050LL + i * 100;
+    rec->exits[i].exit_code = i == 2 ? -1 : i + 1;
+    rec->exits[i].signal = i == 2 ? 9 : 0;
+    rec->exits[i].requested = i == 2;
+  }
+  rec->cancel_by = strdup("cli pid 1 uid 0");
+  rec->cancel_ms = 1795916208999LL;
+  rec->lines = 12345;
+  rec->bytes = 678901;
+  cr_assert_eq(tfs_important_add(&rec->important, 3, TFS_LINE_ERROR, "error: \xff boom", 13), 0);
+  cr_assert_eq(tfs_important_add(&rec->important, 9, TFS_LINE_SUMMARY, "1 failed", 8), 0);
+}
+
+Test(record, roundtrip) {
+  tfs_record_t a, b;
+  fill(&a);
+  char *json = tfs_record_dump(&a);
+  cr_assert_not_null(json, "invalid UTF-8 must not stop a dump");
+  cr_assert_null(strstr(json, "hunter2"));
+  cr_assert_not_null(strstr(json, "\"signalName\": \"SIGKILL\""));
+  cr_assert_not_null(strstr(json, "\xef\xbf\xbd"), "bad bytes became U+FFFD");
+  char err[256];
+  cr_assert_eq(tfs_record_parse(json, strlen(json), &b, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(b.id, a.id);
+  cr_assert_str_eq(b.key, a.key);
+  cr_assert_eq(b.argc, 3);
+  cr_assert_str_eq(b.argv[0], "sh");
+  cr_assert_str_eq(b.argv[2], "echo \xef\xbf\xbd\xef\xbf\xbd bad utf8; exit 3");
+  cr_assert_str_eq(b.cwd, "/home/u/caf\xc3\xa9", "valid UTF-8 is kept as is");
+  cr_assert_eq(b.env_count, 2);
+  cr_assert_str_eq(b.env_names[1], "TOKEN");
+  cr_assert_eq(b.state, TFS_FAILED);
+  cr_assert_eq(b.exit_code, -1);
+  cr_assert_eq(b.signal, 9);
+  cr_assert_str_eq(b.reason, "killed by SIGKILL after 2 restarts");
+  cr_assert_eq(b.created_ms, a.created_ms);
+  cr_assert_eq(b.started_ms, a.started_ms);
+  cr_assert_eq(b.ended_ms, a.ended_ms);
+  cr_assert_eq(b.alive_ms, a.alive_ms);
+  cr_assert_eq(b.supervisor_pid, 4242);
+  cr_assert_eq(b.supervisor_started_ms, a.supervisor_started_ms);
+  cr_assert_str_eq(b.supervisor_exe, "/usr/bin/taskfs");
+  cr_assert_str_eq(b.supervisor_host, "box");
+  cr_assert_eq(b.worker_pid, 4243);
+  cr_assert_eq(b.worker_pgid, 4243);
+  cr_assert_eq(b.restart, TFS_RESTART_ALWAYS);
+  cr_assert_eq(b.min_uptime_ms, 10);
+  cr_assert_eq(b.max_restarts, 2);
+  cr_assert_eq(b.grace_ms, 50);
+  cr_assert_eq(b.restarts, 2);
+  cr_assert_eq(b.nexits, 3);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(b.exits[i].started_ms, a.exits[i].started_ms);
+    cr_assert_eq(b.exits[i].ended_ms, a.exits[i].ended_ms);
+    cr_assert_eq(b.exits[i].exit_code, a.exits[i].exit_code);
+    cr_assert_eq(b.exits[i].signal, a.exits[i].signal);
+    cr_assert_eq(b.exits[i].requested, a.exits[i].requested);
+  }
+  cr_assert_str_eq(b.cancel_by, "cli pid 1 uid 0");
+  cr_assert_eq(b.cancel_ms, a.cancel_ms);
+  cr_assert_eq(b.lines, 12345);
+  cr_assert_eq(b.bytes, 678901);
+  cr_assert_eq(b.important.total, 2);
+  cr_assert_eq(b.important.nfirst, 2);
+  cr_assert_eq(b.important.first[0].line, 3);
+  cr_assert_eq(b.important.first[0].kind, TFS_LINE_ERROR);
+  cr_assert_eq(b.important.first[1].kind, TFS_LINE_SUMMARY);
+  cr_assert_str_eq(b.important.first[1].text, "1 failed");
+  /* A second dump of the parsed record is identical: nothing drifts. */
+  char *json2 = tfs_record_dump(&b);
+  cr_assert_str_eq(json, json2);
+  free(json);
+  free(json2);
+  tfs_record_free(&a);
+  tfs_record_free(&b);
+  tfs_record_free(&b); /* freeing twice is harmless */
+}
+
+Test(record, empty_record_nulls) {
+  tfs_record_t a, b;
+  char *argv[] = {"x", NULL};
+  tfs_record_init(&a);
+  strcpy(a.id, "00000000-000000");
+  cr_assert_eq(tfs_record_set_command(&a, argv, NULL), 0);
+  char *json = tfs_record_dump(&a);
+  json_t *j = json_loads(json, 0, NULL);
+  cr_assert_not_null(j);
+  const char *nulls[] = {"key",     "exitCode", "signal",  "signalName", "reason",
+                         "started", "ended",    "aliveAt", "supervisor", "worker",
+                         "cancel",  "cwd",      NULL};
+  for (int i = 0; nulls[i]; i++)
+    cr_assert(json_is_null(json_object_get(j, nulls[i])), "%s is null", nulls[i]);
+  cr_assert_eq(json_integer_value(json_object_get(j, "v")), 1);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "state")), "queued");
+  json_t *r = json_object_get(j, "restart");
+  cr_assert_str_eq(json_string_value(json_object_get(r, "policy")), "no");
+  cr_assert_eq(json_integer_value(json_object_get(r, "minUptimeMs")), 1000);
+  cr_assert_eq(json_integer_value(json_object_get(r, "maxRestarts")), 5);
+  cr_assert_eq(json_integer_value(json_object_get(r, "graceMs")), 5000);
+  json_t *imp = json_object_get(j, "important");
+  cr_assert_eq(json_integer_value(json_object_get(imp, "k")), 20);
+  cr_assert(json_is_array(json_object_get(imp, "first")));
+  json_decref(j);
+  cr_assert_eq(tfs_record_parse(json, strlen(json), &b, NULL, 0), 0);
+  cr_assert_eq(b.exit_code, -1);
+  cr_assert_null(b.cwd);
+  cr_assert_null(b.reason);
+  tfs_record_free(&b);
+  free(json);
+  tfs_record_free(&a);
+  /* Minimal records from other writers: optional fields may be absent. */
+  const char *min =
+      "{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"running\"}";
+  cr_assert_eq(tfs_record_parse(min, strlen(min), &b, NULL, 0), 0);
+  cr_assert_eq(b.state, TFS_RUNNING);
+  cr_assert_eq(b.max_restarts, 5);
+  tfs_record_free(&b);
+  cr_assert_eq(tfs_record_set_command(&b, (char *[]){"", NULL}, NULL), -EINVAL);
+}
+
+Test(record, parse_errors_say_what) {
+  struct {
+    const char *json, *want;
+  } cases[] = {
+      {"", "record.json"},
+      {"{\"v\":1,", "record.json"},
+      {"[]", "(top)"},
+      {"{\"v\":2,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\"}", "'v'"},
+      {"{\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\"}", "'v'"},
+      {"{\"v\":1,\"id\":\"../etc\",\"command\":[\"x\"],\"state\":\"queued\"}", "'id'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[],\"state\":\"queued\"}", "'command'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[1],\"state\":\"queued\"}", "'command'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"zombie\"}", "'state'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\","
+       "\"exitCode\":\"0\"}",
+       "'exitCode'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\","
+       "\"created\":\"yesterday\"}",
+       "'created'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\","
+       "\"key\":\"a/b\"}",
+       "'key'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\","
+       "\"restart\":{\"policy\":\"maybe\"}}",
+       "'policy'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\","
+       "\"worker\":[]}",
+       "'worker'"},
+      {"{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"queued\","
+       "\"important\":{\"k\":3,\"first\":[{\"line\":1}]}}",
+       "'first'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    tfs_record_t r;
+    char err[256];
+    int e = tfs_record_parse(cases[i].json, strlen(cases[i].json), &r, err, sizeof err);
+    cr_assert_eq(e, TFS_ECORRUPT, "case %zu", i);
+    cr_assert_not_null(strstr(err, cases[i].want), "case %zu: %s", i, err);
+    tfs_record_free(&r);
+  }
+}
+
+Test(record, utf8_sanitize) {
+  size_t n;
+  char *s = tfs_utf8_sanitize("ok \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, &n);
+  cr_assert_eq(n, 14);
+  cr_assert_str_eq(s, "ok \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  free(s);
+  /* Lone continuation, overlong, surrogate, too big, truncated, NUL. */
+  const char bad[] = "\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82|a\0b";
+  s = tfs_utf8_sanitize(bad, sizeof bad - 1, &n);
+  json_t *j = json_stringn(s, n);
+  cr_assert_not_null(j, "jansson accepts the result");
+  json_decref(j);
+  cr_assert_eq(strlen(s), n, "no NUL left inside");
+  cr_assert_eq(strncmp(s, "\xef\xbf\xbd|", 4), 0);
+  cr_assert_not_null(strstr(s, "a\xef\xbf\xbd"
+                               "b"));
+  free(s);
+  s = tfs_utf8_sanitize("", 0, &n);
+  cr_assert_eq(n, 0);
+  cr_assert_str_eq(s, "");
+  free(s);
+}
+
+Test(record, save_load_and_size_limit) {
+  char id[TFS_ID_MAX + 1];
+  tfs_record_t rec, back;
+  fx_create("x", NULL, id);
+  cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0);
+  rec.state = TFS_COMPLETED;
+  rec.exit_code = 0;
+  tfs_record_set_reason(&rec, "exited 0");
+  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
+  cr_assert_eq(tfs_task_load(fx_store, id, &back), 0);
+  cr_assert_eq(back.state, TFS_COMPLETED);
+  cr_assert_str_eq(back.reason, "exited 0");
+  tfs_record_free(&back);
+  /* A record too large to be sane is refused on save... */
+  char *huge = malloc(TFS_RECORD_MAX + 10);
+  memset(huge, 'a', TFS_RECORD_MAX + 9);
+  huge[TFS_RECORD_MAX + 9] = '\0';
+  tfs_record_set_reason(&rec, "%s", huge);
+  cr_assert_eq(tfs_task_save(fx_store, &rec), -EFBIG);
+  /* ...and reads as corrupt when someone else wrote it. */
+  char p[64];
+  snprintf(p, sizeof p, "tasks/%s/record.json", id);
+  fx_write(p, huge);
+  cr_assert_eq(tfs_task_load(fx_store, id, &back), TFS_ECORRUPT);
+  free(huge);
+  tfs_record_free(&rec);
+  /* Saving to an unknown task does not create it. */
+  tfs_record_init(&rec);
+  strcpy(rec.id, "zzzzzzzz-zzzzzz");
+  cr_assert_eq(tfs_task_save(fx_store, &rec), TFS_ENOTASK);
+  strcpy(rec.id, "../zzzz");
+  cr_assert_eq(tfs_task_save(fx_store, &rec), TFS_EBADID);
+  tfs_record_free(&rec);
+}
+
+/* The child rewrites the record forever, each version a different size, so
+ * a torn write would show as a truncated or mixed file. */
+static void saver(const char *id) {
+  tfs_record_t rec;
+  if (tfs_task_load(fx_store, id, &rec))
+    _exit(2);
+  for (int64_t i = 0;; i++) {
+    rec.lines = i;
+    tfs_record_set_reason(&rec, "%0*d", (int)(i % 5000), 7);
+    if (tfs_task_save(fx_store, &rec))
+      _exit(3);
+  }
+}
+
+Test(record, kill9_during_saves_never_tears) {
+  char id[TFS_ID_MAX + 1];
+  fx_create("x", NULL, id);
+  unsigned seed = (unsigned)getpid();
+  int64_t last = -1;
+  for (int round = 0; round < 200; round++) {
+    pid_t pid = fork();
+    if (pid == 0)
+      saver(id);
+    fx_track(pid);
+    struct timespec ts = {0, (long)(rand_r(&seed) % 4000) * 1000};
+    nanosleep(&ts, NULL);
+    kill(pid, SIGKILL);
+    cr_assert_eq(fx_wait(pid), 128 + SIGKILL, "round %d: the saver failed on its own", round);
+    tfs_record_t rec;
+    int err = tfs_task_load(fx_store, id, &rec);
+    cr_assert_eq(err, 0, "round %d: %s", round, tfs_strerror(err));
+    cr_assert(rec.reason == NULL || strlen(rec.reason) == (size_t)(rec.lines % 5000) ||
+                  (rec.lines % 5000 == 0 && strlen(rec.reason) == 1),
+              "round %d: record is one consistent version", round);
+    last = rec.lines;
+    tfs_record_free(&rec);
+  }
+  cr_assert_geq(last, 0);
+  /* Temp files may be left by a kill; they are never mistaken for
+   * records, and the listing sees exactly one good task. */
+  size_t corrupt = 99;
+  int n = 0;
+  cr_assert_eq(tfs_task_list(fx_store, NULL, NULL, &corrupt), 0);
+  cr_assert_eq(corrupt, 0);
+  cr_assert_eq(tfs_task_count(fx_store), 1);
+  char p[64];
+  snprintf(p, sizeof p, "tasks/%s", id);
+  DIR *d = opendir(fx_path(p));
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strncmp(de->d_name, ".record.json.tmp.", 17) == 0)
+      n++;
+  closedir(d);
+  /* Forget removes the leftovers with the task. */
+  cr_assert_eq(tfs_task_forget(fx_store, id), 0);
+  struct stat st;
+  cr_assert_neq(stat(fx_path(p), &st), 0);
+  cr_log_info("temp files left by 200 kills: %d", n);
+}

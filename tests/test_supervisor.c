@@ -1,0 +1,587 @@
+/* Tests of the supervisor: capture on its own (two streams into one
+ * transcript), then real supervisors started with tfs_launch() running real
+ * workers: ends and reasons, stop requests over whole process trees, the
+ * grace period, restarts and crash loops, lost tasks, signals to the
+ * supervisor, environment values, byte-exact capture. */
+#include "tests/sup_fixture.h"
+
+#include "supervisor/internal.h"
+
+TestSuite(capture, .init = sx_setup, .fini = sx_teardown, .timeout = 30);
+TestSuite(supervisor, .init = sx_setup, .fini = sx_teardown, .timeout = 60);
+
+/* ---- capture ---------------------------------------------------------- */
+
+typedef struct {
+  tfs_capture_t cap;
+  tfs_important_t imp;
+  int fd, side;
+  char tx[PATH_MAX], sidepath[PATH_MAX];
+} capt_t;
+
+static void capt_open(capt_t *t) {
+  snprintf(t->tx, sizeof t->tx, "%s/transcript", sx_tmp);
+  snprintf(t->sidepath, sizeof t->sidepath, "%s/stderr-lines", sx_tmp);
+  t->fd = open(t->tx, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  t->side = open(t->sidepath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  cr_assert(t->fd >= 0 && t->side >= 0);
+  cr_assert_eq(tfs_important_init(&t->imp, 5), 0);
+  cr_assert_eq(tfs_capture_init(&t->cap, t->fd, t->side, &t->imp, 0, 0), 0);
+}
+
+static void capt_close(capt_t *t) {
+  tfs_capture_free(&t->cap);
+  tfs_important_free(&t->imp);
+  close(t->fd);
+  close(t->side);
+}
+
+/* Feeds data into stream st as reads would (in pieces that fit). */
+static void feed(capt_t *t, int st, const char *data, size_t len) {
+  while (len) {
+    char *p;
+    size_t n;
+    tfs_capture_space(&t->cap, st, &p, &n);
+    cr_assert_gt(n, 0, "no room in stream %d", st);
+    if (n > len)
+      n = len;
+    memcpy(p, data, n);
+    tfs_capture_commit(&t->cap, st, n);
+    data += n;
+    len -= n;
+  }
+}
+
+static void pending(capt_t *t) {
+  tfs_capture_pending(&t->cap, 0);
+  tfs_capture_pending(&t->cap, 1);
+}
+
+Test(capture, lines_of_two_streams_stay_whole) {
+  capt_t t;
+  capt_open(&t);
+  feed(&t, TFS_STDOUT, "a\nb", 3);
+  feed(&t, TFS_STDERR, "e1\ne2\n", 6);
+  feed(&t, TFS_STDOUT, "c\n", 2);
+  feed(&t, TFS_STDERR, "error: e3\n", 10);
+  tfs_capture_eof(&t.cap, TFS_STDOUT);
+  tfs_capture_eof(&t.cap, TFS_STDERR);
+  tfs_capture_flush_side(&t.cap);
+  char *tx = tu_read_file(t.tx, NULL), *side = tu_read_file(t.sidepath, NULL);
+  cr_assert_str_eq(tx, "a\ne1\ne2\nbc\nerror: e3\n");
+  cr_assert_str_eq(side, "2-3\n5-5\n");
+  cr_assert_eq(t.cap.lines, 5);
+  cr_assert_eq(t.cap.bytes, (int64_t)strlen(tx));
+  cr_assert_eq(t.imp.total, 1);
+  cr_assert_eq(t.imp.first[0].line, 5);
+  free(tx);
+  free(side);
+  capt_close(&t);
+}
+
+Test(capture, a_long_line_holds_the_other_stream_back) {
+  capt_t t;
+  capt_open(&t);
+  size_t big = TFS_CAPTURE_BUF * 3 + 123;
+  char *line = malloc(big);
+  memset(line, 'x', big);
+  memcpy(line, "error: huge", 11);
+  feed(&t, TFS_STDOUT, line, big);
+  cr_assert_eq(tfs_capture_holder(&t.cap), TFS_STDOUT);
+  /* stderr has a whole line meanwhile: it must wait. */
+  feed(&t, TFS_STDERR, "late\n", 5);
+  pending(&t);
+  feed(&t, TFS_STDOUT, "end\nnext\n", 9);
+  cr_assert_eq(tfs_capture_holder(&t.cap), -1);
+  pending(&t);
+  tfs_capture_flush_side(&t.cap);
+  size_t len;
+  char *tx = tu_read_file(t.tx, &len);
+  cr_assert_eq(len, big + 4 + 5 + 5);
+  cr_assert_eq(memcmp(tx, line, big), 0);
+  cr_assert_eq(memcmp(tx + big, "end\nnext\nlate\n", 14), 0);
+  cr_assert_eq(t.cap.lines, 3);
+  char *side = tu_read_file(t.sidepath, NULL);
+  cr_assert_str_eq(side, "3-3\n");
+  cr_assert_eq(t.imp.total, 1);
+  cr_assert_eq(t.imp.first[0].line, 1);
+  free(side);
+  free(tx);
+  free(line);
+  capt_close(&t);
+}
+
+Test(capture, final_partial_lines_are_kept) {
+  capt_t t;
+  capt_open(&t);
+  feed(&t, TFS_STDOUT, "one\ntwo", 7);
+  feed(&t, TFS_STDERR, "three", 5);
+  tfs_capture_eof(&t.cap, TFS_STDOUT);
+  tfs_capture_eof(&t.cap, TFS_STDERR);
+  char *tx = tu_read_file(t.tx, NULL);
+  /* Two unterminated last lines never share a line: the first is ended. */
+  cr_assert_str_eq(tx, "one\ntwo\nthree");
+  cr_assert_eq(t.cap.lines, 3);
+  free(tx);
+  capt_close(&t);
+}
+
+/* ---- helpers for the supervised tests ---------------------------------- */
+
+static const char *g_needle;
+static int procs_present(void *arg) {
+  return sx_procs_with(g_needle) >= (int)(intptr_t)arg;
+}
+/* Waits until at least n processes carry the needle in their command line. */
+static void wait_procs(const char *needle, int n) {
+  g_needle = needle;
+  cr_assert(tu_wait_until(procs_present, (void *)(intptr_t)n, 20000),
+            "no %d process(es) with '%s' appeared", n, needle);
+}
+
+static pid_t supervisor_pid(const char *id) {
+  tfs_record_t rec = sx_load(id);
+  pid_t pid = rec.supervisor_pid;
+  tfs_record_free(&rec);
+  cr_assert_gt(pid, 0);
+  return pid;
+}
+
+static int has_stderr_line(const char *side, int64_t line) {
+  long long a, b;
+  int off = 0, n;
+  while (sscanf(side + off, "%lld-%lld\n%n", &a, &b, &n) == 2) {
+    if (line >= a && line <= b)
+      return 1;
+    off += n;
+  }
+  return 0;
+}
+
+/* ---- ends and reasons -------------------------------------------------- */
+
+Test(supervisor, records_a_completed_task_with_its_output) {
+  char id[TFS_ID_MAX + 1];
+  tfs_record_t rec;
+  sx_start(id, "echo out1; echo err1 >&2; echo out2", NULL, NULL, &rec);
+  cr_assert(rec.state == TFS_RUNNING || tfs_state_terminal(rec.state));
+  cr_assert_gt(rec.supervisor_pid, 0);
+  cr_assert_gt(rec.worker_pid, 0);
+  tfs_record_free(&rec);
+  rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED, "state %s", tfs_state_name(rec.state));
+  cr_assert_eq(rec.exit_code, 0);
+  cr_assert_str_eq(rec.reason, "exited with code 0");
+  cr_assert_eq(rec.lines, 3);
+  cr_assert_eq(rec.bytes, 15);
+  cr_assert_gt(rec.started_ms, 0);
+  cr_assert_geq(rec.ended_ms, rec.started_ms);
+  cr_assert_eq(rec.nexits, 1);
+  cr_assert_eq(rec.exits[0].requested, 0);
+  tfs_record_free(&rec);
+  /* Stream attribution: exactly the "err" line came from stderr. */
+  char *tx = sx_task_file(id, "transcript", NULL);
+  char *side = sx_task_file(id, TFS_STDERR_LINES, NULL);
+  cr_assert_not_null(side);
+  int64_t lineno = 0;
+  for (char *p = tx; *p; p = strchr(p, '\n') + 1) {
+    lineno++;
+    cr_assert_eq(has_stderr_line(side, lineno), !strncmp(p, "err", 3), "line %lld: %s",
+                 (long long)lineno, p);
+  }
+  cr_assert_eq(lineno, 3);
+  free(tx);
+  free(side);
+}
+
+Test(supervisor, failures_say_why) {
+  char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1];
+  sx_start(a, "exit 3", NULL, NULL, NULL);
+  sx_start(b, "kill -SEGV $$", NULL, NULL, NULL);
+  tfs_record_t ra = sx_wait(a, 20000), rb = sx_wait(b, 20000);
+  cr_assert_eq(ra.state, TFS_FAILED);
+  cr_assert_eq(ra.exit_code, 3);
+  cr_assert_str_eq(ra.reason, "exited with code 3");
+  cr_assert_eq(rb.state, TFS_FAILED);
+  cr_assert_eq(rb.signal, SIGSEGV);
+  cr_assert_str_eq(rb.reason, "killed by signal SIGSEGV");
+  tfs_record_free(&ra);
+  tfs_record_free(&rb);
+}
+
+Test(supervisor, a_command_that_cannot_start_fails_with_a_reason) {
+  char id[TFS_ID_MAX + 1];
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/not-executable", sx_tmp);
+  tu_write_file(path, "#!/bin/sh\n", 10);
+  struct {
+    char *argv0;
+    const char *cwd;
+    const char *expect;
+  } cases[] = {
+      {"taskfs-no-such-command-xyz", NULL, "command not found"},
+      {"true", "/nonexistent/dir/xyz", "working directory '/nonexistent/dir/xyz' is not usable"},
+      {path, NULL, "not executable"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *argv[] = {cases[i].argv0, NULL};
+    tfs_task_spec_t spec = {
+        .cwd = cases[i].cwd, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+    sx_create(id, argv, &spec);
+    tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+    tfs_record_t rec;
+    cr_assert_eq(tfs_launch(sx_store, id, &lo, &rec), 0);
+    /* tfs_launch returns once the task left queued: here, with the end. */
+    cr_assert_eq(rec.state, TFS_FAILED, "case %zu: %s", i, tfs_state_name(rec.state));
+    cr_assert_eq(rec.exit_code, 127);
+    cr_assert_eq(rec.nexits, 0);
+    cr_assert_not_null(strstr(rec.reason, "cannot start"), "reason: %s", rec.reason);
+    cr_assert_not_null(strstr(rec.reason, cases[i].expect), "reason: %s", rec.reason);
+    tfs_record_free(&rec);
+  }
+}
+
+Test(supervisor, a_supervisor_that_dies_before_starting_fails_the_task) {
+  char id[TFS_ID_MAX + 1];
+  char *argv[] = {"true", NULL};
+  sx_create(id, argv, NULL);
+  /* "true" execs fine but never takes the task: the launcher notices. */
+  tfs_launch_opts_t lo = {.wait_ms = 30000, .exe = "/bin/true"};
+  tfs_record_t rec;
+  cr_assert_eq(tfs_launch(sx_store, id, &lo, &rec), 0);
+  cr_assert_eq(rec.state, TFS_FAILED, "state %s", tfs_state_name(rec.state));
+  cr_assert_not_null(strstr(rec.reason, "supervisor exited before starting"), "%s", rec.reason);
+  tfs_record_free(&rec);
+}
+
+/* ---- capture through real pipes ------------------------------------------ */
+
+Test(supervisor, binary_output_and_a_last_line_without_newline_are_exact) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id, "printf 'a\\000b\\377\\376\\r\\n\\n\\300last'", NULL, NULL, NULL);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED);
+  cr_assert_eq(rec.lines, 3);
+  tfs_record_free(&rec);
+  size_t len;
+  char *tx = sx_task_file(id, "transcript", &len);
+  const char want[] = "a\0b\377\376\r\n\n\300last";
+  cr_assert_eq(len, sizeof want - 1);
+  cr_assert_eq(memcmp(tx, want, len), 0);
+  free(tx);
+}
+
+Test(supervisor, two_hundred_megabytes_are_captured_byte_exact, .timeout = 120) {
+  char id[TFS_ID_MAX + 1];
+  /* A fixed file, so the task's output can be compared to it directly. */
+  cr_assert_eq(tu_sh(NULL, "head -c 200M /dev/urandom > '%s/data'", sx_tmp), 0);
+  sx_start(id, "cat data", NULL, NULL, NULL);
+  tfs_record_t rec = sx_wait(id, 100000);
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
+  cr_assert_eq(rec.bytes, 200 << 20);
+  tfs_record_free(&rec);
+  cr_assert_eq(tu_sh(NULL, "cmp -s '%s/data' '%s/tasks/%s/transcript'", sx_tmp, sx_state, id), 0,
+               "transcript differs from the data");
+}
+
+Test(supervisor, early_errors_survive_a_million_later_lines, .timeout = 60) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id,
+           "awk 'BEGIN { for (i = 1; i <= 1000; i++) print \"error: early failure \" i;"
+           " for (i = 0; i < 1000000; i++) print \"progress \" i }'",
+           NULL, NULL, NULL);
+  tfs_record_t rec = sx_wait(id, 50000);
+  cr_assert_eq(rec.state, TFS_COMPLETED);
+  cr_assert_eq(rec.lines, 1001000);
+  cr_assert_geq(rec.important.total, 1000);
+  cr_assert_eq(rec.important.nfirst, (size_t)rec.important.k);
+  for (size_t i = 0; i < rec.important.nfirst; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "error: early failure %zu", i + 1);
+    cr_assert_eq(rec.important.first[i].line, (int64_t)i + 1);
+    cr_assert_str_eq(rec.important.first[i].text, want);
+  }
+  tfs_record_free(&rec);
+}
+
+Test(supervisor, a_huge_line_does_not_swallow_the_other_stream) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id, "echo before >&2; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo after >&2",
+           NULL, NULL, NULL);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED);
+  cr_assert_eq(rec.lines, 3);
+  tfs_record_free(&rec);
+  size_t len;
+  char *tx = sx_task_file(id, "transcript", &len);
+  cr_assert_eq(len, 7 + 3000001 + 6);
+  /* "before" and the long line come from two pipes: either order is right,
+   * as long as no line is split. "after" is written once the long line has
+   * ended, and stderr waits while it is open, so it comes last. */
+  size_t x = !memcmp(tx, "before\n", 7) ? 7 : 0;
+  int64_t before_line = x ? 1 : 2;
+  for (size_t i = x; i < x + 3000000; i++)
+    if (tx[i] != 'x')
+      cr_assert_fail("byte %zu is %d", i, tx[i]);
+  if (x)
+    cr_assert_eq(memcmp(tx + x + 3000000, "\nafter\n", 7), 0);
+  else
+    cr_assert_eq(memcmp(tx + 3000000, "\nbefore\nafter\n", 14), 0);
+  free(tx);
+  char *side = sx_task_file(id, TFS_STDERR_LINES, NULL);
+  cr_assert(has_stderr_line(side, before_line) && !has_stderr_line(side, 3 - before_line) &&
+                has_stderr_line(side, 3),
+            "stderr-lines: %s", side);
+  free(side);
+}
+
+/* ---- stop requests ----------------------------------------------------- */
+
+static const char *g_id;
+static int cancel_cleared(void *arg) {
+  return tfs_cancel_query(sx_store, g_id, NULL, 0, NULL) == 0;
+}
+
+Test(supervisor, a_stop_request_ends_the_whole_tree) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id, "(sleep 300.123 &); sleep 300.123", NULL, NULL, NULL);
+  wait_procs("sleep 300.123", 2);
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "tester 1"), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED, "state %s", tfs_state_name(rec.state));
+  cr_assert_str_eq(rec.cancel_by, "tester 1");
+  cr_assert_gt(rec.cancel_ms, 0);
+  cr_assert_not_null(strstr(rec.reason, "tester 1"), "reason: %s", rec.reason);
+  cr_assert_eq(rec.exits[rec.nexits - 1].requested, 1);
+  tfs_record_free(&rec);
+  cr_assert_eq(sx_procs_with("sleep 300.123"), 0, "a process was left behind");
+  /* Acted on, so cleared (right after the final record is saved); and a
+   * finished task takes no new request. */
+  g_id = id;
+  cr_assert(tu_wait_until(cancel_cleared, NULL, 10000), "the stop request was not cleared");
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "late"), TFS_EFINISHED);
+}
+
+Test(supervisor, processes_left_behind_by_a_finished_worker_are_stopped) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id, "(sleep 300.128 &); sleep 0.2; echo hi", NULL, NULL, NULL);
+  tfs_record_t rec = sx_wait(id, 20000);
+  /* The worker's own end decides the state; its leftovers are gone. */
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s: %s", tfs_state_name(rec.state), rec.reason);
+  tfs_record_free(&rec);
+  cr_assert_eq(sx_procs_with("sleep 300.128"), 0, "a process was left behind");
+}
+
+Test(supervisor, a_worker_ignoring_sigterm_is_killed_after_the_grace_period) {
+  char id[TFS_ID_MAX + 1];
+  tfs_task_spec_t spec = {.min_uptime_ms = -1, .max_restarts = -1, .grace_ms = 300};
+  sx_start(id, "trap '' TERM; sleep 300.124; sleep 300.124", &spec, NULL, NULL);
+  wait_procs("sleep 300.124", 1);
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "tester"), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  cr_assert_eq(rec.signal, SIGKILL);
+  cr_assert_not_null(strstr(rec.reason, "grace period"), "reason: %s", rec.reason);
+  tfs_record_free(&rec);
+  cr_assert_eq(sx_procs_with("sleep 300.124"), 0, "a process was left behind");
+}
+
+Test(supervisor, without_inotify_the_poll_still_stops_the_task) {
+  char id[TFS_ID_MAX + 1];
+  char *env[] = {"TASKFS_NO_INOTIFY=1", NULL};
+  sx_start(id, "sleep 300.127", NULL, env, NULL);
+  wait_procs("sleep 300.127", 1);
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "poller"), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  tfs_record_free(&rec);
+}
+
+Test(supervisor, sighup_does_not_stop_the_supervisor_but_sigterm_does) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id, "sleep 300.126", NULL, NULL, NULL);
+  wait_procs("sleep 300.126", 1);
+  pid_t sup = supervisor_pid(id);
+  cr_assert_eq(kill(sup, SIGHUP), 0);
+  usleep(300 * 1000);
+  cr_assert_eq(tfs_task_alive(sx_store, id), 1);
+  tfs_record_t rec = sx_load(id);
+  cr_assert_eq(rec.state, TFS_RUNNING);
+  tfs_record_free(&rec);
+  cr_assert_geq(sx_procs_with("sleep 300.126"), 1);
+
+  cr_assert_eq(kill(sup, SIGTERM), 0);
+  rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  cr_assert_not_null(strstr(rec.reason, "SIGTERM to the supervisor"), "reason: %s", rec.reason);
+  tfs_record_free(&rec);
+  cr_assert_eq(sx_procs_with("sleep 300.126"), 0);
+}
+
+/* ---- restarts ---------------------------------------------------------- */
+
+Test(supervisor, on_failure_restarts_end_in_a_crash_loop) {
+  char id[TFS_ID_MAX + 1];
+  char *argv[] = {"false", NULL};
+  tfs_task_spec_t spec = {
+      .restart = TFS_RESTART_ON_FAILURE, .min_uptime_ms = 10000, .max_restarts = 3, .grace_ms = -1};
+  sx_create(id, argv, &spec);
+  tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+  tfs_record_t rec;
+  cr_assert_eq(tfs_launch(sx_store, id, &lo, &rec), 0);
+  tfs_record_free(&rec);
+  rec = sx_wait(id, 30000);
+  cr_assert_eq(rec.state, TFS_FAILED);
+  cr_assert_str_eq(rec.reason,
+                   "crash loop: 4 exits within min-uptime 10000 ms in a row (last: exit code 1)");
+  cr_assert_eq(rec.restarts, 3);
+  cr_assert_eq(rec.nexits, 4);
+  for (int i = 0; i < rec.nexits; i++) {
+    cr_assert_eq(rec.exits[i].exit_code, 1);
+    cr_assert_eq(rec.exits[i].requested, 0);
+  }
+  /* Backing off: each start waits longer than the one before. */
+  int64_t gap1 = rec.exits[1].started_ms - rec.exits[0].ended_ms;
+  int64_t gap3 = rec.exits[3].started_ms - rec.exits[2].ended_ms;
+  cr_assert_geq(gap1, 100);
+  cr_assert_geq(gap3, 400);
+  tfs_record_free(&rec);
+}
+
+static int restarts_at_least(void *arg) {
+  tfs_record_t rec;
+  memset(&rec, 0, sizeof rec);
+  if (tfs_task_load(sx_store, g_id, &rec))
+    return 0;
+  int ok = rec.restarts >= (int)(intptr_t)arg;
+  tfs_record_free(&rec);
+  return ok;
+}
+
+Test(supervisor, a_stop_request_during_back_off_is_a_cancel_not_a_crash) {
+  char id[TFS_ID_MAX + 1];
+  tfs_task_spec_t spec = {.restart = TFS_RESTART_ON_FAILURE,
+                          .min_uptime_ms = 60000,
+                          .max_restarts = 100,
+                          .grace_ms = -1};
+  sx_start(id, "exit 1", &spec, NULL, NULL);
+  g_id = id;
+  /* After 4 restarts the back-off is 1.6 s: nearly all the time is spent
+   * waiting between workers. */
+  cr_assert(tu_wait_until(restarts_at_least, (void *)4, 20000));
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "tester"), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED, "state %s: %s", tfs_state_name(rec.state), rec.reason);
+  cr_assert_null(strstr(rec.reason, "crash"), "reason: %s", rec.reason);
+  cr_assert_str_eq(rec.cancel_by, "tester");
+  tfs_record_free(&rec);
+}
+
+Test(supervisor, a_worker_outliving_min_uptime_resets_the_crash_count) {
+  char id[TFS_ID_MAX + 1];
+  tfs_task_spec_t spec = {
+      .restart = TFS_RESTART_ALWAYS, .min_uptime_ms = 100, .max_restarts = 1, .grace_ms = -1};
+  sx_start(id, "sleep 0.25; exit 1", &spec, NULL, NULL);
+  g_id = id;
+  /* With max-restarts 1, three restarts prove the count was reset. */
+  cr_assert(tu_wait_until(restarts_at_least, (void *)3, 20000));
+  tfs_record_t rec = sx_load(id);
+  cr_assert_eq(rec.state, TFS_RUNNING);
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "tester"), 0);
+  rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  tfs_record_free(&rec);
+}
+
+/* ---- lost tasks -------------------------------------------------------- */
+
+static int not_alive(void *arg) {
+  return tfs_task_alive(sx_store, arg) == 0;
+}
+
+Test(supervisor, a_killed_supervisor_leaves_a_lost_task_even_if_its_worker_lives) {
+  char id[TFS_ID_MAX + 1];
+  sx_start(id, "sleep 300.125", NULL, NULL, NULL);
+  wait_procs("sleep 300.125", 1);
+  cr_assert_eq(tfs_task_alive(sx_store, id), 1);
+  cr_assert_eq(kill(supervisor_pid(id), SIGKILL), 0);
+  /* The worker keeps running, but it never held the lock. */
+  cr_assert(tu_wait_until(not_alive, id, 20000), "the task still reads alive");
+  cr_assert_geq(sx_procs_with("sleep 300.125"), 1, "the worker should still run");
+  tfs_record_t rec = sx_load(id);
+  cr_assert_eq(rec.state, TFS_LOST);
+  cr_assert_gt(rec.alive_ms, 0);
+  tfs_record_free(&rec);
+  char *raw = sx_task_file(id, "record.json", NULL);
+  cr_assert_not_null(strstr(raw, "\"running\""), "nothing is written by a reader");
+  free(raw);
+  cr_assert_eq(tfs_task_settle_lost(sx_store, id), 1);
+  cr_assert_eq(tfs_task_settle_lost(sx_store, id), 0);
+  raw = sx_task_file(id, "record.json", NULL);
+  cr_assert_not_null(strstr(raw, "\"lost\""));
+  free(raw);
+  sx_kill_procs_with("sleep 300.125");
+}
+
+/* ---- environment ------------------------------------------------------- */
+
+Test(supervisor, env_values_reach_the_worker_but_never_the_disk) {
+  char id[TFS_ID_MAX + 1];
+  char *env[] = {"TFS_TEST_SECRET=s3cr3t-v4lue-9876", "TFS_OTHER=1", NULL};
+  char *names[] = {"TFS_TEST_SECRET", "TFS_OTHER", NULL};
+  tfs_task_spec_t spec = {
+      .env_names = names, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  /* The worker writes what it sees outside the store (its cwd is the test
+   * directory); the script itself must not contain the value. */
+  sx_start(id, "printf '%s %s' \"$TFS_TEST_SECRET\" \"$TFS_OTHER\" > seen", &spec, env, NULL);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/seen", sx_tmp);
+  char *seen = tu_read_file(path, NULL);
+  cr_assert_str_eq(seen, "s3cr3t-v4lue-9876 1", "the worker did not see the values");
+  free(seen);
+  cr_assert_eq(rec.env_count, 2);
+  cr_assert_str_eq(rec.env_names[0], "TFS_TEST_SECRET");
+  tfs_record_free(&rec);
+  cr_assert_eq(tu_sh(NULL, "grep -r -q -a s3cr3t-v4lue '%s'", sx_state), 1,
+               "the secret value was written into the store");
+}
+
+/* ---- a full disk ------------------------------------------------------- */
+
+Test(supervisor, a_full_disk_drops_output_but_the_end_is_recorded) {
+  char small[PATH_MAX], dir[PATH_MAX + 16], id[TFS_ID_MAX + 1];
+  snprintf(small, sizeof small, "%s/small", sx_tmp);
+  snprintf(dir, sizeof dir, "%s/state", small);
+  mkdir(small, 0700);
+  if (tu_sh(NULL, "mount -t tmpfs -o size=1m tmpfs '%s' 2>/dev/null", small) != 0)
+    cr_skip_test("cannot mount a small tmpfs (not root?)");
+  tfs_store_t *st;
+  cr_assert_eq(tfs_store_open(dir, &st), 0);
+  char *argv[] = {"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a | fold -w 99; echo done",
+                  NULL};
+  tfs_task_spec_t spec = {
+      .argv = argv, .cwd = sx_tmp, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  int existed;
+  cr_assert_eq(tfs_task_create(st, &spec, id, &existed), 0);
+  tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+  tfs_record_t rec;
+  cr_assert_eq(tfs_launch(st, id, &lo, &rec), 0);
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_wait_end(st, id, 30000, &rec), 0);
+  /* The worker ran to its end; the record says what was lost and why. */
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s: %s", tfs_state_name(rec.state), rec.reason);
+  cr_assert_not_null(strstr(rec.reason, "the disk is full"), "reason: %s", rec.reason);
+  char path[PATH_MAX + 128];
+  snprintf(path, sizeof path, "%s/tasks/%s/transcript", dir, id);
+  struct stat sb;
+  cr_assert_eq(stat(path, &sb), 0);
+  cr_assert_eq(rec.bytes, (int64_t)sb.st_size, "bytes counted %lld, file %lld",
+               (long long)rec.bytes, (long long)sb.st_size);
+  cr_assert_lt(rec.bytes, 3000000);
+  tfs_record_free(&rec);
+  tfs_store_close(st);
+  tu_sh(NULL, "umount -l '%s'", small);
+}

@@ -1,0 +1,324 @@
+/* Transcripts: appends, reading ranges, and the follower's semantics
+ * (last N, partial lines, truncation, vanishing, huge lines). */
+#include "tests/core_fixture.h"
+
+TestSuite(transcript, .init = fx_setup, .fini = fx_teardown, .timeout = 60);
+
+typedef struct {
+  int n;
+  int64_t lineno[64];
+  char text[64][64];
+  int partial[64];
+  int stop_at;
+} lines_t;
+
+static int lines_cb(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  lines_t *l = arg;
+  cr_assert_eq(line[len], '\0', "lines are NUL-terminated");
+  if (l->n < 64) {
+    l->lineno[l->n] = lineno;
+    snprintf(l->text[l->n], 64, "%.*s", (int)len, line);
+    l->partial[l->n] = partial;
+  }
+  l->n++;
+  return l->stop_at && l->n >= l->stop_at;
+}
+
+static char tid[TFS_ID_MAX + 1];
+
+static int append_fd(void) {
+  int fd = tfs_transcript_open_append(fx_store, tid);
+  cr_assert_geq(fd, 0, "open_append: %s", tfs_strerror(fd));
+  return fd;
+}
+
+static void append(int fd, const char *s, int nl) {
+  cr_assert_eq(tfs_transcript_append(fd, s, strlen(s), nl), 0);
+}
+
+static const char *tpath(void) {
+  static char p[64];
+  snprintf(p, sizeof p, "tasks/%s/transcript", tid);
+  return fx_path(p);
+}
+
+Test(transcript, append_and_read) {
+  fx_create("x", NULL, tid);
+  lines_t l = {0};
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 1, -1, lines_cb, &l), 0, "no file yet");
+  int fd = append_fd();
+  append(fd, "one", 1);
+  append(fd, "two", 1);
+  append(fd, "", 1);
+  append(fd, "four\nfive", 1);
+  append(fd, "six-partial", 0);
+  struct stat st;
+  cr_assert_eq(stat(tpath(), &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0600);
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 1, -1, lines_cb, &l), 6);
+  cr_assert_str_eq(l.text[0], "one");
+  cr_assert_str_eq(l.text[2], "");
+  cr_assert_str_eq(l.text[3], "four");
+  cr_assert_str_eq(l.text[4], "five");
+  cr_assert_str_eq(l.text[5], "six-partial");
+  cr_assert_eq(l.partial[4], 0);
+  cr_assert_eq(l.partial[5], 1);
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(l.lineno[i], i + 1);
+  /* A window. */
+  lines_t w = {0};
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 2, 2, lines_cb, &w), 2);
+  cr_assert_eq(w.lineno[0], 2);
+  cr_assert_str_eq(w.text[1], "");
+  lines_t z = {0};
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 100, 10, lines_cb, &z), 0);
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 1, 0, lines_cb, &z), 0);
+  lines_t s = {.stop_at = 3};
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 0, -1, lines_cb, &s), 3, "callback stops");
+  cr_assert_eq(tfs_transcript_read(fx_store, "zzzzzzzz-zzzzzz", 1, -1, lines_cb, &z), TFS_ENOTASK);
+  close(fd);
+  /* Writing to a closed or read-only fd reports the errno. */
+  int rfd = open(tpath(), O_RDONLY);
+  cr_assert_eq(tfs_transcript_append(rfd, "x", 1, 1), -EBADF);
+  close(rfd);
+}
+
+Test(transcript, append_reports_enospc) {
+  int fd = open("/dev/full", O_WRONLY);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(tfs_transcript_append(fd, "x", 1, 1), -ENOSPC);
+  close(fd);
+}
+
+Test(transcript, follower_last_n) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  for (int i = 1; i <= 5; i++) {
+    char b[16];
+    snprintf(b, sizeof b, "l%d", i);
+    append(fd, b, 1);
+  }
+  append(fd, "part", 0);
+  tfs_follower_t *f0, *f2, *fall, *fbig;
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 0, &f0), 0);
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 2, &f2), 0);
+  cr_assert_eq(tfs_follower_open(fx_store, tid, -1, &fall), 0);
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 100, &fbig), 0);
+  lines_t a = {0}, b = {0}, c = {0}, d = {0};
+  cr_assert_eq(tfs_follower_next(f0, 0, lines_cb, &a), 0, "last 0: nothing old");
+  cr_assert_eq(tfs_follower_next(f2, 0, lines_cb, &b), 2);
+  cr_assert_str_eq(b.text[0], "l4");
+  cr_assert_eq(b.lineno[0], 4);
+  cr_assert_str_eq(b.text[1], "l5");
+  cr_assert_eq(tfs_follower_lineno(f2), 5);
+  cr_assert_eq(tfs_follower_next(fall, 0, lines_cb, &c), 5, "partial held back");
+  cr_assert_eq(c.lineno[0], 1);
+  cr_assert_eq(tfs_follower_next(fbig, 0, lines_cb, &d), 5);
+  /* The partial line is completed: everyone gets it whole, once. */
+  append(fd, "ial done", 1);
+  append(fd, "l7", 1);
+  tfs_follower_t *fs[] = {f0, f2, fall, fbig};
+  lines_t *ls[] = {&a, &b, &c, &d};
+  for (int i = 0; i < 4; i++) {
+    int before = ls[i]->n;
+    cr_assert_eq(tfs_follower_next(fs[i], 0, lines_cb, ls[i]), 2, "follower %d", i);
+    cr_assert_str_eq(ls[i]->text[before], "partial done");
+    cr_assert_eq(ls[i]->lineno[before], 6);
+    cr_assert_eq(ls[i]->partial[before], 0);
+    cr_assert_str_eq(ls[i]->text[before + 1], "l7");
+    cr_assert_eq(tfs_follower_next(fs[i], 0, lines_cb, ls[i]), 0, "nothing new");
+  }
+  /* flush_partial delivers a trailing partial line once. */
+  append(fd, "tail", 0);
+  cr_assert_eq(tfs_follower_next(f0, 0, lines_cb, &a), 0);
+  cr_assert_eq(tfs_follower_next(f0, 1, lines_cb, &a), 1);
+  cr_assert_str_eq(a.text[a.n - 1], "tail");
+  cr_assert_eq(a.partial[a.n - 1], 1);
+  cr_assert_eq(a.lineno[a.n - 1], 8);
+  cr_assert_eq(tfs_follower_next(f0, 1, lines_cb, &a), 0);
+  cr_assert_eq(tfs_follower_lineno(f0), 8);
+  for (int i = 0; i < 4; i++)
+    tfs_follower_close(fs[i]);
+  close(fd);
+}
+
+Test(transcript, follower_before_file_exists) {
+  fx_create("x", NULL, tid);
+  tfs_follower_t *f;
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 3, &f), 0);
+  lines_t l = {0};
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 0);
+  int fd = append_fd();
+  append(fd, "a", 1);
+  append(fd, "b", 1);
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 2, "everything in a new file is new");
+  cr_assert_eq(l.lineno[0], 1);
+  close(fd);
+  tfs_follower_close(f);
+  cr_assert_eq(tfs_follower_open(fx_store, "zzzzzzzz-zzzzzz", 0, &f), TFS_ENOTASK);
+}
+
+Test(transcript, follower_truncated_and_vanished) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  append(fd, "one", 1);
+  append(fd, "two", 1);
+  append(fd, "three", 1);
+  tfs_follower_t *f;
+  cr_assert_eq(tfs_follower_open(fx_store, tid, -1, &f), 0);
+  lines_t l = {0};
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 3);
+  /* Truncated below our offset: start again at line 1. */
+  cr_assert_eq(ftruncate(fd, 0), 0);
+  append(fd, "new1", 1);
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 1);
+  cr_assert_str_eq(l.text[3], "new1");
+  cr_assert_eq(l.lineno[3], 1);
+  close(fd);
+  /* Vanished: nothing, no error. */
+  cr_assert_eq(unlink(tpath()), 0);
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 0);
+  cr_assert_eq(tfs_follower_next(f, 1, lines_cb, &l), 0);
+  /* Back, bigger than before: read from its start, not from the old offset. */
+  fd = append_fd();
+  append(fd, "reborn-1-long-line", 1);
+  append(fd, "reborn-2", 1);
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 2);
+  cr_assert_str_eq(l.text[4], "reborn-1-long-line");
+  cr_assert_eq(l.lineno[4], 1);
+  close(fd);
+  /* Replaced by rename (a new inode) while we were away: from its start. */
+  char other[4096];
+  snprintf(other, sizeof other, "%s.new", tpath());
+  cr_assert_eq(tu_write_file(other, "r1\nr2\nr3\nr4\n", 12), 0);
+  cr_assert_eq(rename(other, tpath()), 0);
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 4);
+  cr_assert_str_eq(l.text[6], "r1");
+  cr_assert_eq(l.lineno[6], 1);
+  cr_assert_eq(tfs_follower_lineno(f), 4);
+  tfs_follower_close(f);
+}
+
+/* Collects a huge line's pieces without keeping them. */
+typedef struct {
+  int pieces, finals;
+  size_t total, maxpiece;
+  int64_t lineno;
+  int bad;
+  size_t short_lines;
+} big_t;
+
+static int big_cb(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  big_t *b = arg;
+  if (len > b->maxpiece)
+    b->maxpiece = len;
+  if (len < 100) {
+    b->short_lines++;
+    return 0;
+  }
+  if (b->lineno && lineno != b->lineno)
+    b->bad = 1;
+  b->lineno = lineno;
+  for (size_t i = 0; i < len; i += 4096)
+    if (line[i] != 'x')
+      b->bad = 1;
+  b->total += len;
+  if (partial == 2)
+    b->pieces++;
+  else
+    b->finals++;
+  return 0;
+}
+
+Test(transcript, huge_line_in_pieces) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  size_t big = (size_t)5 * (1 << 20) + 123; /* 5 MiB + a bit */
+  char *data = malloc(big);
+  memset(data, 'x', big);
+  append(fd, "before", 1);
+  cr_assert_eq(tfs_transcript_append(fd, data, big, 1), 0);
+  append(fd, "after", 1);
+  big_t b = {0};
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 1, -1, big_cb, &b), 3);
+  cr_assert_eq(b.bad, 0);
+  cr_assert_eq(b.total, big);
+  cr_assert_eq(b.pieces, 5);
+  cr_assert_eq(b.finals, 1);
+  cr_assert_eq(b.lineno, 2);
+  cr_assert_leq(b.maxpiece, (size_t)1 << 20);
+  cr_assert_eq(b.short_lines, 2);
+
+  /* The follower: a huge line still being written is handed out in pieces
+   * as it grows, and completed once. */
+  tfs_follower_t *f;
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 0, &f), 0);
+  big_t g = {0};
+  cr_assert_eq(tfs_transcript_append(fd, data, 3 * (1 << 20) + 5, 0), 0);
+  cr_assert_eq(tfs_follower_next(f, 0, big_cb, &g), 0);
+  cr_assert_eq(g.pieces, 3, "pieces of an unfinished line are delivered");
+  cr_assert_eq(tfs_transcript_append(fd, data, 100, 1), 0);
+  cr_assert_eq(tfs_follower_next(f, 0, big_cb, &g), 1);
+  cr_assert_eq(g.finals, 1);
+  cr_assert_eq(g.total, 3 * (1 << 20) + 105);
+  cr_assert_eq(g.lineno, 4);
+  cr_assert_eq(g.bad, 0);
+  tfs_follower_close(f);
+  free(data);
+  close(fd);
+}
+
+Test(transcript, last_n_on_big_file) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  /* 200,000 lines, so the tail search crosses many read blocks. */
+  char *buf = malloc(200000 * 8 + 1);
+  size_t len = 0;
+  for (int i = 1; i <= 200000; i++)
+    len += (size_t)sprintf(buf + len, "%07d\n", i);
+  cr_assert_eq(tfs_transcript_append(fd, buf, len, 0), 0);
+  free(buf);
+  tfs_follower_t *f;
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 3, &f), 0);
+  lines_t l = {0};
+  cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 3);
+  cr_assert_str_eq(l.text[0], "0199998");
+  cr_assert_eq(l.lineno[0], 199998);
+  cr_assert_eq(l.lineno[2], 200000);
+  tfs_follower_close(f);
+  lines_t m = {0};
+  cr_assert_eq(tfs_transcript_read(fx_store, tid, 123456, 2, lines_cb, &m), 2);
+  cr_assert_str_eq(m.text[0], "0123456");
+  cr_assert_str_eq(m.text[1], "0123457");
+  close(fd);
+}
+
+/* Concurrent appenders never interleave inside a line. */
+Test(transcript, concurrent_appends_whole_lines) {
+  fx_create("x", NULL, tid);
+  pid_t kids[4];
+  for (int k = 0; k < 4; k++) {
+    kids[k] = fork();
+    if (kids[k] == 0) {
+      int fd = tfs_transcript_open_append(fx_store, tid);
+      char line[600];
+      memset(line, 'a' + k, sizeof line);
+      for (int i = 0; i < 500; i++)
+        if (tfs_transcript_append(fd, line, sizeof line, 1))
+          _exit(1);
+      _exit(0);
+    }
+    fx_track(kids[k]);
+  }
+  for (int k = 0; k < 4; k++)
+    cr_assert_eq(fx_wait(kids[k]), 0);
+  size_t len;
+  char *all = tu_read_file(tpath(), &len);
+  cr_assert_eq(len, 4 * 500 * 601);
+  for (size_t off = 0; off < len; off += 601) {
+    for (size_t i = 1; i < 600; i++)
+      cr_assert_eq(all[off + i], all[off], "line at %zu is mixed", off);
+    cr_assert_eq(all[off + 600], '\n');
+  }
+  free(all);
+}
