@@ -41,8 +41,9 @@ int cmd_mcp(int argc, char **argv) {
     }
   }
   if (optind < argc) {
-    cli_error("mcp", "unexpected argument '%s'; the server takes no arguments besides "
-                     "--state-dir (run 'taskfs mcp --help')",
+    cli_error("mcp",
+              "unexpected argument '%s'; the server takes no arguments besides "
+              "--state-dir (run 'taskfs mcp --help')",
               argv[optind]);
     return CLI_EXIT_USAGE;
   }

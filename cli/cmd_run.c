@@ -267,16 +267,25 @@ int cmd_run(int argc, char **argv) {
   printf("%s\n", id);
   fflush(stdout);
 
+  int launch = !existed;
   if (existed) {
     memset(&rec, 0, sizeof rec);
-    if (tfs_task_load(store, id, &rec) == 0 && tfs_state_terminal(rec.state) && !wait && !follow)
+    err = tfs_task_load(store, id, &rec);
+    if (err == 0 && tfs_state_terminal(rec.state) && !wait && !follow)
       cli_error("run",
                 "key '%s' names task %s, which has ended (%s); not run again (add --rerun "
                 "to run it again)",
                 key, id, tfs_state_name(rec.state));
+    /* Queued with no supervisor: its launcher died between creating and
+     * launching it. Adopt it, or the key would be wedged for ever. Should
+     * the first launch still be on its way, the later of the two
+     * supervisors finds the task taken and leaves. */
+    if (err == 0 && rec.state == TFS_QUEUED && tfs_task_alive(store, id) == 0)
+      launch = 1;
     tfs_record_free(&rec);
     memset(&rec, 0, sizeof rec);
-  } else {
+  }
+  if (launch) {
     tfs_launch_opts_t lo = {.env = env, .wait_ms = 30000};
     err = tfs_launch(store, id, &lo, &rec);
     if (err) {

@@ -40,12 +40,15 @@ static int write_all(int fd, const void *data, size_t len) {
 static int fsync_dir(int dirfd) {
   if (fsync(dirfd) == 0)
     return 0;
+  /* Some filesystems cannot sync a directory; the rename is done anyway. */
+  if (errno == EINVAL || errno == ENOTSUP)
+    return 0;
   if (errno != EBADF)
     return -errno;
   int fd = tfs__dir_reopen(dirfd);
   if (fd < 0)
     return fd;
-  int err = fsync(fd) ? -errno : 0;
+  int err = fsync(fd) && errno != EINVAL && errno != ENOTSUP ? -errno : 0;
   close(fd);
   return err;
 }

@@ -31,7 +31,16 @@ int tfs__random_base36(char *buf, size_t n) {
 /* Eight base36 digits of ms cover dates up to the year 2059 (36^8 ms); ids
  * sort lexically in creation order because the width is fixed. */
 int tfs__id_generate(char buf[TFS_ID_MAX + 1]) {
-  uint64_t ms = (uint64_t)tfs_now_ms();
+  /* Within one process ids are strictly increasing even when several are
+   * made in the same millisecond: the time part is bumped past the last one
+   * handed out. Across processes, same-millisecond ids order randomly. */
+  static int64_t last_ms;
+  int64_t now = tfs_now_ms(), prev = __atomic_load_n(&last_ms, __ATOMIC_RELAXED), next;
+  do {
+    next = now > prev ? now : prev + 1;
+  } while (
+      !__atomic_compare_exchange_n(&last_ms, &prev, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  uint64_t ms = (uint64_t)next;
   for (int i = 7; i >= 0; i--) {
     buf[i] = b36[ms % 36];
     ms /= 36;
@@ -75,4 +84,23 @@ int tfs_key_valid(const char *key) {
       return 0;
   }
   return 1;
+}
+
+/* Counted strings need not be NUL-terminated: they are copied first. */
+int tfs_id_validn(const char *id, size_t len) {
+  char buf[16];
+  if (!id || len != 15 || memchr(id, '\0', len))
+    return 0;
+  memcpy(buf, id, len);
+  buf[len] = '\0';
+  return tfs_id_valid(buf);
+}
+
+int tfs_key_validn(const char *key, size_t len) {
+  char buf[TFS_KEY_MAX + 1];
+  if (!key || len > TFS_KEY_MAX || memchr(key, '\0', len))
+    return 0;
+  memcpy(buf, key, len);
+  buf[len] = '\0';
+  return tfs_key_valid(buf);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/vfs.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+
+#define FUSE_SUPER_MAGIC 0x65735546
 
 void mnt_log(mnt_t *m, int prio, const char *fmt, ...) {
   va_list ap;
@@ -168,13 +171,18 @@ int tfs_mount_run(const tfs_mount_opts_t *opts) {
   for (char *p = fsname; *p; p++)
     if (*p == ',')
       *p = '_'; /* a comma would split the -o list */
-  char *argv[] = {"taskfs", "-o", "default_permissions,subtype=taskfs", "-o", fsname, NULL,
-                  NULL,     NULL};
+  char *argv[] = {
+      "taskfs", "-o", "default_permissions,subtype=taskfs", "-o", fsname, NULL, NULL, NULL,
+      NULL,     NULL};
   int argc = 5;
   if (opts->allow_other) {
     argv[argc++] = "-o";
     argv[argc++] = "allow_other";
   }
+  /* TASKFS_FUSE_DEBUG=1 prints every FUSE request on stderr (foreground). */
+  const char *dbg = getenv("TASKFS_FUSE_DEBUG");
+  if (dbg && *dbg == '1')
+    argv[argc++] = "-d";
   struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
   m->se = fuse_session_new(&args, &tfs_fs_ops, sizeof tfs_fs_ops, m);
   if (!m->se) {
@@ -281,6 +289,15 @@ int tfs_mount_check_point(const char *path, char *msg, size_t msglen) {
   if (!S_ISDIR(st.st_mode)) {
     snprintf(msg, msglen, "mount point %s is not a directory", path);
     return -ENOTDIR;
+  }
+  /* Mounting over a live mount would hide it, not replace it. */
+  struct statfs sf;
+  if (!statfs(path, &sf) && sf.f_type == FUSE_SUPER_MAGIC) {
+    snprintf(msg, msglen,
+             "%s is already a FUSE mount (a taskfs mount still running?); run 'taskfs umount %s' "
+             "first",
+             path, path);
+    return -EBUSY;
   }
   return 0;
 }

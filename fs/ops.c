@@ -345,7 +345,30 @@ static int node_attr(mnt_t *m, fuse_ino_t ino, struct stat *st) {
   }
 }
 
-static void reply_entry(fuse_req_t req, mnt_t *m, fuse_ino_t ino) {
+/* How long the kernel may trust what we said. Sizes and mtimes of files
+ * must be fresh at every stat (tail -f reads up to st_size), so files get
+ * 0. Directories only carry permissions, and with default_permissions every
+ * path walk checks them: caching them saves a GETATTR per component. The
+ * fixed top-level nodes never change; a task directory is cached for a
+ * second, which is safe because its name is looked up again at every walk
+ * (entry timeout 0), so a pruned task vanishes at once. The four names
+ * inside a task directory never change either. */
+static double attr_timeout(mnt_t *m, fuse_ino_t ino) {
+  size_t idx = 0;
+  int kind = 0;
+  switch (ino_decode(m, ino, &idx, &kind)) {
+  case N_ROOT:
+  case N_TASKS:
+  case N_BYKEY:
+    return 60.0;
+  case N_TASK:
+    return kind == K_TASKDIR ? 1.0 : 0.0;
+  default:
+    return 0.0;
+  }
+}
+
+static void reply_entry(fuse_req_t req, mnt_t *m, fuse_ino_t ino, double entry_timeout) {
   struct fuse_entry_param e;
   memset(&e, 0, sizeof e);
   int err = node_attr(m, ino, &e.attr);
@@ -354,8 +377,8 @@ static void reply_entry(fuse_req_t req, mnt_t *m, fuse_ino_t ino) {
     return;
   }
   e.ino = ino;
-  e.attr_timeout = 0;
-  e.entry_timeout = 0;
+  e.attr_timeout = attr_timeout(m, ino);
+  e.entry_timeout = entry_timeout;
   fuse_reply_entry(req, &e);
 }
 
@@ -373,11 +396,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   switch (t) {
   case N_ROOT:
     if (!strcmp(name, "owner"))
-      reply_entry(req, m, INO_OWNER);
+      reply_entry(req, m, INO_OWNER, 60.0);
     else if (!strcmp(name, "tasks"))
-      reply_entry(req, m, INO_TASKS);
+      reply_entry(req, m, INO_TASKS, 60.0);
     else if (!strcmp(name, "by-key"))
-      reply_entry(req, m, INO_BYKEY);
+      reply_entry(req, m, INO_BYKEY, 60.0);
     else
       fuse_reply_err(req, ENOENT);
     return;
@@ -393,7 +416,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
       fuse_reply_err(req, -err);
       return;
     }
-    reply_entry(req, m, task_ino(idx, K_TASKDIR));
+    reply_entry(req, m, task_ino(idx, K_TASKDIR), 0.0);
     return;
   }
   case N_BYKEY: {
@@ -408,14 +431,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
       fuse_reply_err(req, -err);
       return;
     }
-    reply_entry(req, m, key_ino(idx));
+    reply_entry(req, m, key_ino(idx), 0.0);
     return;
   }
   case N_TASK:
     if (kind == K_TASKDIR) {
       for (size_t i = 0; i < 4; i++) {
         if (!strcmp(name, task_files[i])) {
-          reply_entry(req, m, task_ino(idx, task_file_kinds[i]));
+          reply_entry(req, m, task_ino(idx, task_file_kinds[i]), 60.0);
           return;
         }
       }
@@ -439,7 +462,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
   if (err)
     fuse_reply_err(req, -err);
   else
-    fuse_reply_attr(req, &st, 0);
+    fuse_reply_attr(req, &st, attr_timeout(M(req), ino));
 }
 
 /* Only `cancel` may be truncated to zero (by its owner), which is what a

@@ -104,6 +104,9 @@ int mcp_closing(mcp_server_t *srv);
 typedef void (*mcp_watch_fn)(void *arg, const char *filename);
 mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, mcp_watch_fn fn, void *arg);
 void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l);
+/* 1 if the listener's inotify watch is in place (it can fail, e.g. when the
+ * user's inotify instances run out); else the caller must look itself. */
+int mcp_listener_live(const mcp_listener_t *l);
 
 /* A request that waits. check() is called on every change of the task
  * directory (debounced), on the fallback tick and at the deadline
@@ -130,8 +133,7 @@ struct mcp_pending {
 
 /* Parks a request: allocates a pending for id (copied) that waits on task
  * id. The caller fills check/free_fn/data and calls mcp_pending_start(). */
-mcp_pending_t *mcp_pending_new(mcp_server_t *srv, json_t *id, const char *task_id,
-                               int64_t wait_ms);
+mcp_pending_t *mcp_pending_new(mcp_server_t *srv, json_t *id, const char *task_id, int64_t wait_ms);
 /* Runs check once at once, and parks the request if it did not reply. */
 void mcp_pending_start(mcp_pending_t *p);
 

@@ -27,6 +27,10 @@ typedef struct sub {
   uv_timer_t timer;
   int64_t last_sent_ms;
   int armed;
+  /* Fallback when the watch could not be set: a 1 s stat of the file. */
+  uv_timer_t poll;
+  int64_t seen_size, seen_mtime_ns;
+  int open_handles; /* freed when both timers have closed */
 } sub_t;
 
 static sub_t *subs; /* one server per process */
@@ -122,8 +126,8 @@ void mcp_resources_list(mcp_server_t *srv, json_t *id, json_t *params) {
                                           "application/json"));
     snprintf(uri, sizeof uri, URI_PREFIX "%s/transcript", tid);
     snprintf(name, sizeof name, "task %s transcript (last 64 KiB)", tid);
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType",
-                                          "text/plain"));
+    json_array_append_new(
+        list, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "text/plain"));
   }
   json_t *o = json_pack("{s:o}", "resources", list);
   if (i > 0 && n)
@@ -218,8 +222,8 @@ static void on_sub_timer(uv_timer_t *t) {
  * the last notification has passed. */
 static void on_sub_change(void *arg, const char *filename) {
   sub_t *s = arg;
-  int relevant = s->kind == RES_RECORD ? !strcmp(filename, "record.json")
-                                       : !strcmp(filename, "transcript");
+  int relevant =
+      s->kind == RES_RECORD ? !strcmp(filename, "record.json") : !strcmp(filename, "transcript");
   if (!relevant || s->armed || mcp_closing(s->srv))
     return;
   int64_t since = tfs_now_ms() - s->last_sent_ms;
@@ -232,13 +236,42 @@ static void on_sub_change(void *arg, const char *filename) {
 }
 
 static void on_sub_closed(uv_handle_t *h) {
-  free(h->data);
+  sub_t *s = h->data;
+  if (--s->open_handles == 0)
+    free(s);
 }
 
 static void sub_free(sub_t *s) {
   mcp_watch_remove(s->srv, s->listener);
   uv_timer_stop(&s->timer);
+  uv_timer_stop(&s->poll);
+  s->open_handles = 2;
   uv_close((uv_handle_t *)&s->timer, on_sub_closed);
+  uv_close((uv_handle_t *)&s->poll, on_sub_closed);
+}
+
+/* Size and mtime of the file behind the subscription (0 if absent). */
+static void sub_stat(sub_t *s, int64_t *size, int64_t *mtime_ns) {
+  struct stat st;
+  char rel[TFS_ID_MAX + 32];
+  snprintf(rel, sizeof rel, "%s/%s", s->id, s->kind == RES_RECORD ? "record.json" : "transcript");
+  if (fstatat(tfs_store_tasks_fd(mcp_store(s->srv)), rel, &st, AT_SYMLINK_NOFOLLOW)) {
+    *size = *mtime_ns = 0;
+    return;
+  }
+  *size = st.st_size;
+  *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+static void on_sub_poll(uv_timer_t *t) {
+  sub_t *s = t->data;
+  int64_t size, mtime;
+  sub_stat(s, &size, &mtime);
+  if (size != s->seen_size || mtime != s->seen_mtime_ns) {
+    s->seen_size = size;
+    s->seen_mtime_ns = mtime;
+    on_sub_change(s, s->kind == RES_RECORD ? "record.json" : "transcript");
+  }
 }
 
 void mcp_resources_subscribe(mcp_server_t *srv, json_t *id, json_t *params, int on) {
@@ -282,7 +315,13 @@ void mcp_resources_subscribe(mcp_server_t *srv, json_t *id, json_t *params, int 
   s->kind = kind;
   uv_timer_init(uv_default_loop(), &s->timer);
   s->timer.data = s;
+  uv_timer_init(uv_default_loop(), &s->poll);
+  s->poll.data = s;
   s->listener = mcp_watch_add(srv, tid, on_sub_change, s);
+  if (!mcp_listener_live(s->listener)) {
+    sub_stat(s, &s->seen_size, &s->seen_mtime_ns);
+    uv_timer_start(&s->poll, on_sub_poll, MCP_FALLBACK_TICK_MS, MCP_FALLBACK_TICK_MS);
+  }
   s->next = subs;
   subs = s;
   mcp_reply(srv, id, json_object());

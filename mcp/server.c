@@ -29,6 +29,7 @@ typedef struct mcp_watch {
   mcp_server_t *srv;
   uv_fs_event_t ev;
   mcp_listener_t *listeners;
+  int live; /* the inotify watch is in place */
   char id[TFS_ID_MAX + 1];
 } mcp_watch_t;
 
@@ -50,8 +51,8 @@ struct mcp_server {
   mcp_lines_t lines;
 
   size_t writes_pending;
-  int closing;   /* no more input is read */
-  int stopping;  /* uv_stop once output is flushed */
+  int closing;  /* no more input is read */
+  int stopping; /* uv_stop once output is flushed */
   int exit_code;
   int initialized;
 
@@ -200,6 +201,7 @@ mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, mcp_watch_fn fn
     uv_fs_event_init(srv->loop, &w->ev);
     w->ev.data = w;
     int err = uv_fs_event_start(&w->ev, on_fs_event, path, 0);
+    w->live = !err;
     if (err)
       /* Without the watch we still have the fallback tick; say why once. */
       fprintf(stderr, "taskfs mcp: cannot watch %s (%s); falling back to a 1 s check\n", path,
@@ -216,6 +218,10 @@ mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, mcp_watch_fn fn
   l->next = w->listeners;
   w->listeners = l;
   return l;
+}
+
+int mcp_listener_live(const mcp_listener_t *l) {
+  return l && l->watch->live;
 }
 
 void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l) {
@@ -638,8 +644,8 @@ int mcp_serve(const mcp_opts_t *opts) {
   memset(&prev, 0, sizeof prev);
   err = tfs_store_acquire(srv->store, "mcp", &prev);
   if (err)
-    fprintf(stderr, "taskfs mcp: could not record this instance in %s (%s); serving anyway\n",
-            dir, tfs_strerror(err));
+    fprintf(stderr, "taskfs mcp: could not record this instance in %s (%s); serving anyway\n", dir,
+            tfs_strerror(err));
   else if (prev.alive) {
     char **ids = NULL;
     size_t n = 0, running = 0;

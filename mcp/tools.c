@@ -21,8 +21,8 @@
 #define READ_BUDGET_MAX (256 * 1024)
 #define TAIL_DEFAULT 20
 #define TAIL_MAX 1000
-#define LINE_CUT 240        /* bytes kept of one output line */
-#define IMPORTANT_SHOWN 5   /* first / last important lines in a response */
+#define LINE_CUT 240      /* bytes kept of one output line */
+#define IMPORTANT_SHOWN 5 /* first / last important lines in a response */
 #define START_WAIT_DEFAULT 1000
 #define LIST_DEFAULT 50
 #define LIST_MAX 500
@@ -57,17 +57,19 @@ static const char related_task_key[] = "io.modelcontextprotocol/related-task";
   "\"important\":{\"type\":\"object\",\"properties\":{"                                            \
   "\"total\":{\"type\":\"integer\"},"                                                              \
   "\"first\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"                  \
-  "\"line\":{\"type\":\"integer\"},\"kind\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}}},"  \
+  "\"line\":{\"type\":\"integer\"},\"kind\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}" \
+  "}},"                                                                                            \
   "\"last\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"                   \
-  "\"line\":{\"type\":\"integer\"},\"kind\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}}}}}," \
-  "\"tail\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                                  \
-  "\"tailFrom\":{\"type\":[\"integer\",\"null\"]},"                                                 \
-  "\"nextLine\":{\"type\":\"integer\"},"                                                            \
-  "\"match\":{\"type\":\"object\",\"properties\":{\"line\":{\"type\":\"integer\"},"                 \
-  "\"text\":{\"type\":\"string\"}}},"                                                               \
-  "\"timedOut\":{\"type\":\"boolean\"},"                                                            \
-  "\"waitedMs\":{\"type\":\"integer\"},"                                                            \
-  "\"omitted\":{\"type\":\"object\"},"                                                              \
+  "\"line\":{\"type\":\"integer\"},\"kind\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}" \
+  "}}}},"                                                                                          \
+  "\"tail\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                                 \
+  "\"tailFrom\":{\"type\":[\"integer\",\"null\"]},"                                                \
+  "\"nextLine\":{\"type\":\"integer\"},"                                                           \
+  "\"match\":{\"type\":\"object\",\"properties\":{\"line\":{\"type\":\"integer\"},"                \
+  "\"text\":{\"type\":\"string\"}}},"                                                              \
+  "\"timedOut\":{\"type\":\"boolean\"},"                                                           \
+  "\"waitedMs\":{\"type\":\"integer\"},"                                                           \
+  "\"omitted\":{\"type\":\"object\"},"                                                             \
   "\"hint\":{\"type\":\"string\"}"
 
 #define TASK_REF_PROPS                                                                             \
@@ -212,8 +214,8 @@ json_t *mcp_record_compact(const tfs_record_t *rec) {
   json_object_set_new(o, "state", json_string(tfs_state_name(rec->state)));
   json_object_set_new(o, "command", argv);
   json_object_set_new(o, "cwd", str_or_null(rec->cwd));
-  json_object_set_new(o, "exitCode", rec->exit_code >= 0 ? json_integer(rec->exit_code)
-                                                         : json_null());
+  json_object_set_new(o, "exitCode",
+                      rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null());
   json_object_set_new(o, "signal", rec->signal > 0 ? json_integer(rec->signal) : json_null());
   json_object_set_new(o, "reason", str_or_null(rec->reason));
   json_object_set_new(o, "createdAt", time_or_null(rec->created_ms));
@@ -246,9 +248,9 @@ static void tool_error(mcp_server_t *srv, json_t *id, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  mcp_reply(srv, id,
-            json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError",
-                      1));
+  mcp_reply(
+      srv, id,
+      json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1));
 }
 
 /* Reads an optional integer argument within [min, max]. Returns 0, or -1
@@ -292,8 +294,10 @@ int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], c
   if (jid) {
     const char *s = json_string_value(jid);
     if (!tfs_id_valid(s)) {
-      snprintf(msg, msglen, "taskId '%.64s' is not a task id (ids look like mi4x7k2p-3fz9qa); "
-                            "use list_managed_tasks to find it", s);
+      snprintf(msg, msglen,
+               "taskId '%.64s' is not a task id (ids look like mi4x7k2p-3fz9qa); "
+               "use list_managed_tasks to find it",
+               s);
       return TFS_EBADID;
     }
     tfs_record_t rec;
@@ -309,8 +313,8 @@ int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], c
   }
   const char *key = json_string_value(jkey);
   if (!tfs_key_valid(key)) {
-    snprintf(msg, msglen, "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -",
-             key);
+    snprintf(msg, msglen,
+             "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -", key);
     return TFS_EBADID;
   }
   int err = tfs_key_lookup(store, key, id);
@@ -444,9 +448,9 @@ static json_t *build_output(mcp_server_t *srv, const tfs_record_t *rec, read_arg
     for (size_t i = from; i < imp->nlast; i++)
       json_array_append_new(last, important_entry(tfs_important_last(imp, i)));
   }
-  json_object_set_new(o, "important",
-                      json_pack("{s:I, s:o, s:o}", "total", (json_int_t)imp->total, "first", first,
-                                "last", last));
+  json_object_set_new(
+      o, "important",
+      json_pack("{s:I, s:o, s:o}", "total", (json_int_t)imp->total, "first", first, "last", last));
   json_t *tail = json_array();
   for (size_t i = 0; i < out.n; i++)
     json_array_append_new(tail, line_text(&out.v[i]));
@@ -456,9 +460,9 @@ static json_t *build_output(mcp_server_t *srv, const tfs_record_t *rec, read_arg
   if (ra->match_line > 0) {
     char *c = mcp_text_clean(ra->match_text ? ra->match_text : "",
                              ra->match_text ? strlen(ra->match_text) : 0, LINE_CUT);
-    json_object_set_new(o, "match",
-                        json_pack("{s:I, s:s}", "line", (json_int_t)ra->match_line, "text",
-                                  c ? c : ""));
+    json_object_set_new(
+        o, "match",
+        json_pack("{s:I, s:s}", "line", (json_int_t)ra->match_line, "text", c ? c : ""));
     free(c);
   }
   json_object_set_new(o, "timedOut", json_boolean(timed_out));
@@ -570,8 +574,7 @@ static void pending_read_free(mcp_pending_t *p) {
  * related-task _meta. */
 static json_t *task_payload(json_t *structured, const tfs_record_t *rec) {
   json_t *r = call_result(structured, rec->state != TFS_COMPLETED);
-  json_object_set_new(r, "_meta",
-                      json_pack("{s:{s:s}}", related_task_key, "taskId", rec->id));
+  json_object_set_new(r, "_meta", json_pack("{s:{s:s}}", related_task_key, "taskId", rec->id));
   return r;
 }
 
@@ -729,14 +732,15 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
   memset(sa, 0, sizeof *sa);
   json_t *jkey = json_object_get(args, "taskKey");
   if (!json_is_string(jkey)) {
-    snprintf(msg, msglen, "taskKey is required: a stable name for this work (1-128 characters "
-                          "of A-Z a-z 0-9 . _ : -)");
+    snprintf(msg, msglen,
+             "taskKey is required: a stable name for this work (1-128 characters "
+             "of A-Z a-z 0-9 . _ : -)");
     return -1;
   }
   sa->key = json_string_value(jkey);
   if (!tfs_key_valid(sa->key)) {
-    snprintf(msg, msglen, "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -",
-             sa->key);
+    snprintf(msg, msglen,
+             "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -", sa->key);
     return -1;
   }
   json_t *cmd = json_object_get(args, "command");
@@ -763,8 +767,9 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
       sa->argv[i] = strdup(json_string_value(a));
     }
   } else {
-    snprintf(msg, msglen, "command is required: an array of strings (argv) or a string (run "
-                          "with /bin/sh -c)");
+    snprintf(msg, msglen,
+             "command is required: an array of strings (argv) or a string (run "
+             "with /bin/sh -c)");
     return -1;
   }
   if (!sa->argv) {
@@ -828,7 +833,8 @@ static void describe_conflict(mcp_server_t *srv, const char *key, char *msg, siz
   char id[TFS_ID_MAX + 1];
   tfs_record_t rec;
   char cmd[300] = "";
-  if (tfs_key_lookup(mcp_store(srv), key, id) == 0 && tfs_task_load(mcp_store(srv), id, &rec) == 0) {
+  if (tfs_key_lookup(mcp_store(srv), key, id) == 0 &&
+      tfs_task_load(mcp_store(srv), id, &rec) == 0) {
     size_t o = 0;
     for (int i = 0; i < rec.argc && o < sizeof cmd - 4; i++)
       o += (size_t)snprintf(cmd + o, sizeof cmd - o, "%s%s", i ? " " : "", rec.argv[i]);
@@ -839,8 +845,8 @@ static void describe_conflict(mcp_server_t *srv, const char *key, char *msg, siz
     tfs_record_free(&rec);
     return;
   }
-  snprintf(msg, msglen,
-           "taskKey '%s' already names a different command or cwd; choose another key", key);
+  snprintf(msg, msglen, "taskKey '%s' already names a different command or cwd; choose another key",
+           key);
 }
 
 static json_t *task_object(const tfs_record_t *rec);
@@ -938,8 +944,10 @@ int mcp_idpage_open(mcp_server_t *srv, const char *cursor, mcp_idpage_t *pg, cha
                     size_t errlen) {
   memset(pg, 0, sizeof *pg);
   if (cursor && !tfs_id_valid(cursor)) {
-    snprintf(err, errlen, "cursor '%.64s' is not one this server handed out; omit it to start "
-                          "from the newest task", cursor);
+    snprintf(err, errlen,
+             "cursor '%.64s' is not one this server handed out; omit it to start "
+             "from the newest task",
+             cursor);
     return -1;
   }
   int rc = tfs_task_ids(mcp_store(srv), &pg->all, &pg->nall);
@@ -1197,15 +1205,15 @@ static json_t *task_object(const tfs_record_t *rec) {
   else
     snprintf(m, sizeof m, "%s; %lld lines of output so far", tfs_state_name(rec->state),
              (long long)rec->lines);
-  int64_t updated = rec->ended_ms > 0 ? rec->ended_ms
-                                      : (rec->started_ms > 0 ? rec->started_ms : rec->created_ms);
+  int64_t updated =
+      rec->ended_ms > 0 ? rec->ended_ms : (rec->started_ms > 0 ? rec->started_ms : rec->created_ms);
   if (rec->alive_ms > updated && !tfs_state_terminal(rec->state))
     updated = rec->alive_ms;
   char *clean = mcp_text_clean(m, strlen(m), 400);
   json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:n, s:i}", "taskId", rec->id, "status",
-                        mcp_status(rec->state), "statusMessage", clean ? clean : "",
-                        "createdAt", time_or_null(rec->created_ms), "lastUpdatedAt",
-                        time_or_null(updated), "ttl", "pollInterval", POLL_INTERVAL_MS);
+                        mcp_status(rec->state), "statusMessage", clean ? clean : "", "createdAt",
+                        time_or_null(rec->created_ms), "lastUpdatedAt", time_or_null(updated),
+                        "ttl", "pollInterval", POLL_INTERVAL_MS);
   free(clean);
   return o;
 }
@@ -1229,8 +1237,7 @@ static int task_param(mcp_server_t *srv, json_t *id, json_t *params, tfs_record_
     return -1;
   }
   if (err) {
-    mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "cannot read task %s: %s", tid,
-                    tfs_strerror(err));
+    mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "cannot read task %s: %s", tid, tfs_strerror(err));
     return -1;
   }
   return 0;

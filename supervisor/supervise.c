@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -38,11 +39,12 @@
 #include <unistd.h>
 #include <uv.h>
 
-#define SAVE_TICK_MS 250    /* counters are saved at most this often */
-#define ALIVE_EVERY_MS 3000 /* aliveAt is refreshed at least this often */
-#define CANCEL_POLL_MS 1000 /* the fallback poll for stop requests */
-#define KILL_REPEAT_MS 100  /* after the grace period: SIGKILL rounds */
-#define DRAIN_MS 1000       /* pipes still open once the tree is gone */
+#define SAVE_TICK_MS 250       /* counters are saved at most this often */
+#define ALIVE_EVERY_MS 5000    /* aliveAt is refreshed at least this often */
+#define CANCEL_POLL_MS 1000    /* the poll for stop requests without inotify */
+#define CANCEL_SAFETY_MS 10000 /* ... and with it, in case an event is missed */
+#define KILL_REPEAT_MS 100     /* after the grace period: SIGKILL rounds */
+#define DRAIN_MS 1000          /* pipes still open once the tree is gone */
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (256 * 1024) /* supervisor.log stops growing past this */
@@ -65,7 +67,7 @@ typedef struct {
   int pipe_open[2]; /* initialized and not yet closed */
   int reading[2];
   uv_signal_t sigchld, sigterm, sigint;
-  uv_timer_t save_timer, poll_timer, kill_timer, backoff_timer, drain_timer;
+  uv_timer_t save_timer, alive_timer, poll_timer, kill_timer, backoff_timer, drain_timer;
   uv_poll_t ino_poll;
   int ino_active;
 
@@ -113,6 +115,8 @@ static void finish(sup_t *s, tfs_state_t state, const char *fmt, ...)
 
 /* ---- saving the record -------------------------------------------------- */
 
+static void on_save_tick(uv_timer_t *t);
+
 static void save(sup_t *s) {
   int64_t now = tfs_now_ms();
   s->rec.lines = s->cap.lines;
@@ -122,6 +126,8 @@ static void save(sup_t *s) {
   if (err) {
     /* Retried on the next tick; logged at most every 10 s. */
     s->save_failed = 1;
+    if (s->phase != PH_DONE && !uv_is_active((uv_handle_t *)&s->save_timer))
+      uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
     if (now - s->last_log_ms > 10000) {
       logmsg(s, "cannot save the record: %s (will retry)", tfs_strerror(err));
       s->last_log_ms = now;
@@ -135,12 +141,31 @@ static void save(sup_t *s) {
   s->saved_important = s->rec.important.total;
 }
 
+/* Counters are saved by a one-shot timer armed by output (mark_dirty):
+ * at most one save per SAVE_TICK_MS whatever the output rate, and no
+ * wake-up at all while the worker is quiet (a thousand idle supervisors
+ * must cost next to nothing). */
 static void on_save_tick(uv_timer_t *t) {
   sup_t *s = t->data;
   tfs_capture_flush_side(&s->cap);
+  if (s->phase == PH_DONE)
+    return;
   if (s->save_failed || s->cap.lines != s->saved_lines || s->cap.bytes != s->saved_bytes ||
-      s->rec.important.total != s->saved_important ||
-      tfs_now_ms() - s->last_save_ms >= ALIVE_EVERY_MS)
+      s->rec.important.total != s->saved_important)
+    save(s);
+  if (s->save_failed) /* retried on the next tick */
+    uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
+}
+
+static void mark_dirty(sup_t *s) {
+  if (s->phase != PH_DONE && !uv_is_active((uv_handle_t *)&s->save_timer))
+    uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
+}
+
+/* aliveAt: refreshed when no other save happened for ALIVE_EVERY_MS. */
+static void on_alive_tick(uv_timer_t *t) {
+  sup_t *s = t->data;
+  if (s->phase != PH_DONE && tfs_now_ms() - s->last_save_ms >= ALIVE_EVERY_MS - SAVE_TICK_MS)
     save(s);
 }
 
@@ -269,12 +294,15 @@ static void close_pipe(sup_t *s, int i) {
 static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
   sup_t *s = h->data;
   int i = stream_of(s, (uv_handle_t *)h);
-  if (nread > 0)
+  if (nread > 0) {
     tfs_capture_commit(&s->cap, i, (size_t)nread);
-  else if (nread == UV_ENOBUFS)
+    mark_dirty(s);
+  } else if (nread == UV_ENOBUFS)
     ; /* held back: update_reading stops this pipe */
-  else if (nread < 0)
+  else if (nread < 0) {
     close_pipe(s, i);
+    mark_dirty(s); /* a final partial line may have been written */
+  }
   update_reading(s);
 }
 
@@ -654,6 +682,31 @@ static void usage(FILE *out) {
                "the mount). Not meant to be run by hand.\n");
 }
 
+/* Takes the task lock (the same flock as tfs_task_lock(), O_CLOEXEC), but
+ * without blocking for ever: a task may be launched twice (a `run --key`
+ * adopting a task whose launcher died races with a late first launch), and
+ * the second supervisor must not wait, blocked, for the task's whole life.
+ * Readers (settling a lost task, a launcher giving up) hold the lock only
+ * for a moment, so a lock still busy after 2 s belongs to a supervisor.
+ * Returns the fd, -EBUSY, or another negative error. */
+static int lock_task(sup_t *s) {
+  int fd = tfs_task_openat(s->store, s->id, "lock", O_RDWR | O_CREAT, 0600);
+  if (fd < 0)
+    return fd;
+  for (int i = 0; i < 40; i++) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+      return fd;
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      int err = -errno;
+      close(fd);
+      return err;
+    }
+    usleep(50 * 1000);
+  }
+  close(fd);
+  return -EBUSY;
+}
+
 /* Fills the record's supervisor fields for this process. */
 static void claim(sup_t *s) {
   tfs_owner_t o;
@@ -681,14 +734,13 @@ static int setup_loop(sup_t *s) {
   uv_signal_start(&s->sigchld, on_sigchld, SIGCHLD);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   uv_signal_start(&s->sigint, on_signal, SIGINT);
-  uv_timer_t *timers[] = {&s->save_timer, &s->poll_timer, &s->kill_timer, &s->backoff_timer,
-                          &s->drain_timer};
-  for (int i = 0; i < 5; i++) {
+  uv_timer_t *timers[] = {&s->save_timer, &s->alive_timer,   &s->poll_timer,
+                          &s->kill_timer, &s->backoff_timer, &s->drain_timer};
+  for (int i = 0; i < 6; i++) {
     uv_timer_init(&s->loop, timers[i]);
     timers[i]->data = s;
   }
-  uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, SAVE_TICK_MS);
-  uv_timer_start(&s->poll_timer, on_poll_timer, CANCEL_POLL_MS, CANCEL_POLL_MS);
+  uv_timer_start(&s->alive_timer, on_alive_tick, ALIVE_EVERY_MS, ALIVE_EVERY_MS);
 
   /* inotify directly rather than uv_fs_event: this watch needs only
    * creations and renames in the task directory, not the IN_MODIFY that
@@ -705,9 +757,18 @@ static int setup_loop(sup_t *s) {
       uv_poll_start(&s->ino_poll, UV_READABLE, on_inotify);
       s->ino_active = 1;
     } else {
-      logmsg(s, "inotify unavailable (%s); polling for stop requests", strerror(errno));
+      /* Typically EMFILE: the per-user limit of inotify instances
+       * (fs.inotify.max_user_instances, 128 on Debian) is used up. */
+      int e = errno;
+      if (s->ino_fd >= 0)
+        close(s->ino_fd);
+      s->ino_fd = -1;
+      logmsg(s, "inotify unavailable (%s); polling for stop requests", strerror(e));
     }
   }
+  /* With the watch, the poll is only a safety net. */
+  uint64_t poll_ms = s->ino_active ? CANCEL_SAFETY_MS : CANCEL_POLL_MS;
+  uv_timer_start(&s->poll_timer, on_poll_timer, poll_ms, poll_ms);
   return 0;
 }
 
@@ -753,7 +814,11 @@ int tfs_supervise_main(int argc, char **argv) {
     logmsg(s, "cannot open the store %s: %s", dir, tfs_strerror(err));
     return 111;
   }
-  s->lock_fd = tfs_task_lock(s->store, s->id);
+  s->lock_fd = lock_task(s);
+  if (s->lock_fd == -EBUSY) {
+    logmsg(s, "another supervisor owns this task: nothing to do");
+    return 0;
+  }
   if (s->lock_fd < 0) {
     logmsg(s, "cannot lock the task: %s", tfs_strerror(s->lock_fd));
     return 111;

@@ -57,7 +57,7 @@ TestSuite(hard_faults, .init = hh_setup, .fini = hh_teardown, .timeout = 300);
 
 /* Does the process hold an inotify instance? */
 static int has_inotify(pid_t pid) {
-  char dir[64], link[64], target[256];
+  char dir[64], link[320], target[256];
   snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -175,6 +175,11 @@ Test(hard_faults, tiny_tmpfs_fills) {
     cr_assert(names_full_disk(r.err), "taskfs run on a full disk failed without naming it: %s",
               r.err);
   hh_res_free(&r);
+  r = hh_tfs("run", "--key", "full-disk-cli", "--", "/bin/true", NULL);
+  if (r.status != 0)
+    cr_expect(names_full_disk(r.err),
+              "taskfs run --key on a full disk failed without naming it: %s", r.err);
+  hh_res_free(&r);
   /* Reading still works. */
   r = hh_tfs("ls", NULL);
   cr_assert_eq(r.status, 0, "taskfs ls on a full disk: %s", r.err);
@@ -188,7 +193,7 @@ Test(hard_faults, tiny_tmpfs_fills) {
                             json_pack("{s:s, s:[s]}", "taskKey", "full-disk", "command", "/bin/true"),
                             &is_err, &msg);
   if (!res || is_err)
-    cr_assert(names_full_disk(msg), "MCP start on a full disk: the error does not name it: %s",
+    cr_expect(names_full_disk(msg), "MCP start on a full disk: the error does not name it: %s",
               msg ? msg : "(no answer)");
   json_decref(res);
   free(msg);
@@ -317,7 +322,7 @@ Test(hard_faults, no_inotify_seccomp) {
   char *msg;
   json_t *res = hh_mcp_tool(&m, "start_managed_task",
                             json_pack("{s:s, s:[s, s, s]}", "taskKey", "noinotify", "command",
-                                      "/bin/sh", "-c", "sleep 0.5; echo done"),
+                                      "/bin/sh", "-c", "sleep 3; echo done"),
                             &is_err, &msg);
   cr_assert(res && !is_err, "start without inotify: %s", msg ? msg : "(no answer)");
   char id[TFS_ID_MAX + 1];
@@ -423,13 +428,16 @@ Test(hard_faults, store_unreadable_then_removed) {
   hh_res_t c = hh_tfs("cancel", b, NULL);
   hh_res_free(&c);
   hh_wait_ended(b);
+  /* (A process that holds the directory open may go on showing it where
+   * it went, or show nothing: both are fine; crashing is not.) */
   char *away = hh_strdupf("%s/store.away", hh.root);
   cr_assert_eq(rename(hh.store, away), 0);
   n = count_dir(mtasks);
-  cr_assert(n == 0 || n == -ENOENT || n == -EIO, "the mount's tasks/ with the store gone: %d", n);
-  cr_assert(mounted_alive(&m), "the mount died when the store was removed");
+  cr_assert(n == 0 || n == 2 || n == -ENOENT || n == -EIO,
+            "the mount's tasks/ with the store moved away: %d", n);
+  cr_assert(mounted_alive(&m), "the mount died when the store was moved away");
   n = mcp_count(&mcp, &msg);
-  cr_assert(n == 0 || (n < 0 && msg), "MCP list with the store gone: %d", n);
+  cr_assert(n == 0 || n == 2 || (n < 0 && msg), "MCP list with the store moved away: %d", n);
   free(msg);
   cr_assert_eq(rename(away, hh.store), 0);
   cr_assert_eq(count_dir(mtasks), 2, "the mount did not show the store once it was back");
@@ -452,13 +460,15 @@ Test(hard_faults, store_unreadable_then_removed) {
   cr_assert(r && strstr(r, c3), "the new task's record through the mount: %s",
             r ? r : strerror(errno));
   free(r);
-  cr_assert_eq(mcp_count(&mcp, &msg), 1, "the MCP server does not show the new store's task: %s",
-               msg ? msg : "");
+  n = mcp_count(&mcp, &msg);
+  cr_expect_eq(n, 1, "the MCP server lists %d tasks of the new store, not its one task %s (%s)", n,
+               c3, msg ? msg : "no error");
+  free(msg);
   /* And the server can still act on it. */
   int is_err;
   json_t *res = hh_mcp_tool(&mcp, "read_managed_task", json_pack("{s:s}", "taskId", c3), &is_err,
                             &msg);
-  cr_assert(res && !is_err, "MCP read in the new store: %s", msg ? msg : "(no answer)");
+  cr_expect(res && !is_err, "MCP read of %s in the new store: %s", c3, msg ? msg : "(no answer)");
   json_decref(res);
 
   cr_assert(mounted_alive(&m));

@@ -569,3 +569,18 @@ Test(important, plain_not_kept) {
   cr_assert_eq(imp.first[0].kind, TFS_LINE_WARNING);
   tfs_important_free(&imp);
 }
+
+/* A record stores kept texts and adds them back on load: keeping a kept
+ * text again must give it back unchanged, cut or not. */
+Test(kept, idempotent) {
+  char line[2000];
+  memset(line, '\xE2', sizeof(line)); /* all invalid: every byte grows */
+  memcpy(line, "error: \x1b[31m\r\t\0x", 15);
+  size_t lens[] = {15, 100, 171, 172, 600, sizeof(line)};
+  for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+    char *once = strdup(kept_text(line, lens[i]));
+    const char *twice = kept_text(once, strlen(once));
+    cr_assert_str_eq(twice, once, "len %zu", lens[i]);
+    free(once);
+  }
+}

@@ -65,7 +65,6 @@ Test(mcp_lines, oversize_line_is_reported_once_and_not_buffered) {
   cr_assert_str_eq(g.lines[1], "{\"ok\":1}");
   got_free(&g);
   mcp_lines_free(&l);
-
 }
 
 Test(mcp_text, invalid_utf8_and_nul_become_replacement_chars) {
@@ -102,8 +101,8 @@ Test(mcp_wire, pipe_and_file_stdin_get_one_reply_per_request, .fini = teardown) 
                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\\n"
                       "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"nope\"}";
   char *out = NULL;
-  int rc = tu_sh(&out, "printf '%s' | %s mcp --state-dir %s/s 2>/dev/null", input,
-                 tu_taskfs_bin(), store_dir);
+  int rc = tu_sh(&out, "printf '%s' | %s mcp --state-dir %s/s 2>/dev/null", input, tu_taskfs_bin(),
+                 store_dir);
   cr_assert_eq(rc, 0);
   cr_assert_str_eq(out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
                         "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":"

@@ -460,6 +460,39 @@ Test(mount, tail_F_follows_a_running_task) {
   tail_follows("-F");
 }
 
+/* less +F keeps reading at EOF; run under script(1) for a terminal. */
+Test(mount, less_F_follows_a_running_task) {
+  if (tu_sh(NULL, "command -v less && command -v script") != 0)
+    cr_skip_test("less or script(1) is not installed");
+  char id[TFS_ID_MAX + 1];
+  talking_task(id);
+  contains_t c0 = {mpath("tasks/%s/transcript", id), "before tail"};
+  cr_assert(tu_wait_until(file_contains, &c0, 20000));
+  char ts[600];
+  snprintf(ts, sizeof ts, "%s/less.typescript", g_dir);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int nul = open("/dev/null", O_RDWR);
+    dup2(nul, 0);
+    dup2(nul, 1);
+    dup2(nul, 2);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "less +F '%s'", mpath("tasks/%s/transcript", id));
+    setenv("TERM", "xterm", 1);
+    execlp("script", "script", "-qfc", cmd, ts, (char *)NULL);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  track(pid);
+  contains_t c = {ts, "before tail"};
+  cr_assert(tu_wait_until(file_contains, &c, 20000), "less did not show the transcript");
+  say("seen by less");
+  c.needle = "seen by less";
+  cr_assert(tu_wait_until(file_contains, &c, 20000), "less +F did not follow");
+}
+
 /* A child that makes the talking task print a line after a pause, while
  * the parent waits in poll() or epoll_wait(); without a wake-up from the
  * mount the wait would run out. */
@@ -772,6 +805,11 @@ Test(mount, daemon_mode_reports_mounted_and_umount_works) {
   cr_assert_eq(rc, 0);
   cr_assert(strstr(out, "listed"));
   free(out);
+  /* A second mount on a live one is refused, not stacked. */
+  rc = tu_sh(&out, "'%s' mount --state-dir '%s' '%s' 2>&1", tu_taskfs_bin(), g_state, other);
+  cr_assert_neq(rc, 0);
+  cr_assert(strstr(out, "already"), "%s", out);
+  free(out);
   cr_assert_eq(tu_sh(NULL, "'%s' umount '%s'", tu_taskfs_bin(), other), 0);
   struct statfs sf;
   cr_assert_eq(statfs(other, &sf), 0);
@@ -804,4 +842,26 @@ Test(mount, sigterm_unmounts_and_a_stale_mount_says_to_umount) {
   struct stat st;
   cr_assert_eq(stat(g_mnt, &st), 0);
   start_mount();
+}
+
+/* `make run`: the main job mounts the default store at the default mount
+ * point (here under a temporary XDG_RUNTIME_DIR) and tells what to try. */
+Test(mount, run_main_script_mounts_the_default_store) {
+  char *out;
+  int rc = tu_sh(&out,
+                 "XDG_RUNTIME_DIR='%s' TASKFS_STATE_DIR='%s' sh scripts/run-main.sh '%s' 2>&1 && "
+                 "ls -A '%s/taskfs/tasks' && echo listed",
+                 g_dir, g_state, tu_taskfs_bin(), g_dir);
+  char mnt2[600];
+  snprintf(mnt2, sizeof mnt2, "%s/taskfs", g_dir);
+  struct statfs sf;
+  int mounted = statfs(mnt2, &sf) == 0 && sf.f_type == FUSE_MAGIC;
+  tu_sh(NULL, "'%s' umount '%s'", tu_taskfs_bin(), mnt2);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(mounted);
+  cr_assert(strstr(out, "tail -f"), "%s", out);
+  cr_assert(strstr(out, "/cancel"), "%s", out);
+  cr_assert(strstr(out, "umount"), "%s", out);
+  cr_assert(strstr(out, "listed"), "%s", out);
+  free(out);
 }

@@ -265,3 +265,60 @@ Test(run, help_and_usage_errors) {
   cr_assert_eq(taskfs(NULL, NULL, "wait"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "wait --timeout soon x"), 100);
 }
+
+Test(run, a_key_whose_launcher_died_before_launching_is_adopted) {
+  /* What a `taskfs run --key` killed between create and launch leaves. */
+  char id[TFS_ID_MAX + 1], *out;
+  char *argv[] = {"sh", "-c", "echo ran >> side-effect", NULL};
+  tfs_task_spec_t spec = {.key = "wedge", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  sx_create(id, argv, &spec);
+  cr_assert_eq(taskfs(&out, NULL,
+                      "run --wait --key wedge --state-dir '%s' -- sh -c 'echo ran >> side-effect'",
+                      sx_state),
+               0);
+  cr_assert_eq(strncmp(out, id, strlen(id)), 0, "another task was made: %s", out);
+  free(out);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/side-effect", sx_tmp);
+  char *side = tu_read_file(path, NULL);
+  cr_assert_str_eq(side, "ran\n");
+  free(side);
+}
+
+static const char *g_needle_run;
+static int no_proc(void *arg) {
+  return sx_procs_with(g_needle_run) == 0;
+}
+
+Test(run, a_task_launched_twice_runs_once) {
+  char id[TFS_ID_MAX + 1];
+  char *argv[] = {"sh", "-c", "echo ran >> side-effect; sleep 0.5", NULL};
+  sx_create(id, argv, NULL);
+  pid_t kids[2];
+  for (int i = 0; i < 2; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      tfs_store_t *st;
+      tfs_record_t rec;
+      tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+      if (tfs_store_open(sx_state, &st) || tfs_launch(st, id, &lo, &rec))
+        _exit(1);
+      _exit(0);
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    waitpid(kids[i], NULL, 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
+  tfs_record_free(&rec);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/side-effect", sx_tmp);
+  char *side = tu_read_file(path, NULL);
+  cr_assert_str_eq(side, "ran\n");
+  free(side);
+  /* And no second supervisor lingers. */
+  char needle[PATH_MAX + 64];
+  snprintf(needle, sizeof needle, "supervise --state-dir %s %s", sx_state, id);
+  g_needle_run = needle;
+  cr_assert(tu_wait_until(no_proc, NULL, 10000), "a supervisor of %s lingers", id);
+}

@@ -204,6 +204,17 @@ Test(store, id_and_key_validation) {
   const char nul_key[] = "ab\0/../x";
   cr_assert(tfs_key_valid(nul_key));
   cr_assert_not(tfs_key_valid("\0abc"));
+  /* Counted: the NUL is seen and refused. */
+  cr_assert_not(tfs_id_validn(nul_id, sizeof nul_id - 1));
+  cr_assert_not(tfs_id_validn(nul_id, 16));
+  cr_assert(tfs_id_validn(nul_id, 15));
+  cr_assert_not(tfs_key_validn(nul_key, sizeof nul_key - 1));
+  cr_assert(tfs_key_validn(nul_key, 2));
+  cr_assert_not(tfs_key_validn(nul_key, 0));
+  cr_assert_not(tfs_key_validn("..", 2));
+  cr_assert_not(tfs_key_validn(longkey, 299));
+  cr_assert(tfs_key_validn(longkey, 128), "not NUL-terminated at len: still fine");
+  cr_assert_not(tfs_id_validn(NULL, 15));
 }
 
 Test(store, hostile_ids_rejected_everywhere) {
@@ -291,7 +302,8 @@ Test(store, ids_sort_by_creation_and_are_unique) {
   for (int i = 0; i < 50; i++) {
     fx_create("true", NULL, id);
     cr_assert(tfs_id_valid(id));
-    cr_assert_geq(strncmp(id, prev, 8), 0, "%s after %s", id, prev);
+    /* Strictly increasing within one process, even in one millisecond. */
+    cr_assert_gt(strcmp(id, prev), 0, "%s after %s", id, prev);
     strcpy(prev, id);
   }
   cr_assert_eq(tfs_task_count(fx_store), 50);
@@ -726,6 +738,16 @@ Test(store, planted_symlinks_refused) {
   cr_assert_eq(tfs_task_forget(fx_store, id2), 0);
   tfs_record_free(&rec);
 
+  /* keys/<key> */
+  cr_assert_eq(symlink(victim, fx_path("keys/planted")), 0);
+  cr_assert_eq(tfs_key_lookup(fx_store, "planted", got), TFS_ESYMLINK);
+  cr_assert_eq(tfs_task_resolve(fx_store, "planted", got), TFS_ESYMLINK);
+  char *argv[] = {"x", NULL};
+  tfs_task_spec_t spec = {
+      .argv = argv, .key = "planted", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  cr_assert_eq(tfs_task_create(fx_store, &spec, got, NULL), TFS_ESYMLINK);
+  cr_assert_eq(tfs_task_count(fx_store), 0, "the failed create left nothing");
+
   char *text = tu_read_file(victim, NULL);
   cr_assert_str_eq(text, "precious\n", "the target is untouched");
   free(text);
@@ -779,4 +801,40 @@ Test(store, task_openat_and_io_helpers) {
   tu_sh(&ls, "ls -A '%s'", fx_dir);
   cr_assert_null(strstr(ls, ".tmp"), "%s", ls);
   free(ls);
+}
+
+/* The generator itself (internal to the core): thousands of ids within a
+ * few milliseconds still come out strictly increasing and well formed. */
+int tfs__id_generate(char buf[TFS_ID_MAX + 1]);
+
+Test(store, id_generator_monotonic) {
+  char prev[TFS_ID_MAX + 1] = "", id[TFS_ID_MAX + 1];
+  for (int i = 0; i < 20000; i++) {
+    cr_assert_eq(tfs__id_generate(id), 0);
+    cr_assert(tfs_id_valid(id), "%s", id);
+    cr_assert_gt(strcmp(id, prev), 0, "%s after %s", id, prev);
+    strcpy(prev, id);
+  }
+}
+
+Test(store, key_idempotent_with_invalid_utf8) {
+  char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1];
+  char *argv[] = {"printf", "\xff\xfe", NULL};
+  tfs_task_spec_t spec = {.argv = argv,
+                          .cwd = "/tmp/\xc3",
+                          .key = "bin",
+                          .min_uptime_ms = -1,
+                          .max_restarts = -1,
+                          .grace_ms = -1};
+  int existed = -1;
+  cr_assert_eq(tfs_task_create(fx_store, &spec, a, &existed), 0);
+  cr_assert_eq(existed, 0);
+  cr_assert_eq(tfs_task_create(fx_store, &spec, b, &existed), 0);
+  cr_assert_eq(existed, 1, "the same bytes twice are the same command");
+  cr_assert_str_eq(a, b);
+  char *other[] = {"printf", "\xfe\xff", NULL};
+  spec.argv = other;
+  /* Both sanitize to the same text: U+FFFD twice. The key says "same". */
+  cr_assert_eq(tfs_task_create(fx_store, &spec, b, &existed), 0);
+  cr_assert_eq(existed, 1);
 }

@@ -7,6 +7,9 @@
 
 #include "supervisor/internal.h"
 
+#include <poll.h>
+#include <sys/inotify.h>
+
 TestSuite(capture, .init = sx_setup, .fini = sx_teardown, .timeout = 30);
 TestSuite(supervisor, .init = sx_setup, .fini = sx_teardown, .timeout = 60);
 
@@ -333,6 +336,56 @@ Test(supervisor, a_huge_line_does_not_swallow_the_other_stream) {
                 has_stderr_line(side, 3),
             "stderr-lines: %s", side);
   free(side);
+}
+
+Test(supervisor, a_flood_of_output_saves_the_record_at_a_bounded_rate) {
+  char id[TFS_ID_MAX + 1], dir[PATH_MAX + 64];
+  char *argv[] = {"sh", "-c", "yes | head -c 200M", NULL};
+  sx_create(id, argv, NULL);
+  snprintf(dir, sizeof dir, "%s/tasks/%s", sx_state, id);
+  int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (ino < 0)
+    cr_skip_test("no inotify instance left for this user (%s)", strerror(errno));
+  cr_assert_geq(inotify_add_watch(ino, dir, IN_MOVED_TO), 0, "%s", strerror(errno));
+  int64_t t0 = tfs_now_ms();
+  tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+  tfs_record_t rec;
+  cr_assert_eq(tfs_launch(sx_store, id, &lo, &rec), 0);
+  tfs_record_free(&rec);
+  /* Every save is a rename onto record.json. inotify merges identical
+   * unread events (the rename cookie is not compared), so read them as
+   * they come. */
+  char buf[65536] __attribute__((aligned(__alignof__(struct inotify_event))));
+  int saves = 0;
+  int64_t t1;
+  for (;;) {
+    struct pollfd pfd = {.fd = ino, .events = POLLIN};
+    poll(&pfd, 1, 20);
+    ssize_t n;
+    while ((n = read(ino, buf, sizeof buf)) > 0)
+      for (char *p = buf; p < buf + n;) {
+        struct inotify_event *ev = (struct inotify_event *)p;
+        saves += ev->len && !strcmp(ev->name, "record.json");
+        p += sizeof *ev + ev->len;
+      }
+    rec = sx_load(id);
+    int ended = tfs_state_terminal(rec.state);
+    t1 = tfs_now_ms();
+    if (ended) {
+      cr_assert_eq(rec.state, TFS_COMPLETED);
+      cr_assert_eq(rec.lines, 100 << 20);
+    }
+    tfs_record_free(&rec);
+    if (ended)
+      break;
+    cr_assert_lt(t1 - t0, 50000, "the flood did not end");
+  }
+  close(ino);
+  /* At most one counter save per 250 ms tick, plus the state changes
+   * (running, the end) and slack for a tick at each edge. */
+  int64_t bound = (t1 - t0) / 250 + 6;
+  cr_assert_leq(saves, bound, "%d saves in %lld ms", saves, (long long)(t1 - t0));
+  cr_assert_geq(saves, 2, "%d saves in %lld ms", saves, (long long)(t1 - t0));
 }
 
 /* ---- stop requests ----------------------------------------------------- */

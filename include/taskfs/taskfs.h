@@ -69,6 +69,10 @@ char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len);
  * chars, e.g. "mi4x7k2p-3fz9qa". Lexical order is creation order. */
 int tfs_id_valid(const char *id);  /* 1 if well formed, else 0 */
 int tfs_key_valid(const char *key);
+/* The same checks for counted strings (e.g. a JSON string with its length):
+ * an embedded NUL byte makes the id or key invalid. */
+int tfs_id_validn(const char *id, size_t len);
+int tfs_key_validn(const char *key, size_t len);
 
 /* ---- states ----------------------------------------------------------- */
 

@@ -112,6 +112,24 @@ test('SIGTERM ends the server cleanly, answering a pending long-poll first', asy
   assert.equal(s.messages[2].result.structuredContent.timedOut, true);
 });
 
+test('notifications/cancelled drops a waiting request; others are still answered', async (t) => {
+  const s = rawServer(t);
+  s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'start_managed_task', arguments: { taskKey: 'w', command: ['sleep', '30'], waitMs: 0 } } });
+  await s.waitFor(1);
+  const taskId = s.messages[0].result.structuredContent.taskId;
+  s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'read_managed_task', arguments: { taskId, waitMs: 50000 } } });
+  s.send({ jsonrpc: '2.0', id: 3, method: 'tasks/result', params: { taskId } });
+  s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'user gave up' } });
+  s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } });
+  s.send({ jsonrpc: '2.0', id: 4, method: 'ping' });
+  await s.waitFor(2);
+  assert.equal(s.messages[1].id, 4);
+  s.child.stdin.end();
+  const { code } = await s.exited;
+  assert.equal(code, 0);
+  assert.deepEqual(s.messages.map((m) => m.id), [1, 4], 'no reply for the dropped requests');
+});
+
 test('stdin from a regular file is served to its end', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'taskfs-mcp-file-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
