@@ -118,7 +118,7 @@ int cmd_mount(int argc, char **argv) {
   }
   if ((err = tfs_mount_check_point(mnt_abs, msg, sizeof msg))) {
     fprintf(stderr, "taskfs mount: %s\n", msg);
-    return err == -ENOTCONN || err == -ECONNABORTED ? CLI_EXIT_SYSTEM : CLI_EXIT_USAGE;
+    return err == -ENOENT || err == -ENOTDIR ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
   }
 
   tfs_mount_opts_t opts = {.state_dir = state_abs,
@@ -146,8 +146,8 @@ int cmd_mount(int argc, char **argv) {
      * pins no directory. Errors before "ok" go to the parent. */
     close(pfd[0]);
     setsid();
-    if (chdir("/")) {
-    }
+    if (chdir("/"))
+      _exit(CLI_EXIT_SYSTEM); /* "/" always exists; the parent reports the death */
     opts.ready_fd = pfd[1];
     opts.use_syslog = 1;
     opts.detach = 1;

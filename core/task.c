@@ -102,9 +102,24 @@ int tfs_task_load(tfs_store_t *store, const char *id, tfs_record_t *rec) {
   return err == -ENOENT ? TFS_ENOTASK : err;
 }
 
+/* Opens a task's lock file without ever blocking: O_NONBLOCK so that a FIFO
+ * planted in its place cannot hang a reader, and anything but a regular file
+ * is refused. */
+static int open_lock(tfs_store_t *store, const char *id, int flags) {
+  int fd = tfs_task_openat(store, id, "lock", flags | O_NONBLOCK, 0600);
+  if (fd < 0)
+    return fd;
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return TFS_ECORRUPT;
+  }
+  return fd;
+}
+
 int tfs_task_settle_lost(tfs_store_t *store, const char *id) {
   tfs_record_t rec;
-  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, "lock", O_RDWR | O_CREAT, 0600);
+  int fd TFS_AUTOCLOSE = open_lock(store, id, O_RDWR | O_CREAT);
   if (fd < 0)
     return fd;
   if (flock(fd, LOCK_EX | LOCK_NB))
@@ -127,7 +142,7 @@ int tfs_task_settle_lost(tfs_store_t *store, const char *id) {
 /* ---- the lock ---------------------------------------------------------------- */
 
 int tfs_task_alive(tfs_store_t *store, const char *id) {
-  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, "lock", O_RDONLY, 0);
+  int fd TFS_AUTOCLOSE = open_lock(store, id, O_RDONLY);
   if (fd == -ENOENT)
     return 0;
   if (fd < 0)
@@ -140,7 +155,7 @@ int tfs_task_alive(tfs_store_t *store, const char *id) {
 }
 
 int tfs_task_lock(tfs_store_t *store, const char *id) {
-  int fd = tfs_task_openat(store, id, "lock", O_RDWR | O_CREAT, 0600);
+  int fd = open_lock(store, id, O_RDWR | O_CREAT);
   if (fd < 0)
     return fd;
   while (flock(fd, LOCK_EX)) {

@@ -64,7 +64,7 @@ typedef struct {
   tfs_store_t *store; /* NULL while the store directory is absent */
   dev_t tasks_dev;
   ino_t tasks_ino;
-  uid_t uid; /* owner of the store directory: owns every file */
+  uid_t uid; /* owner of <state>/tasks: owns every file */
   gid_t gid;
   struct timespec mount_time;
   int use_syslog;

@@ -51,6 +51,9 @@ tfs_store_t *mnt_store(mnt_t *m) {
     }
     return NULL;
   }
+  /* Files belong to whoever owns the store; a chown shows at once. */
+  m->uid = st.st_uid;
+  m->gid = st.st_gid;
   if (m->store && st.st_dev == m->tasks_dev && st.st_ino == m->tasks_ino)
     return m->store;
   if (m->store) {
@@ -63,16 +66,14 @@ tfs_store_t *mnt_store(mnt_t *m) {
     mnt_log(m, LOG_ERR, "cannot reopen the store %s: %s", m->state_dir, tfs_strerror(err));
     return NULL;
   }
-  struct stat tst, sst;
-  if (fstat(tfs_store_tasks_fd(s), &tst) || fstat(tfs_store_fd(s), &sst)) {
+  struct stat tst;
+  if (fstat(tfs_store_tasks_fd(s), &tst)) {
     tfs_store_close(s);
     return NULL;
   }
   m->store = s;
   m->tasks_dev = tst.st_dev;
   m->tasks_ino = tst.st_ino;
-  m->uid = sst.st_uid;
-  m->gid = sst.st_gid;
   mnt_log(m, LOG_INFO, "serving the store %s", m->state_dir);
   return s;
 }
@@ -165,6 +166,19 @@ int tfs_mount_run(const tfs_mount_opts_t *opts) {
 
   if ((err = tfs_mount_check_point(opts->mountpoint, msg, sizeof msg)))
     goto fail;
+  /* A store inside its own mount point would have the mount reading
+   * through itself: every request would wait for itself forever. */
+  char real_state[PATH_MAX], real_mnt[PATH_MAX];
+  if (realpath(m->state_dir, real_state) && realpath(opts->mountpoint, real_mnt)) {
+    size_t n = strlen(real_mnt);
+    if (!strncmp(real_state, real_mnt, n) &&
+        (real_state[n] == '/' || real_state[n] == 0 || !strcmp(real_mnt, "/"))) {
+      err = -EINVAL;
+      snprintf(msg, sizeof msg, "the store %s is inside the mount point %s; choose another one",
+               m->state_dir, opts->mountpoint);
+      goto fail;
+    }
+  }
 
   char fsname[PATH_MAX + 16];
   snprintf(fsname, sizeof fsname, "fsname=taskfs:%s", m->state_dir);
@@ -185,6 +199,7 @@ int tfs_mount_run(const tfs_mount_opts_t *opts) {
     argv[argc++] = "-d";
   struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
   m->se = fuse_session_new(&args, &tfs_fs_ops, sizeof tfs_fs_ops, m);
+  fuse_opt_free_args(&args);
   if (!m->se) {
     err = -EINVAL;
     snprintf(msg, sizeof msg, "cannot create the FUSE session (is fuse3 installed?)");

@@ -158,7 +158,7 @@ static int render_store_owner(mnt_t *m, char **out, size_t *len) {
  * lost. */
 static int render_record(tfs_store_t *s, const char *id, char **out, size_t *len) {
   tfs_record_t rec;
-  tfs_record_init(&rec);
+  memset(&rec, 0, sizeof rec); /* tfs_task_load fills it; init would leak */
   int err = tfs_task_load(s, id, &rec);
   if (!err) {
     *out = with_newline(tfs_record_dump(&rec), len);
@@ -172,7 +172,7 @@ static int render_record(tfs_store_t *s, const char *id, char **out, size_t *len
 /* tasks/<id>/owner: the supervisor, alive by its lock, never by its pid. */
 static int render_task_owner(tfs_store_t *s, const char *id, char **out, size_t *len) {
   tfs_record_t rec;
-  tfs_record_init(&rec);
+  memset(&rec, 0, sizeof rec); /* tfs_task_load fills it; init would leak */
   int err = tfs_task_load(s, id, &rec);
   if (err) {
     tfs_record_free(&rec);
@@ -210,7 +210,7 @@ static int render_cancel(tfs_store_t *s, const char *id, char **out, size_t *len
     /* The supervisor clears the request once it has acted on it; the
      * record keeps who stopped the task, so cancel still says so. */
     tfs_record_t rec;
-    tfs_record_init(&rec);
+    memset(&rec, 0, sizeof rec); /* tfs_task_load fills it; init would leak */
     if (!tfs_task_load(s, id, &rec) && rec.cancel_by) {
       snprintf(who, sizeof who, "%s", rec.cancel_by);
       at = rec.cancel_ms;
@@ -536,6 +536,23 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
   fuse_reply_err(req, EACCES);
 }
 
+/* Opens a task's transcript for reading. O_NONBLOCK and the type check
+ * keep a FIFO or device planted in the store from hanging the mount (every
+ * request is served on one thread). */
+static int open_transcript(tfs_store_t *s, const char *id) {
+  if (!s)
+    return -ENOENT;
+  int fd = tfs_task_openat(s, id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  if (fd < 0)
+    return fd;
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return TFS_ECORRUPT;
+  }
+  return fd;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   mnt_t *m = M(req);
   size_t idx = 0;
@@ -576,7 +593,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   f->task = idx;
   f->fd = -1;
   if (t == N_TASK && kind == K_TRANSCRIPT) {
-    f->fd = tfs_task_openat(s, m->tasks.v[idx].name, "transcript", O_RDONLY, 0);
+    f->fd = open_transcript(s, m->tasks.v[idx].name);
     if (f->fd < 0 && f->fd != -ENOENT) {
       err = f->fd;
       free(f);
@@ -625,7 +642,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   if (f->fd < 0) {
     /* Opened before the supervisor made the transcript: try again. */
     tfs_store_t *s = mnt_store(m);
-    int fd = s ? tfs_task_openat(s, m->tasks.v[f->task].name, "transcript", O_RDONLY, 0) : -1;
+    int fd = open_transcript(s, m->tasks.v[f->task].name);
     if (fd >= 0)
       f->fd = fd;
   }
@@ -727,8 +744,8 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
   }
   tfs_store_t *s = mnt_store(m);
   const char *id = m->tasks.v[f->task].name;
-  if (f->fd < 0 && s) {
-    int fd = tfs_task_openat(s, id, "transcript", O_RDONLY, 0);
+  if (f->fd < 0) {
+    int fd = open_transcript(s, id);
     if (fd >= 0)
       f->fd = fd;
   }
@@ -736,7 +753,7 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
   int ready = f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen;
   if (!ready) {
     tfs_record_t rec;
-    tfs_record_init(&rec);
+    memset(&rec, 0, sizeof rec); /* tfs_task_load fills it; init would leak */
     int err = s ? tfs_task_load(s, id, &rec) : TFS_ENOTASK;
     ready = err || tfs_state_terminal(rec.state);
     tfs_record_free(&rec);

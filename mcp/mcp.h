@@ -33,6 +33,12 @@
 /* notifications/resources/updated: at most one per this interval per
  * resource. */
 #define MCP_NOTIFY_INTERVAL_MS 500
+/* Input is paused while more than HIGH bytes of output wait for the host
+ * to read them, and resumed below LOW. */
+#define MCP_OUTPUT_HIGH (8u << 20)
+#define MCP_OUTPUT_LOW (1u << 20)
+/* At the end, output still unwritten after this long is given up. */
+#define MCP_FLUSH_TIMEOUT_MS 5000
 /* The transcript resource returns at most this many bytes (the tail). */
 #define MCP_TRANSCRIPT_RESOURCE_MAX (64 * 1024)
 
@@ -98,6 +104,10 @@ void mcp_reply_error(mcp_server_t *srv, json_t *id, int code, const char *fmt, .
 tfs_store_t *mcp_store(mcp_server_t *srv);
 const char *mcp_who(mcp_server_t *srv);
 int mcp_closing(mcp_server_t *srv);
+uv_loop_t *mcp_loop(mcp_server_t *srv);
+/* Counts work in flight (a launch on the threadpool) that the exit waits
+ * for, so that no task is left queued by a server that exits mid-launch. */
+void mcp_hold(mcp_server_t *srv, int delta);
 
 /* Watches <store>/tasks/<id>/ (inotify through uv_fs_event). fn gets the
  * name of the file that changed; it must not add or remove listeners. */

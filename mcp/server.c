@@ -51,12 +51,17 @@ struct mcp_server {
   mcp_lines_t lines;
 
   size_t writes_pending;
-  int closing;  /* no more input is read */
-  int stopping; /* uv_stop once output is flushed */
+  int holds;            /* work in flight (launches) that the exit must wait for */
+  size_t bytes_pending; /* queued on stdout, not yet written */
+  int read_paused;      /* input paused until the host reads our output */
+  int file_reading;     /* a uv_fs_read on stdin is in flight */
+  int closing;          /* no more input is read */
+  int stopping;         /* uv_stop once output is flushed */
   int exit_code;
   int initialized;
 
   uv_signal_t sigterm, sigint;
+  uv_timer_t flush_timer; /* bounds the final flush */
   mcp_pending_t *pending;
   mcp_watch_t *watches;
 };
@@ -70,6 +75,9 @@ const char *mcp_who(mcp_server_t *srv) {
 int mcp_closing(mcp_server_t *srv) {
   return srv->closing;
 }
+uv_loop_t *mcp_loop(mcp_server_t *srv) {
+  return srv->loop;
+}
 
 static void maybe_stop(mcp_server_t *srv);
 
@@ -79,14 +87,20 @@ typedef struct {
   uv_write_t req;
   mcp_server_t *srv;
   char *data;
+  size_t len;
 } write_req_t;
+
+static void resume_input(mcp_server_t *srv);
 
 static void on_write(uv_write_t *req, int status) {
   write_req_t *w = (write_req_t *)req;
   mcp_server_t *srv = w->srv;
+  srv->bytes_pending -= w->len;
   free(w->data);
   free(w);
   srv->writes_pending--;
+  if (srv->read_paused && srv->bytes_pending <= MCP_OUTPUT_LOW)
+    resume_input(srv);
   if (status < 0 && !srv->stopping) {
     /* The host closed our stdout: nobody can hear us any more. */
     fprintf(stderr, "taskfs mcp: writing to stdout failed (%s); exiting\n", uv_strerror(status));
@@ -154,6 +168,15 @@ void mcp_send(mcp_server_t *srv, json_t *msg) {
     return;
   }
   srv->writes_pending++;
+  w->len = len;
+  srv->bytes_pending += len;
+  /* Backpressure: a host that sends faster than it reads our answers
+   * would otherwise grow our memory without bound. */
+  if (srv->bytes_pending > MCP_OUTPUT_HIGH && !srv->read_paused && !srv->closing) {
+    srv->read_paused = 1;
+    if (srv->in_kind == IO_STREAM)
+      uv_read_stop(&srv->in.stream);
+  }
 }
 
 void mcp_reply(mcp_server_t *srv, json_t *id, json_t *result) {
@@ -167,8 +190,11 @@ void mcp_reply_error(mcp_server_t *srv, json_t *id, int code, const char *fmt, .
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* A %.Ns of user input may have cut a character in two: keep it UTF-8. */
+  char *clean = mcp_text_clean(msg, strlen(msg), 0);
   json_t *m = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                        "error", "code", code, "message", msg);
+                        "error", "code", code, "message", clean ? clean : "error");
+  free(clean);
   if (m)
     mcp_send(srv, m);
 }
@@ -349,15 +375,35 @@ void mcp_pending_drop_by_id(mcp_server_t *srv, json_t *id) {
 /* ---- lifecycle ------------------------------------------------------------ */
 
 static void maybe_stop(mcp_server_t *srv) {
-  if (srv->stopping && srv->writes_pending == 0 && !srv->pending)
+  if (srv->stopping && srv->writes_pending == 0 && !srv->pending && !srv->holds)
     uv_stop(srv->loop);
+}
+
+void mcp_hold(mcp_server_t *srv, int delta) {
+  srv->holds += delta;
+  maybe_stop(srv);
 }
 
 /* Stops reading, answers every waiting request with what it has, and
  * stops the loop once the output is flushed. */
+static void on_flush_timeout(uv_timer_t *t) {
+  mcp_server_t *srv = t->data;
+  fprintf(stderr,
+          "taskfs mcp: the host is not reading our output; exiting without flushing %zu "
+          "message(s)\n",
+          srv->writes_pending);
+  srv->exit_code = 1;
+  uv_stop(srv->loop);
+}
+
 static void begin_shutdown(mcp_server_t *srv, const char *why) {
   if (srv->stopping)
     return;
+  /* A host that stopped reading stdout must not keep us alive forever. */
+  uv_timer_init(srv->loop, &srv->flush_timer);
+  srv->flush_timer.data = srv;
+  uv_timer_start(&srv->flush_timer, on_flush_timeout, MCP_FLUSH_TIMEOUT_MS, 0);
+  uv_unref((uv_handle_t *)&srv->flush_timer);
   srv->closing = 1;
   srv->stopping = 1;
   if (srv->in_open && srv->in_kind == IO_STREAM)
@@ -370,6 +416,11 @@ static void begin_shutdown(mcp_server_t *srv, const char *why) {
 
 static void on_signal(uv_signal_t *s, int signum) {
   mcp_server_t *srv = s->data;
+  if (srv->stopping) {
+    fprintf(stderr, "taskfs mcp: %s again; exiting now\n", strsignal(signum));
+    uv_stop(srv->loop);
+    return;
+  }
   fprintf(stderr, "taskfs mcp: %s; finishing pending output and exiting\n", strsignal(signum));
   begin_shutdown(srv, "signal");
 }
@@ -570,11 +621,12 @@ static void on_file_read(uv_fs_t *req) {
   mcp_server_t *srv = req->data;
   ssize_t n = req->result;
   uv_fs_req_cleanup(req);
+  srv->file_reading = 0;
   if (srv->stopping)
     return;
   if (n > 0) {
     mcp_lines_feed(&srv->lines, srv->in_buf, (size_t)n, handle_line, srv);
-    if (!srv->stopping)
+    if (!srv->stopping && !srv->read_paused)
       file_read_next(srv);
     return;
   }
@@ -586,13 +638,27 @@ static void on_file_read(uv_fs_t *req) {
 }
 
 static void file_read_next(mcp_server_t *srv) {
+  if (srv->file_reading)
+    return;
   uv_buf_t buf = uv_buf_init(srv->in_buf, sizeof srv->in_buf);
   srv->in_req.data = srv;
+  srv->file_reading = 1;
   int err = uv_fs_read(srv->loop, &srv->in_req, 0, &buf, 1, -1, on_file_read);
   if (err) {
+    srv->file_reading = 0;
     fprintf(stderr, "taskfs mcp: reading stdin failed (%s)\n", uv_strerror(err));
     on_input_eof(srv);
   }
+}
+
+static void resume_input(mcp_server_t *srv) {
+  srv->read_paused = 0;
+  if (srv->closing)
+    return;
+  if (srv->in_kind == IO_STREAM)
+    uv_read_start(&srv->in.stream, on_alloc, on_read);
+  else
+    file_read_next(srv);
 }
 
 /* Opens fd as a libuv stream if it is one; returns IO_STREAM or IO_FILE. */

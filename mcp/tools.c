@@ -26,6 +26,7 @@
 #define START_WAIT_DEFAULT 1000
 #define LIST_DEFAULT 50
 #define LIST_MAX 500
+#define LIST_SCAN_MAX 5000 /* records read by one filtered list call */
 #define TASKS_PAGE 50
 #define POLL_INTERVAL_MS 1000
 
@@ -86,8 +87,8 @@ static const char tools_json[] =
     "for a different command or cwd is rejected. command is an array (argv, no shell) or a "
     "string, which runs as [\\\"/bin/sh\\\", \\\"-c\\\", string]. env values go to the process "
     "only and are never written to disk. Waits up to waitMs (default 1000, at most 50000) for the "
-    "task to end, then returns its state, important lines and a short output tail; follow it "
-    "with read_managed_task.\","
+    "task to end (or, with untilPattern, for a matching output line), then returns its state, "
+    "important lines and a short output tail; follow it with read_managed_task.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"taskKey\":{\"type\":\"string\",\"description\":\"Stable name for this piece of work: "
     "1-128 characters of A-Z a-z 0-9 . _ : -\"},"
@@ -100,7 +101,9 @@ static const char tools_json[] =
     "\"description\":\"Extra environment variables, NAME: VALUE\"},"
     "\"restart\":{\"type\":\"boolean\",\"description\":\"Run an ended task with this key "
     "again\"},"
-    "\"waitMs\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50000}},"
+    "\"waitMs\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50000},"
+    "\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX extended regex: answer "
+    "as soon as an output line matches (e.g. a dev server's 'listening on')\"}},"
     "\"required\":[\"taskKey\",\"command\"]},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{" STATE_PROPS "," OUTPUT_PROPS ","
     "\"existing\":{\"type\":\"boolean\"},\"started\":{\"type\":\"boolean\"}},"
@@ -138,7 +141,8 @@ static const char tools_json[] =
     "{\"name\":\"list_managed_tasks\",\"title\":\"List durable tasks\","
     "\"description\":\"Lists every task in the store, whichever instance or program started it, "
     "newest first. Paginated: pass nextCursor back as cursor. state filters (queued, running, "
-    "completed, failed, cancelled, lost).\","
+    "completed, failed, cancelled, lost); a filtered call examines at most 5,000 tasks, so it may "
+    "return fewer than limit with a nextCursor to go on.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"state\":{\"type\":\"string\",\"enum\":[\"queued\",\"running\",\"completed\",\"failed\","
     "\"cancelled\",\"lost\"]},"
@@ -148,7 +152,8 @@ static const char tools_json[] =
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"tasks\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{" STATE_PROPS
     "}}},"
-    "\"nextCursor\":{\"type\":\"string\"},\"total\":{\"type\":\"integer\"}},"
+    "\"nextCursor\":{\"type\":\"string\"},\"total\":{\"type\":\"integer\"},"
+    "\"hint\":{\"type\":\"string\"}},"
     "\"required\":[\"tasks\"]},"
     "\"execution\":{\"taskSupport\":\"forbidden\"},"
     "\"annotations\":{\"readOnlyHint\":true,\"openWorldHint\":false}},"
@@ -248,9 +253,11 @@ static void tool_error(mcp_server_t *srv, json_t *id, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  mcp_reply(
-      srv, id,
-      json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1));
+  char *clean = mcp_text_clean(msg, strlen(msg), 0); /* %.Ns may cut a character */
+  mcp_reply(srv, id,
+            json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                      clean ? clean : "error", "isError", 1));
+  free(clean);
 }
 
 /* Reads an optional integer argument within [min, max]. Returns 0, or -1
@@ -660,7 +667,9 @@ static int read_args_parse(json_t *args, read_args_t *ra, int64_t *wait_ms, int6
 static void read_park(mcp_server_t *srv, json_t *id, const char *task_id, read_args_t *ra,
                       int64_t wait_ms) {
   if (ra->has_re) {
-    int64_t last_n = ra->since_line >= 0 ? -1 : 0;
+    /* A task this call just started: every line is new, scan from line 1
+     * (lines written before the follower opens must not be missed). */
+    int64_t last_n = (ra->since_line >= 0 || (ra->is_start && !ra->existing)) ? -1 : 0;
     if (tfs_follower_open(mcp_store(srv), task_id, last_n, &ra->fol) == 0 && last_n == 0)
       tfs_follower_next(ra->fol, 0, scan_line, &(scan_t){.ra = ra, .after = INT64_MAX});
   }
@@ -851,10 +860,10 @@ static void describe_conflict(mcp_server_t *srv, const char *key, char *msg, siz
 
 static json_t *task_object(const tfs_record_t *rec);
 
-/* Creates (or finds) the task and starts its supervisor. Returns 0 and the
- * id, with *existed; or -1 with msg. */
-static int start_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX + 1], int *existed,
-                      char *msg, size_t msglen) {
+/* Creates (or finds) the task. Returns 0 and the id, with *existed; or -1
+ * with msg. */
+static int create_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX + 1], int *existed,
+                       char *msg, size_t msglen) {
   tfs_store_t *store = mcp_store(srv);
   tfs_task_spec_t spec = {
       .argv = sa->argv,
@@ -877,65 +886,112 @@ static int start_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX + 
     snprintf(msg, msglen, "could not create the task: %s", tfs_strerror(err));
     return -1;
   }
-  if (*existed)
-    return 0;
-  tfs_launch_opts_t lo = {.env = sa->env, .wait_ms = 0};
-  err = tfs_launch(store, id, &lo, NULL);
-  if (err) {
-    snprintf(msg, msglen, "task %s was created but its supervisor could not be started: %s", id,
-             tfs_strerror(err));
-    return -1;
-  }
   return 0;
 }
 
+/* tfs_launch runs on the libuv threadpool: it forks (async-signal-safe
+ * between fork and exec, so a threaded caller is fine) and waits until the
+ * task leaves `queued`, recording a supervisor that could not start or
+ * died early as `failed` — waits the loop must not sit through. */
+#define LAUNCH_WAIT_MS 10000
+typedef struct {
+  uv_work_t req;
+  mcp_server_t *srv;
+  json_t *id;      /* NULL when the reply was already sent (task-augmented) */
+  start_args_t sa; /* owns the environment until the launch is done */
+  read_args_t *ra;
+  int64_t wait_ms, t0;
+  char task_id[TFS_ID_MAX + 1];
+  int err;
+} launch_t;
+
+static void launch_work(uv_work_t *req) {
+  launch_t *l = req->data;
+  tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
+  l->err = tfs_launch(mcp_store(l->srv), l->task_id, &lo, NULL);
+}
+
+static void launch_done(uv_work_t *req, int status) {
+  launch_t *l = req->data;
+  mcp_server_t *srv = l->srv;
+  if (l->err)
+    fprintf(stderr, "taskfs mcp: starting the supervisor of %s failed: %s\n", l->task_id,
+            tfs_strerror(l->err));
+  if (l->id && l->err) {
+    tool_error(srv, l->id, "task %s was created but its supervisor could not be started: %s",
+               l->task_id, tfs_strerror(l->err));
+    read_args_free(l->ra);
+  } else if (l->id) {
+    int64_t left = l->wait_ms - (tfs_now_ms() - l->t0);
+    read_park(srv, l->id, l->task_id, l->ra, left > 0 ? left : 0);
+  }
+  json_decref(l->id);
+  start_args_free(&l->sa);
+  free(l);
+  mcp_hold(srv, -1);
+}
+
 static void tool_start(mcp_server_t *srv, json_t *id, json_t *args, json_t *task_meta) {
-  char msg[1024], task_id[TFS_ID_MAX + 1];
-  start_args_t sa;
-  if (start_args_parse(args, &sa, msg, sizeof msg)) {
-    start_args_free(&sa);
-    if (task_meta)
-      mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "invalid arguments: %s", msg);
-    else
-      tool_error(srv, id, "%s", msg);
+  char msg[1024];
+  launch_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
-  read_args_t *ra = calloc(1, sizeof *ra);
-  int64_t wait_ms = 0;
-  if (!ra || read_args_parse(args, ra, &wait_ms, START_WAIT_DEFAULT, msg, sizeof msg)) {
-    start_args_free(&sa);
-    tool_error(srv, id, "%s", ra ? msg : "out of memory");
-    free(ra);
-    return;
-  }
+  l->srv = srv;
+  l->t0 = tfs_now_ms();
+  l->ra = calloc(1, sizeof *l->ra);
+  int rc = start_args_parse(args, &l->sa, msg, sizeof msg);
+  if (!rc &&
+      (!l->ra || read_args_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg)))
+    rc = -1;
   int existed = 0;
-  int rc = start_task(srv, &sa, task_id, &existed, msg, sizeof msg);
-  start_args_free(&sa);
+  if (!rc)
+    rc = create_task(srv, &l->sa, l->task_id, &existed, msg, sizeof msg);
   if (rc) {
-    read_args_free(ra);
     if (task_meta)
-      mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "%s", msg);
+      mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "%s", l->ra ? msg : "out of memory");
     else
-      tool_error(srv, id, "%s", msg);
-    return;
+      tool_error(srv, id, "%s", l->ra ? msg : "out of memory");
+    goto out;
   }
+  l->ra->is_start = 1;
+  l->ra->existing = existed;
   if (task_meta) {
     /* Task-augmented: answer at once with the durable id. */
-    read_args_free(ra);
     tfs_record_t rec;
-    int err = tfs_task_load(mcp_store(srv), task_id, &rec);
+    int err = tfs_task_load(mcp_store(srv), l->task_id, &rec);
     if (err) {
       mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "task %s was created but cannot be read: %s",
-                      task_id, tfs_strerror(err));
-      return;
+                      l->task_id, tfs_strerror(err));
+    } else {
+      mcp_reply(srv, id, json_pack("{s:o}", "task", task_object(&rec)));
+      tfs_record_free(&rec);
     }
-    mcp_reply(srv, id, json_pack("{s:o}", "task", task_object(&rec)));
-    tfs_record_free(&rec);
-    return;
+    if (existed)
+      goto out;
+    read_args_free(l->ra);
+    l->ra = NULL;
+  } else if (existed) {
+    read_park(srv, id, l->task_id, l->ra, 0);
+    l->ra = NULL;
+    goto out;
+  } else {
+    l->id = json_incref(id);
   }
-  ra->is_start = 1;
-  ra->existing = existed;
-  read_park(srv, id, task_id, ra, existed ? 0 : wait_ms);
+  l->req.data = l;
+  mcp_hold(srv, 1);
+  if (uv_queue_work(mcp_loop(srv), &l->req, launch_work, launch_done)) {
+    /* Cannot happen with valid arguments; run it here rather than lose it. */
+    launch_work(&l->req);
+    launch_done(&l->req, 0);
+  }
+  return;
+out:
+  if (l->ra)
+    read_args_free(l->ra);
+  start_args_free(&l->sa);
+  free(l);
 }
 
 /* list_managed_tasks and tasks/list share the pager: ids newest first,
@@ -977,6 +1033,28 @@ void mcp_idpage_close(mcp_idpage_t *pg) {
   memset(pg, 0, sizeof *pg);
 }
 
+/* One line of the list: the fields an agent scans for, with long
+ * arguments cut, so that a page of 50 stays a few KiB. */
+static json_t *list_entry(const tfs_record_t *rec) {
+  json_t *argv = json_array();
+  for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++) {
+    char *c = mcp_text_clean(rec->argv[i], strlen(rec->argv[i]), 120);
+    json_array_append_new(argv, json_string(c ? c : ""));
+    free(c);
+  }
+  int64_t duration = -1;
+  if (rec->started_ms > 0)
+    duration = (rec->ended_ms > 0 ? rec->ended_ms : tfs_now_ms()) - rec->started_ms;
+  char when[TFS_TIME_BUF];
+  return json_pack(
+      "{s:s, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:I}", "taskId", rec->id, "taskKey",
+      rec->key[0] ? json_string(rec->key) : json_null(), "state", tfs_state_name(rec->state),
+      "command", argv, "exitCode", rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null(),
+      "signal", rec->signal > 0 ? json_integer(rec->signal) : json_null(), "createdAt",
+      tfs_time_format(rec->created_ms, when), "durationMs",
+      duration >= 0 ? json_integer(duration) : json_null(), "lines", (json_int_t)rec->lines);
+}
+
 static void tool_list(mcp_server_t *srv, json_t *id, json_t *args) {
   char msg[512];
   int64_t limit;
@@ -1005,22 +1083,30 @@ static void tool_list(mcp_server_t *srv, json_t *id, json_t *args) {
     tool_error(srv, id, "%s", msg);
     return;
   }
+  /* A filtered scan looks at no more than LIST_SCAN_MAX records per call
+   * (each is a file read), so one call never holds the loop for long; the
+   * cursor continues it. */
   json_t *tasks = json_array();
-  size_t i = pg.start;
+  size_t i = pg.start, scanned = 0;
   const char *last = NULL;
-  while (i > 0 && (int64_t)json_array_size(tasks) < limit) {
+  while (i > 0 && (int64_t)json_array_size(tasks) < limit && scanned < LIST_SCAN_MAX) {
     i--;
+    scanned++;
     tfs_record_t rec;
     last = pg.all[i];
     if (tfs_task_load(mcp_store(srv), pg.all[i], &rec))
       continue; /* vanished or corrupt: costs that task only */
     if (!filter || rec.state == want)
-      json_array_append_new(tasks, mcp_record_compact(&rec));
+      json_array_append_new(tasks, list_entry(&rec));
     tfs_record_free(&rec);
   }
   json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "total", (json_int_t)pg.nall);
   if (i > 0 && last)
     json_object_set_new(o, "nextCursor", json_string(last));
+  if (i > 0 && scanned >= LIST_SCAN_MAX && (int64_t)json_array_size(tasks) < limit)
+    json_object_set_new(o, "hint",
+                        json_string("the state filter scanned its share of older tasks for this "
+                                    "call; pass nextCursor to go on"));
   mcp_idpage_close(&pg);
   mcp_reply(srv, id, call_result(o, 0));
 }

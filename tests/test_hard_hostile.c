@@ -98,7 +98,7 @@ static int mount_alive(hh_mount_t *m) {
 /* Runs a shell command with a deadline: a hang is a failure, not a stuck
  * test. */
 static hh_res_t sh_deadline(const char *cmd) {
-  const char *argv[] = {"/usr/bin/timeout", "-s", "KILL", "20", "/bin/sh", "-c", cmd, NULL};
+  const char *argv[] = {"/usr/bin/timeout", "-s", "KILL", "10", "/bin/sh", "-c", cmd, NULL};
   return hh_run_argv(argv, NULL, 0, 60000);
 }
 
@@ -658,7 +658,7 @@ static void faces_survive(hh_mount_t *mt, const char *id, const char *secret, co
     char *args = hh_strdupf(verbs[v], id);
     char *cmd = hh_strdupf("'%s' %s", tu_taskfs_bin(), args);
     hh_res_t r = sh_deadline(cmd);
-    cr_expect(r.status != 137 && r.status != -1, "%s: `taskfs %s` hung (killed after 20 s)",
+    cr_expect(r.status != 137 && r.status != -1, "%s: `taskfs %s` hung (killed after 10 s)",
               what, args);
     cr_expect(!strstr(r.out, secret) && !strstr(r.err, secret),
               "%s: `taskfs %s` showed the content of a file outside the store", what, args);
@@ -694,7 +694,7 @@ static void faces_survive(hh_mount_t *mt, const char *id, const char *secret, co
     json_t *resp = hh_mcp_request(
         &m, "tools/call",
         json_pack("{s:s, s:{s:s, s:i}}", "name", tools[t], "arguments", "taskId", id, "waitMs", 0),
-        20000);
+        10000);
     cr_expect(resp, "%s: the MCP server did not answer %s (hung or died)", what, tools[t]);
     char *dump = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
     cr_expect(!dump || !strstr(dump, secret), "%s: %s showed a file outside the store", what,
@@ -707,7 +707,7 @@ static void faces_survive(hh_mount_t *mt, const char *id, const char *secret, co
   static const char *const kinds[] = {"record", "transcript"};
   for (int k = 0; k < 2; k++) {
     char *uri = hh_strdupf("taskfs://tasks/%s/%s", id, kinds[k]);
-    json_t *resp = hh_mcp_request(&m, "resources/read", json_pack("{s:s}", "uri", uri), 20000);
+    json_t *resp = hh_mcp_request(&m, "resources/read", json_pack("{s:s}", "uri", uri), 10000);
     cr_expect(resp, "%s: the MCP server did not answer resources/read %s (hung or died)", what,
               uri);
     char *dump = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
@@ -764,6 +764,21 @@ Test(hard_hostile, h07_planted_symlinks_and_fifos) {
       free(s);
       free(p);
     }
+  }
+
+  /* The lock of a running task replaced by a FIFO: every reader that
+   * asks "is its supervisor alive?" opens it. */
+  {
+    char id[TFS_ID_MAX + 1];
+    sleep_task(id);
+    char *p = hh_task_path(id, "lock");
+    cr_assert_eq(unlink(p), 0);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    faces_survive(&mt, id, secret, "the lock of a running task as a FIFO");
+    unlink(p);
+    hh_res_t r = hh_tfs("cancel", id, NULL);
+    hh_res_free(&r);
+    free(p);
   }
 
   /* A task directory that is a symlink to a directory outside. */

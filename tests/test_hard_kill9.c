@@ -58,6 +58,17 @@ static int wait_group_gone(pid_t pgid, int64_t timeout_ms) {
   while (hh_now_ms() < end) {
     if (kill(-pgid, 0) < 0 && errno == ESRCH)
       return 1;
+    /* The worker is the group's only member; dead but not yet reaped (by
+     * whatever adopted it) counts as gone. */
+    char path[64], *st;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pgid);
+    if (!(st = tu_read_file(path, NULL)))
+      return 1;
+    char *rp = strrchr(st, ')');
+    int zombie = rp && rp[1] && rp[2] == 'Z';
+    free(st);
+    if (zombie)
+      return 1;
     hh_sleep_ms(10);
   }
   kill(-pgid, SIGKILL);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -136,6 +137,8 @@ static void start_mount(void) {
   cr_assert_geq(pid, 0);
   if (pid == 0) {
     setpgid(0, 0);
+    /* If the test process dies (a timeout), the mount unmounts itself. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     int fd = open(g_log, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) {
       dup2(fd, 2);
@@ -208,12 +211,13 @@ static void real_task(const char *script, char id[TFS_ID_MAX + 1]) {
 }
 
 /* A task that prints "before tail", then one line per file dropped into
- * g_dir/go (the line is the file's content), and otherwise sleeps. */
+ * g_dir/go (the line is the file's content), and otherwise sleeps; it ends
+ * by itself after a few minutes should a crashed test leave it behind. */
 static void talking_task(char id[TFS_ID_MAX + 1]) {
   char script[1024];
   snprintf(script, sizeof script,
-           "echo before tail; while :; do if [ -e %s/go ]; then cat %s/go; rm -f %s/go; fi; "
-           "sleep 0.05; done",
+           "echo before tail; i=0; while [ $i -lt 3000 ]; do if [ -e %s/go ]; then cat %s/go; "
+           "rm -f %s/go; fi; sleep 0.05; i=$((i+1)); done",
            g_dir, g_dir, g_dir);
   real_task(script, id);
 }
@@ -435,6 +439,7 @@ static void tail_follows(const char *flag) {
   cr_assert_geq(pid, 0);
   if (pid == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 1);
     execlp("tail", "tail", flag, "-n", "+1", mpath("tasks/%s/transcript", id), (char *)NULL);
@@ -474,6 +479,7 @@ Test(mount, less_F_follows_a_running_task) {
   cr_assert_geq(pid, 0);
   if (pid == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     int nul = open("/dev/null", O_RDWR);
     dup2(nul, 0);
     dup2(nul, 1);
@@ -633,6 +639,33 @@ Test(mount, cancel_of_a_finished_task_is_esrch) {
   cr_assert_eq(cancel_requested(id), 0);
 }
 
+/* Files belong to the store's owner, and only that uid may stop a task:
+ * root is refused too, since the kernel's permission check would let root
+ * through. */
+Test(mount, only_the_store_owner_uid_may_request_a_stop) {
+  char id[TFS_ID_MAX + 1];
+  real_task("sleep 100", id);
+  char tasks[600];
+  snprintf(tasks, sizeof tasks, "%s/tasks", g_state);
+  cr_assert_eq(chown(tasks, 65534, 65534), 0);
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s/cancel", id), &st), 0);
+  cr_assert_eq(st.st_uid, 65534);
+  errno = 0;
+  cr_assert_eq(open(mpath("tasks/%s/cancel", id), O_WRONLY | O_TRUNC), -1);
+  cr_assert_eq(errno, EACCES);
+  cr_assert_neq(
+      tu_sh(NULL, "bash -c 'echo 1 > \"$0\"' '%s' 2>/dev/null", mpath("tasks/%s/cancel", id)), 0);
+  cr_assert_eq(cancel_requested(id), 0);
+  cr_assert_eq(chown(tasks, getuid(), getgid()), 0);
+  int fd = open(mpath("tasks/%s/cancel", id), O_WRONLY | O_TRUNC);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "1", 1), 1);
+  close(fd);
+  state_wait_t w = {id, "cancelled"};
+  cr_assert(tu_wait_until(state_reached, &w, 20000));
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 Test(mount, every_forbidden_operation_has_its_errno) {
@@ -691,7 +724,8 @@ Test(mount, every_forbidden_operation_has_its_errno) {
 
 Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads_lost) {
   char id[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1];
-  real_task("i=0; while :; do echo line $i; i=$((i+1)); done", id);
+  /* Bounded (about 35 MB) in case a crashed test leaves it behind. */
+  real_task("i=0; while [ $i -lt 3000000 ]; do echo line $i; i=$((i+1)); done", id);
   real_task("sleep 100", id2);
   json_t *j = read_json(mpath("tasks/%s/owner", id));
   json_int_t sup = json_integer_value(json_object_get(j, "pid"));
@@ -740,6 +774,12 @@ Test(mount, a_corrupt_record_is_eio_and_still_listed) {
   cr_assert_eq(open(mpath("tasks/%s/record.json", id), O_RDONLY), -1);
   cr_assert_eq(errno, EIO);
   cr_assert_eq(tu_sh(NULL, "ls -l '%s/tasks/%s' >/dev/null", g_mnt, id), 0);
+  cr_assert(record_state_is(good, "queued"), "the mount must stay up");
+  /* A FIFO planted as a transcript must not hang the mount. */
+  snprintf(p, sizeof p, "%s/tasks/%s/transcript", g_state, good);
+  cr_assert_eq(mkfifo(p, 0600), 0);
+  cr_assert_eq(open(mpath("tasks/%s/transcript", good), O_RDONLY), -1);
+  cr_assert_eq(errno, EIO);
   cr_assert(record_state_is(good, "queued"), "the mount must stay up");
   contains_t c = {g_log, "corrupt"};
   cr_assert(tu_wait_until(file_contains, &c, 5000), "no log line about the corrupt record");

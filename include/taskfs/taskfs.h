@@ -296,7 +296,9 @@ int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
  * record says running/queued-with-supervisor but the task lock is free, the
  * returned record reads TFS_LOST (nothing is written; see
- * tfs_task_settle_lost). */
+ * tfs_task_settle_lost). rec is initialized by the call: pass an empty or
+ * freed record, never one that still owns allocations (they would leak);
+ * free it with tfs_record_free() on success. */
 int tfs_task_load(tfs_store_t *store, const char *id, tfs_record_t *rec);
 /* If the task reads running but its lock is free, takes the lock and writes
  * state lost. Returns 1 if it wrote, 0 if nothing to do. */

@@ -32,7 +32,10 @@ function rawServer(t) {
   t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); rmSync(dir, { recursive: true, force: true }); });
   return {
     dir, child, messages, exited, stderr: () => stderr,
-    send(obj) { child.stdin.write((typeof obj === 'string' ? obj : JSON.stringify(obj)) + '\n'); },
+    send(obj) {
+      if (Buffer.isBuffer(obj)) child.stdin.write(Buffer.concat([obj, Buffer.from('\n')]));
+      else child.stdin.write((typeof obj === 'string' ? obj : JSON.stringify(obj)) + '\n');
+    },
     async waitFor(n, ms = 10000) {
       const deadline = Date.now() + ms;
       while (messages.length < n) {
@@ -85,11 +88,15 @@ test('garbage input gets errors and the server keeps serving', async (t) => {
   s.send({ jsonrpc: '2.0', id: 11, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
   await s.waitFor(13);
   assert.equal(s.messages[12].result.protocolVersion, '2025-03-26');
+  // Invalid UTF-8 in the input: a parse error, itself valid JSON.
+  s.send(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":12,"method":"'), Buffer.from([0xff, 0xc3]), Buffer.from('"}')]));
+  await s.waitFor(14);
+  assert.equal(s.messages[13].error.code, -32700);
   // End of input: exits promptly with 0.
   s.child.stdin.end();
   const { code } = await s.exited;
   assert.equal(code, 0);
-  assert.equal(s.messages.length, 13, 'no reply to notifications');
+  assert.equal(s.messages.length, 14, 'no reply to notifications');
 });
 
 test('SIGTERM ends the server cleanly, answering a pending long-poll first', async (t) => {
@@ -149,4 +156,22 @@ test('stdin from a regular file is served to its end', async (t) => {
   const out = readFileSync(join(dir, 'out'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(out.map((m) => m.id), [1, 2]);
   assert.equal(out[1].result.tools.length, 4);
+});
+
+test('a host that floods requests without reading answers: memory stays bounded, nothing is lost', async (t) => {
+  const s = rawServer(t);
+  s.child.stdout.pause();
+  const n = 10000; // each answer (tools/list) is ~9 KiB: ~90 MiB in all
+  const line = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n';
+  for (let i = 0; i < n; i++) s.child.stdin.write(line);
+  s.child.stdin.end();
+  await new Promise((r) => setTimeout(r, 1500));
+  const { readFileSync } = await import('node:fs');
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.child.pid}/status`, 'utf8'))[1]);
+  assert.ok(rssKb < 64 * 1024, `server RSS ${rssKb} kB while its output is not read`);
+  s.child.stdout.resume();
+  const { code } = await s.exited;
+  assert.equal(code, 0);
+  await s.waitFor(n, 30000);
+  assert.equal(s.messages.length, n);
 });

@@ -52,6 +52,9 @@ test('start twice with the same key runs once; a different command is rejected',
   const e = await call(client, 'start_managed_task', { taskKey: 'bad key!', command: 'true' });
   assert.equal(e.isError, true);
   assert.match(e.content[0].text, /taskKey/);
+  const e2 = await call(client, 'read_managed_task', { taskKey: 'a' + 'é'.repeat(100) }); // message cut mid-character
+  assert.equal(e2.isError, true);
+  assert.match(e2.content[0].text, /is not valid/);
   const f = await call(client, 'start_managed_task', { taskKey: 'k', command: 'true', cwd: 'relative' });
   assert.match(f.content[0].text, /absolute/);
   const g = await call(client, 'read_managed_task', { taskKey: 'nope' });
@@ -132,9 +135,17 @@ test('untilPattern returns when a new line matches', async (t) => {
   const pending = call(client, 'read_managed_task', { taskKey: 'server', untilPattern: 'never printed', waitMs: 1500 });
   const list = await call(client, 'list_managed_tasks', {});
   assert.equal(list.structuredContent.tasks.length, 1);
+  assert.equal(list.structuredContent.tasks[0].state, 'running');
   const timedOut = await pending;
   assert.equal(timedOut.structuredContent.timedOut, true);
   assert.equal(timedOut.structuredContent.match, undefined);
+  // start_managed_task takes untilPattern too: every line of the new task
+  // counts, even one printed before the server began to watch.
+  const t1 = Date.now();
+  const st = await call(client, 'start_managed_task', { taskKey: 'ready', command: 'echo ready-now; exec sleep 60', untilPattern: 'ready-now', waitMs: 40000 });
+  assert.ok(Date.now() - t1 < 30000);
+  assert.equal(st.structuredContent.state, 'running');
+  assert.equal(st.structuredContent.match.line, 1);
   const bad = await call(client, 'read_managed_task', { taskKey: 'server', untilPattern: '(unclosed' });
   assert.equal(bad.isError, true);
   assert.match(bad.content[0].text, /not a valid POSIX extended regex/);
@@ -187,4 +198,22 @@ test('list pages newest first with a cursor and filters by state', async (t) => 
   assert.equal(p3.structuredContent.nextCursor, undefined);
   const failed = await call(client, 'list_managed_tasks', { state: 'failed' });
   assert.deepEqual(failed.structuredContent.tasks.map((x) => x.taskId), [ids[2]]);
+});
+
+test('a server killed mid-call: the task goes on, and runs once', async (t) => {
+  const store = makeStore(t);
+  const a = await store.connect();
+  const side = join(store.dir, 'side-effect');
+  const command = `echo ran >> '${side}'; sleep 1; echo done`;
+  const inflight = call(a.client, 'start_managed_task', { taskKey: 'k9', command, waitMs: 30000 }).catch((e) => e);
+  await new Promise((r) => setTimeout(r, 300));
+  process.kill(a.transport.pid, 'SIGKILL');
+  assert.ok((await inflight) instanceof Error, 'the call died with its server');
+  const b = await store.connect();
+  const again = await call(b.client, 'start_managed_task', { taskKey: 'k9', command, waitMs: 30000 });
+  assert.equal(again.structuredContent.existing, true);
+  const r = await call(b.client, 'read_managed_task', { taskKey: 'k9', waitMs: 30000 });
+  assert.equal(r.structuredContent.state, 'completed');
+  assert.deepEqual(r.structuredContent.tail, ['done']);
+  assert.equal(readFileSync(side, 'utf8'), 'ran\n');
 });
