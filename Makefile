@@ -125,7 +125,7 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIBS)
 fuzzers: $(FUZZERS)
 
 fuzz:
-	$(MAKE) BUILD=build-fuzz CC=clang \
+	$(MAKE) -j2 BUILD=build-fuzz CC=clang \
 	  OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" fuzzers
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/hardening/fuzz.sh build-fuzz

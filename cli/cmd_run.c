@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,7 @@ int cmd_run(int argc, char **argv) {
       {NULL, 0, NULL, 0},
   };
   const char *key = NULL, *cwd_arg = NULL, *state_dir = NULL;
-  int rerun = 0, wait = 0, follow = 0, nenv = 0, c, code;
+  int rerun = 0, wait = 0, follow = 0, nenv = 0, held = 0, c, code;
   char q[96];
   int64_t v;
   tfs_task_spec_t spec = {
@@ -247,6 +248,18 @@ int cmd_run(int argc, char **argv) {
   spec.rerun = rerun;
   char id[TFS_ID_MAX + 1];
   int existed = 0;
+  /* From creating the task to its supervisor holding it, an interrupted
+   * run would leave a queued task nobody runs: Ctrl-C and friends wait
+   * until the launch is done (a closed stdout must not kill us either). */
+  sigset_t hold, old_mask;
+  sigemptyset(&hold);
+  sigaddset(&hold, SIGINT);
+  sigaddset(&hold, SIGTERM);
+  sigaddset(&hold, SIGHUP);
+  sigaddset(&hold, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  signal(SIGPIPE, SIG_IGN);
+  held = 1;
   int err = tfs_task_create(store, &spec, id, &existed);
   if (err == TFS_EKEYCONFLICT) {
     char other[TFS_ID_MAX + 1] = "?";
@@ -307,6 +320,8 @@ int cmd_run(int argc, char **argv) {
     memset(&rec, 0, sizeof rec);
   }
 
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
+  held = 0;
   if (follow) {
     code = cli_follow(store, id, -1, STDOUT_FILENO);
   } else if (wait) {
@@ -331,6 +346,8 @@ int cmd_run(int argc, char **argv) {
   }
 
 out:
+  if (held)
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
   tfs_record_free(&rec);
   if (store)
     tfs_store_close(store);

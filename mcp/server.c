@@ -388,6 +388,12 @@ void mcp_hold(mcp_server_t *srv, int delta) {
  * stops the loop once the output is flushed. */
 static void on_flush_timeout(uv_timer_t *t) {
   mcp_server_t *srv = t->data;
+  if (srv->holds) {
+    /* A launch is still in flight (bounded by its own wait): exiting now
+     * could leave its task queued. Look again in a second. */
+    uv_timer_start(&srv->flush_timer, on_flush_timeout, 1000, 0);
+    return;
+  }
   fprintf(stderr,
           "taskfs mcp: the host is not reading our output; exiting without flushing %zu "
           "message(s)\n",
@@ -755,6 +761,7 @@ int mcp_serve(const mcp_opts_t *opts) {
   /* The loop stopped with every reply flushed. Handles (and a possible
    * threadpool read blocked on stdin) are left to process exit. */
   mcp_lines_free(&srv->lines);
-  tfs_store_close(srv->store);
+  if (!srv->holds)
+    tfs_store_close(srv->store);
   return srv->exit_code;
 }

@@ -398,7 +398,6 @@ typedef struct {
   int has_re;
   regex_t re;
   tfs_follower_t *fol;
-  int fol_primed;
   int64_t match_line;
   char *match_text;
   /* start_managed_task only */

@@ -196,6 +196,14 @@ void tfs_capture_eof(tfs_capture_t *c, int st) {
   tfs_capture_pending(c, st);
 }
 
+void tfs_capture_cut(tfs_capture_t *c) {
+  if (tfs_capture_holder(c) < 0)
+    return;
+  put(c, "\n", 1);
+  c->open_stream = -1;
+  c->cuts++;
+}
+
 void tfs_capture_restart(tfs_capture_t *c) {
   if (c->open_stream >= 0) {
     put(c, "\n", 1);

@@ -39,6 +39,7 @@ typedef struct {
   int open_stream;      /* stream whose line is open at the transcript's end, or -1 */
   int64_t err_first;    /* stderr line range not yet written to the sidecar */
   int64_t err_last;     /* (0, 0): none */
+  int64_t cuts;         /* long lines ended early by tfs_capture_cut */
   tfs_cap_stream_t s[2];
 } tfs_capture_t;
 
@@ -63,11 +64,23 @@ void tfs_capture_pending(tfs_capture_t *c, int st);
 /* The stream in the middle of a long line (the other one must not be read
  * until it ends), or -1. */
 int tfs_capture_holder(const tfs_capture_t *c);
+/* Ends the open long line with a '\n' the program did not write, so the
+ * held-back stream can go on: used when the other stream has waited too
+ * long (its writer may be blocked on a full pipe, and the long line may be
+ * waiting for it: a deadlock). The rest of the line becomes a new line. */
+void tfs_capture_cut(tfs_capture_t *c);
 /* Before a new worker starts: ends an open last line with a '\n' so the next
  * worker's first line is a line of its own; resets both streams. */
 void tfs_capture_restart(tfs_capture_t *c);
 /* Writes the pending stderr range to the sidecar. */
 void tfs_capture_flush_side(tfs_capture_t *c);
+
+/* ---- files ------------------------------------------------------------ */
+
+/* Opens tasks/<id>/<name> for writing as a regular file only: O_NONBLOCK so
+ * a FIFO planted there fails (ENXIO) instead of hanging, then anything but
+ * a regular file is refused (-EINVAL); O_NONBLOCK is cleared again. */
+int tfs_sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags);
 
 /* ---- the process tree ------------------------------------------------ */
 
@@ -75,6 +88,9 @@ void tfs_capture_flush_side(tfs_capture_t *c);
  * /proc: processes whose parent chain leads here). Returns how many were
  * signalled, or a negative errno. */
 int tfs_kill_descendants(int sig);
+/* The same by reading every /proc/<pid>/stat: the fallback when the kernel
+ * has no /proc/<pid>/task/<tid>/children files. */
+int tfs_kill_descendants_scan(int sig);
 
 /* "SIGSEGV" for 11; "signal 77" for unknown numbers. buf holds 32 bytes. */
 const char *tfs_signal_name(int sig, char buf[32]);

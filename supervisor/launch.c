@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,6 +89,21 @@ static int build_env(char *const *over, char ***out) {
   env[m] = NULL;
   *out = env;
   return 0;
+}
+
+int tfs_sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags) {
+  struct stat st;
+  int fd = tfs_task_openat(store, id, name, flags | O_NONBLOCK, 0600);
+  if (fd == -ENXIO)
+    return -EINVAL; /* a FIFO without a reader (or a device) */
+  if (fd < 0)
+    return fd;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return -EINVAL;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
 }
 
 /* Records that the supervisor could not be started at all. */
@@ -218,7 +234,7 @@ int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts
     err = -errno;
     goto out;
   }
-  logfd = tfs_task_openat(store, id, "supervisor.log", O_WRONLY | O_CREAT | O_APPEND, 0600);
+  logfd = tfs_sup_open_file(store, id, "supervisor.log", O_WRONLY | O_CREAT | O_APPEND);
   if (logfd < 0) {
     err = logfd;
     goto out;
@@ -300,5 +316,30 @@ out:
     close(logfd);
   if (ino >= 0)
     close(ino);
+  return err;
+}
+
+int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
+                   char id_out[TFS_ID_MAX + 1], int *existed, tfs_record_t *rec_out) {
+  int ex = 0;
+  tfs_state_t state = TFS_QUEUED;
+  if (rec_out)
+    tfs_record_init(rec_out);
+  int err = tfs_task_create(store, spec, id_out, &ex);
+  if (existed)
+    *existed = ex;
+  if (err)
+    return err;
+  if (ex) {
+    err = reload(store, id_out, rec_out, &state);
+    if (err || state != TFS_QUEUED || tfs_task_alive(store, id_out) != 0)
+      return err;
+  }
+  if (rec_out)
+    tfs_record_free(rec_out);
+  err = tfs_launch(store, id_out, opts, rec_out);
+  /* Someone else's launch got there first: fine, report what is. */
+  if (err == -EALREADY)
+    err = reload(store, id_out, rec_out, &state);
   return err;
 }

@@ -45,7 +45,103 @@ static int read_ppid(int procfd, const char *name, pid_t *ppid) {
   return 0;
 }
 
+static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid) {
+  if (*n == *cap) {
+    pid_t *nv = realloc(*v, (*cap *= 2) * sizeof **v);
+    if (!nv)
+      return -ENOMEM;
+    *v = nv;
+  }
+  (*v)[(*n)++] = pid;
+  return 0;
+}
+
+/* Appends the children of every thread of pid (from
+ * /proc/<pid>/task/<tid>/children, a space-separated list) to *v. Returns
+ * 0, or -ENOENT if this kernel has no such file (CONFIG_PROC_CHILDREN). */
+static int add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d)
+    return 0; /* gone meanwhile */
+  struct dirent *e;
+  int err = 0;
+  while (!err && (e = readdir(d))) {
+    if (!isdigit((unsigned char)e->d_name[0]) || strlen(e->d_name) > 12)
+      continue;
+    char cpath[32];
+    snprintf(cpath, sizeof cpath, "%s/children", e->d_name);
+    int fd = openat(dirfd(d), cpath, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT && pid == getpid())
+        err = -ENOENT;
+      continue;
+    }
+    size_t len = 0, bcap = 4096;
+    char *buf = malloc(bcap);
+    ssize_t r = 0;
+    while (buf && (r = read(fd, buf + len, bcap - len - 1)) > 0) {
+      len += (size_t)r;
+      if (bcap - len < 2) {
+        char *nb = realloc(buf, bcap *= 2);
+        if (!nb) {
+          free(buf);
+          buf = NULL;
+        } else {
+          buf = nb;
+        }
+      }
+    }
+    close(fd);
+    if (!buf) {
+      err = -ENOMEM;
+      break;
+    }
+    buf[len] = 0;
+    for (char *p = buf, *q; !err && *p; p = q) {
+      long child = strtol(p, &q, 10);
+      if (q == p)
+        break;
+      if (child > 0)
+        err = push(v, n, cap, (pid_t)child);
+    }
+    free(buf);
+  }
+  closedir(d);
+  return err;
+}
+
+/* The fast way: walk down from here through the children files, which
+ * costs the size of our tree, not of the whole system (a thousand
+ * supervisors stopping at once must not each read every /proc entry).
+ * The whole tree is collected before anything is signalled. */
+static int kill_walk(int sig) {
+  size_t n = 0, cap = 64, i = 0;
+  pid_t *v = malloc(cap * sizeof *v);
+  if (!v)
+    return -ENOMEM;
+  int err = add_children(getpid(), &v, &n, &cap);
+  while (!err && i < n)
+    err = add_children(v[i++], &v, &n, &cap);
+  int count = 0;
+  if (!err)
+    for (i = 0; i < n; i++)
+      if (v[i] > 0 && v[i] != getpid() && kill(v[i], sig) == 0)
+        count++;
+  free(v);
+  return err ? err : count;
+}
+
 int tfs_kill_descendants(int sig) {
+  int r = kill_walk(sig);
+  if (r != -ENOENT)
+    return r;
+  return tfs_kill_descendants_scan(sig);
+}
+
+/* The portable way: read every /proc/<pid>/stat. */
+int tfs_kill_descendants_scan(int sig) {
   pid_t self = getpid();
   DIR *d = opendir("/proc");
   if (!d)

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -45,6 +46,7 @@
 #define CANCEL_SAFETY_MS 10000 /* ... and with it, in case an event is missed */
 #define KILL_REPEAT_MS 100     /* after the grace period: SIGKILL rounds */
 #define DRAIN_MS 1000          /* pipes still open once the tree is gone */
+#define HOLD_MAX_MS 1000       /* a stream held back by a long line waits at most this */
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (256 * 1024) /* supervisor.log stops growing past this */
@@ -68,6 +70,7 @@ typedef struct {
   int reading[2];
   uv_signal_t sigchld, sigterm, sigint;
   uv_timer_t save_timer, alive_timer, poll_timer, kill_timer, backoff_timer, drain_timer;
+  uv_timer_t hold_timer;
   uv_poll_t ino_poll;
   int ino_active;
 
@@ -250,6 +253,42 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 }
 
 static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
+static void update_reading(sup_t *s);
+
+/* Bytes waiting for stream i: in its pipe, or kept back in its buffer. */
+static int stream_waiting(sup_t *s, int i) {
+  int n = 0;
+  uv_os_fd_t fd;
+  if (s->cap.s[i].len)
+    return 1;
+  if (s->pipe_open[i] && uv_fileno((uv_handle_t *)&s->pipe[i], &fd) == 0 &&
+      ioctl(fd, FIONREAD, &n) == 0)
+    return n > 0;
+  return 0;
+}
+
+/* A stream has been held back for HOLD_MAX_MS behind the other stream's
+ * long line. If it has output waiting, its writer may be blocked on the
+ * full pipe, and the long line may never end because of that (one process
+ * writing both): the long line is cut (a '\n' the program did not write)
+ * so that the waiting stream can go on. */
+static void on_hold_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  int h = tfs_capture_holder(&s->cap);
+  if (h < 0)
+    return;
+  if (!stream_waiting(s, !h)) {
+    uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
+    return;
+  }
+  if (!s->cap.cuts)
+    logmsg(s, "a long line on %s held %s back for %d ms: cut it (more cuts are not logged)",
+           h == TFS_STDERR ? "stderr" : "stdout", h == TFS_STDERR ? "stdout" : "stderr",
+           HOLD_MAX_MS);
+  tfs_capture_cut(&s->cap);
+  mark_dirty(s);
+  update_reading(s);
+}
 
 /* Reads only the streams that may write now: while one stream is in the
  * middle of a long line the other one waits, its pipe unread. */
@@ -264,6 +303,10 @@ static void update_reading(sup_t *s) {
       break;
   }
   h = tfs_capture_holder(&s->cap);
+  if (h < 0)
+    uv_timer_stop(&s->hold_timer);
+  else if (!uv_is_active((uv_handle_t *)&s->hold_timer))
+    uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
   for (int i = 0; i < 2; i++) {
     if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
       continue;
@@ -609,7 +652,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 /* ---- the end ---------------------------------------------------------- */
 
 static void make_reserve(sup_t *s) {
-  int fd = tfs_task_openat(s->store, s->id, RESERVE_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int fd = tfs_sup_open_file(s->store, s->id, RESERVE_NAME, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0)
     return;
   int err = posix_fallocate(fd, 0, RESERVE_BYTES);
@@ -734,9 +777,9 @@ static int setup_loop(sup_t *s) {
   uv_signal_start(&s->sigchld, on_sigchld, SIGCHLD);
   uv_signal_start(&s->sigterm, on_signal, SIGTERM);
   uv_signal_start(&s->sigint, on_signal, SIGINT);
-  uv_timer_t *timers[] = {&s->save_timer, &s->alive_timer,   &s->poll_timer,
-                          &s->kill_timer, &s->backoff_timer, &s->drain_timer};
-  for (int i = 0; i < 6; i++) {
+  uv_timer_t *timers[] = {&s->save_timer, &s->alive_timer,   &s->poll_timer, &s->kill_timer,
+                          &s->hold_timer, &s->backoff_timer, &s->drain_timer};
+  for (int i = 0; i < 7; i++) {
     uv_timer_init(&s->loop, timers[i]);
     timers[i]->data = s;
   }
@@ -770,6 +813,28 @@ static int setup_loop(sup_t *s) {
   uint64_t poll_ms = s->ino_active ? CANCEL_SAFETY_MS : CANCEL_POLL_MS;
   uv_timer_start(&s->poll_timer, on_poll_timer, poll_ms, poll_ms);
   return 0;
+}
+
+/* Before the loop runs: records the task failed (it never started) and
+ * returns the verb's exit code. This process holds the lock, so it is the
+ * one to write the end. */
+static int fail_setup(sup_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_setup(sup_t *s, const char *fmt, ...) {
+  char reason[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  logmsg(s, "%s", reason);
+  s->rec.state = TFS_FAILED;
+  s->rec.exit_code = 127;
+  s->rec.ended_ms = tfs_now_ms();
+  tfs_record_set_reason(&s->rec, "cannot start '%s': %s",
+                        s->rec.argv && s->rec.argv[0] ? s->rec.argv[0] : "", reason);
+  int err = tfs_task_save(s->store, &s->rec);
+  if (err)
+    logmsg(s, "cannot save the record: %s", tfs_strerror(err));
+  return 111;
 }
 
 int tfs_supervise_main(int argc, char **argv) {
@@ -833,18 +898,17 @@ int tfs_supervise_main(int argc, char **argv) {
     logmsg(s, "task is %s, not queued: nothing to do", tfs_state_name(s->rec.state));
     return 0;
   }
-  if (!s->rec.argv || !s->rec.argv[0] || !s->rec.argv[0][0]) {
-    logmsg(s, "task has no command");
-    return 111;
-  }
+  if (!s->rec.argv || !s->rec.argv[0] || !s->rec.argv[0][0])
+    return fail_setup(s, "the task has no command");
   s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  s->tx_fd = tfs_transcript_open_append(s->store, s->id);
-  s->side_fd =
-      tfs_task_openat(s->store, s->id, TFS_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND, 0600);
-  if (s->devnull < 0 || s->tx_fd < 0) {
-    logmsg(s, "cannot open the transcript: %s", tfs_strerror(s->tx_fd < 0 ? s->tx_fd : -errno));
-    return 111;
-  }
+  /* As tfs_transcript_open_append(), but a FIFO planted as the transcript
+   * is refused instead of blocking the supervisor for ever. */
+  s->tx_fd = tfs_sup_open_file(s->store, s->id, "transcript", O_WRONLY | O_CREAT | O_APPEND);
+  s->side_fd = tfs_sup_open_file(s->store, s->id, TFS_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND);
+  if (s->devnull < 0 || s->tx_fd < 0)
+    return fail_setup(s, "cannot open the transcript: %s",
+                      s->tx_fd == -EINVAL ? "it is not a regular file"
+                                          : tfs_strerror(s->tx_fd < 0 ? s->tx_fd : -errno));
   fcntl(s->tx_fd, F_SETFD, FD_CLOEXEC);
   if (s->side_fd >= 0)
     fcntl(s->side_fd, F_SETFD, FD_CLOEXEC);
@@ -852,10 +916,8 @@ int tfs_supervise_main(int argc, char **argv) {
                          s->rec.bytes);
   if (!err)
     err = setup_loop(s);
-  if (err) {
-    logmsg(s, "cannot set up: %s", tfs_strerror(err));
-    return 111;
-  }
+  if (err)
+    return fail_setup(s, "cannot set up: %s", tfs_strerror(err));
   claim(s);
   make_reserve(s);
 

@@ -322,3 +322,26 @@ Test(run, a_task_launched_twice_runs_once) {
   g_needle_run = needle;
   cr_assert(tu_wait_until(no_proc, NULL, 10000), "a supervisor of %s lingers", id);
 }
+
+Test(run, important_k_and_policy_options_reach_the_record) {
+  char *out, id[TFS_ID_MAX + 1];
+  cr_assert_eq(taskfs(&out, NULL,
+                      "run --wait --important-k 3 --grace 1234 --min-uptime 50 --max-restarts 7 "
+                      "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
+                      "do echo \"error: e$i\"; done'",
+                      sx_state),
+               0);
+  first_id(out, id);
+  free(out);
+  tfs_record_t rec = sx_load(id);
+  cr_assert_eq(rec.important.k, 3);
+  cr_assert_eq(rec.important.nfirst, 3);
+  cr_assert_eq(rec.important.total, 8);
+  cr_assert_str_eq(rec.important.first[0].text, "error: e1");
+  cr_assert_str_eq(tfs_important_last(&rec.important, rec.important.nlast - 1)->text, "error: e8");
+  cr_assert_eq(rec.grace_ms, 1234);
+  cr_assert_eq(rec.min_uptime_ms, 50);
+  cr_assert_eq(rec.max_restarts, 7);
+  cr_assert_eq(rec.restart, TFS_RESTART_ON_FAILURE);
+  tfs_record_free(&rec);
+}

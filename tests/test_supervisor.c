@@ -129,6 +129,48 @@ Test(capture, final_partial_lines_are_kept) {
   capt_close(&t);
 }
 
+/* ---- the process tree ------------------------------------------------ */
+
+/* Forks child -> grandchild (in a session of its own) -> great-grandchild,
+ * all sleeping; returns the child's pid. */
+static pid_t make_tree(const char *marker) {
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    if (fork() == 0) {
+      setsid();
+      if (fork() == 0)
+        execlp("sleep", "sleep", marker, (char *)NULL);
+      execlp("sleep", "sleep", marker, (char *)NULL);
+      _exit(127);
+    }
+    execlp("sleep", "sleep", marker, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static const char *g_marker;
+static int marker_gone(void *arg) {
+  return sx_procs_with(g_marker) == 0;
+}
+static int marker_count(void *arg) {
+  return sx_procs_with(g_marker) >= 3;
+}
+
+Test(capture, descendants_are_found_by_both_walks) {
+  int (*walks[])(int) = {tfs_kill_descendants, tfs_kill_descendants_scan};
+  const char *markers[] = {"300.301", "300.302"};
+  for (int w = 0; w < 2; w++) {
+    g_marker = markers[w];
+    pid_t child = make_tree(markers[w]);
+    cr_assert(tu_wait_until(marker_count, NULL, 10000), "the tree did not start");
+    cr_assert_eq(walks[w](SIGKILL), 3, "walk %d", w);
+    waitpid(child, NULL, 0);
+    cr_assert(tu_wait_until(marker_gone, NULL, 10000), "walk %d left a process", w);
+  }
+}
+
 /* ---- helpers for the supervised tests ---------------------------------- */
 
 static const char *g_needle;
@@ -388,6 +430,36 @@ Test(supervisor, a_flood_of_output_saves_the_record_at_a_bounded_rate) {
   cr_assert_geq(saves, 2, "%d saves in %lld ms", saves, (long long)(t1 - t0));
 }
 
+Test(supervisor, a_long_line_waiting_for_the_other_stream_does_not_deadlock) {
+  char id[TFS_ID_MAX + 1];
+  /* One process: a 100 kB stdout line left open, then 200 kB on stderr
+   * (more than a pipe holds), then the end of the line. Holding stderr back
+   * until the stdout line ends would block the writer for ever. */
+  sx_start(id, "head -c 100000 /dev/zero | tr '\\0' x; yes e | head -c 200000 >&2; echo end", NULL,
+           NULL, NULL);
+  tfs_record_t rec = sx_wait(id, 30000);
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
+  tfs_record_free(&rec);
+  size_t len;
+  char *tx = sx_task_file(id, "transcript", &len);
+  /* Every byte is there, plus the one '\n' that cut the long line. */
+  cr_assert_eq(len, 100000 + 1 + 200000 + 4);
+  size_t x = 0, e = 0, nl = 0;
+  for (size_t i = 0; i < len; i++) {
+    x += tx[i] == 'x';
+    e += tx[i] == 'e';
+    nl += tx[i] == '\n';
+  }
+  cr_assert_eq(x, 100000);
+  cr_assert_eq(e, 100000 + 1); /* and the one of "end" */
+  cr_assert_eq(nl, 100000 + 2);
+  cr_assert_eq(memcmp(tx + len - 4, "end\n", 4), 0);
+  /* stderr's lines stayed whole: no "e" line was split by x bytes. */
+  cr_assert_null(strstr(tx, "ex"));
+  cr_assert_eq(strstr(tx, "xe"), tx + len - 5, "only the line's own end: ...xend");
+  free(tx);
+}
+
 /* ---- stop requests ----------------------------------------------------- */
 
 static const char *g_id;
@@ -637,4 +709,66 @@ Test(supervisor, a_full_disk_drops_output_but_the_end_is_recorded) {
   tfs_record_free(&rec);
   tfs_store_close(st);
   tu_sh(NULL, "umount -l '%s'", small);
+}
+
+/* ---- a hostile store ------------------------------------------------------ */
+
+Test(supervisor, fifos_planted_as_its_files_never_hang_it) {
+  static const char *const names[] = {"supervisor.log", "transcript", TFS_STDERR_LINES};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char id[TFS_ID_MAX + 1], path[PATH_MAX + 64];
+    char *argv[] = {"true", NULL};
+    sx_create(id, argv, NULL);
+    snprintf(path, sizeof path, "%s/tasks/%s/%s", sx_state, id, names[i]);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+    tfs_record_t rec;
+    int err = tfs_launch(sx_store, id, &lo, &rec);
+    /* Refused at once (the log), or the supervisor runs (stderr-lines is
+     * optional) or gives up without starting the task (the transcript):
+     * what matters is that nothing hangs. */
+    if (i == 1)
+      cr_assert(err == 0 && rec.state == TFS_FAILED && strstr(rec.reason, "not a regular file"),
+                "transcript as a FIFO: %s", rec.reason ? rec.reason : tfs_state_name(rec.state));
+    if (err == 0 && !tfs_state_terminal(rec.state)) {
+      tfs_record_free(&rec);
+      cr_assert_eq(tfs_wait_end(sx_store, id, 20000, &rec), 0, "%s as a FIFO: hung", names[i]);
+    }
+    tfs_record_free(&rec);
+  }
+}
+
+/* ---- tfs_task_start -------------------------------------------------------- */
+
+Test(supervisor, task_start_runs_a_key_once_and_unwedges_it) {
+  char id1[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1], path[PATH_MAX];
+  char *argv[] = {"sh", "-c", "echo ran >> side-effect", NULL};
+  tfs_task_spec_t spec = {.argv = argv,
+                          .cwd = sx_tmp,
+                          .key = "start-key",
+                          .min_uptime_ms = -1,
+                          .max_restarts = -1,
+                          .grace_ms = -1};
+  /* A launcher that died after creating: a queued task under the key. */
+  int existed;
+  cr_assert_eq(tfs_task_create(sx_store, &spec, id1, &existed), 0);
+  tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_start(sx_store, &spec, &lo, id2, &existed, &rec), 0);
+  cr_assert_str_eq(id2, id1);
+  cr_assert_eq(existed, 1);
+  cr_assert_neq(rec.state, TFS_QUEUED, "the wedged task was not launched");
+  tfs_record_free(&rec);
+  rec = sx_wait(id1, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED);
+  tfs_record_free(&rec);
+  /* Ended: starting the same again runs nothing. */
+  cr_assert_eq(tfs_task_start(sx_store, &spec, &lo, id2, &existed, &rec), 0);
+  cr_assert_str_eq(id2, id1);
+  cr_assert_eq(rec.state, TFS_COMPLETED);
+  tfs_record_free(&rec);
+  snprintf(path, sizeof path, "%s/side-effect", sx_tmp);
+  char *side = tu_read_file(path, NULL);
+  cr_assert_str_eq(side, "ran\n");
+  free(side);
 }

@@ -35,6 +35,16 @@ typedef struct {
 int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
                tfs_record_t *rec_out);
 
+/* Creates the task (tfs_task_create: with a key, the idempotency rules) and
+ * makes sure it runs: a new task is launched with opts; an existing keyed
+ * task that is still queued with no live supervisor (its launcher died
+ * between creating and launching it) is launched too, so a key is never
+ * wedged (two launches of one task are safe: the second supervisor finds
+ * it taken and leaves). *existed (may be NULL) as tfs_task_create sets it.
+ * Initializes and fills rec_out (may be NULL) with the record after. */
+int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
+                   char id_out[TFS_ID_MAX + 1], int *existed, tfs_record_t *rec_out);
+
 /* Waits until the task has ended (completed, failed, cancelled or lost) or
  * timeout_ms passes (< 0: no limit). A task read as lost is settled (written
  * as lost) on the way. Uses inotify on the task directory, with a 250 ms

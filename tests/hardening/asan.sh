@@ -18,7 +18,7 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 
 # Build first (without the sanitizer environment), then run.
-$MAKE BUILD=$B CC="$SAN_CC" OPT="-O1 $SAN_FLAGS" LDFLAGS="$SAN_FLAGS" \
+$MAKE -j"$(nproc)" BUILD=$B CC="$SAN_CC" OPT="-O1 $SAN_FLAGS" LDFLAGS="$SAN_FLAGS" \
   $B/taskfs $(for t in tests/test_*.c; do n=${t#tests/}; echo "$B/tests/${n%.c}"; done) || exit 1
 
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:exitcode=86:log_path=$LOGS/asan:log_exe_name=1"

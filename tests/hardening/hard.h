@@ -105,7 +105,7 @@ static HH_UNUSED int hh_timeout_ms(void) {
   return getenv("TASKFS_SANITIZED") ? 60000 : 30000;
 }
 
-static int64_t hh_now_ms(void) {
+static HH_UNUSED int64_t hh_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -800,7 +800,7 @@ static HH_UNUSED void hh_mount_start(hh_mount_t *m, const char *mnt) {
 }
 
 /* kill -9 the mount daemon, then detach the dead mount. */
-static void hh_mount_kill9(hh_mount_t *m) {
+static HH_UNUSED void hh_mount_kill9(hh_mount_t *m) {
   if (m->pid > 0) {
     kill(m->pid, SIGKILL);
     waitpid(m->pid, NULL, 0);
@@ -1000,7 +1000,7 @@ static HH_UNUSED int hh_mcp_close(hh_mcp_t *m) {
   return st;
 }
 
-static void hh_mcp_kill9(hh_mcp_t *m) {
+static HH_UNUSED void hh_mcp_kill9(hh_mcp_t *m) {
   if (m->pid > 0) {
     kill(m->pid, SIGKILL);
     waitpid(m->pid, NULL, 0);

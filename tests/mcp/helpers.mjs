@@ -9,6 +9,15 @@ import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotoc
 
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
 
+// The server's environment: the SDK's safe default, plus sanitizer options
+// so that an ASan/UBSan build reports through the same settings.
+export function serverEnv() {
+  const env = getDefaultEnvironment();
+  for (const k of ['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS'])
+    if (process.env[k]) env[k] = process.env[k];
+  return env;
+}
+
 export function makeStore(t) {
   const dir = mkdtempSync(join(tmpdir(), 'taskfs-mcp-test-'));
   const clients = [];
@@ -24,7 +33,7 @@ export function makeStore(t) {
       const transport = new StdioClientTransport({
         command: TASKFS_BIN,
         args: ['mcp', '--state-dir', dir],
-        env: getDefaultEnvironment(),
+        env: serverEnv(),
         stderr: 'pipe',
       });
       let stderr = '';
@@ -42,7 +51,7 @@ export function makeStore(t) {
 // so that no supervisor outlives the test.
 export async function stopAll(dir) {
   const transport = new StdioClientTransport({
-    command: TASKFS_BIN, args: ['mcp', '--state-dir', dir], env: getDefaultEnvironment(), stderr: 'ignore',
+    command: TASKFS_BIN, args: ['mcp', '--state-dir', dir], env: serverEnv(), stderr: 'ignore',
   });
   const client = new Client({ name: 'taskfs-cleanup', version: '1.0.0' });
   try {
