@@ -57,10 +57,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(call obj,$(TEST_HELPERS)) $(LIBS)
 # The C tests run one binary at a time (each runs its own tests in
 # parallel); TASKFS_BIN points the end-to-end tests at the binary.
 test-c: $(BIN) $(TESTS)
-	@set -e; for t in $(TESTS); do \
+	@failed=""; for t in $(TESTS); do \
 	  echo "== $$t"; \
-	  TASKFS_BIN=$(abspath $(BIN)) $$t --jobs 2 $(CRITERION_ARGS); \
-	done
+	  TASKFS_BIN=$(abspath $(BIN)) $$t --jobs 2 $(CRITERION_ARGS) || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
 test-mcp: $(BIN)
 	@if [ -d tests/mcp ]; then \

@@ -228,7 +228,8 @@ static int key_temp(tfs_store_t *store, const char *id, char tmp[64]) {
       return -errno;
     }
     int n = snprintf(line, sizeof line, "%s\n", id);
-    err = write(fd, line, (size_t)n) == n ? 0 : -EIO;
+    ssize_t w = write(fd, line, (size_t)n);
+    err = w == n ? 0 : w < 0 ? -errno : -ENOSPC; /* a short write means a full disk */
     if (!err && fsync(fd))
       err = -errno;
     close(fd);

@@ -139,6 +139,12 @@ Test(hard_faults, tiny_tmpfs_fills) {
   /* A slow worker that must live through the fault. */
   char t1[TFS_ID_MAX + 1];
   hh_run_worker("full1", 20000, NULL, t1);
+  /* Two sleepers to stop while the disk is full: one through the mount,
+   * one through the MCP server. */
+  char s1[TFS_ID_MAX + 1], s2[TFS_ID_MAX + 1];
+  const char *sl[] = {"/bin/sleep", "300", NULL};
+  hh_run_task(NULL, sl, s1);
+  hh_run_task(NULL, sl, s2);
   char *mnt = hh_strdupf("%s/mnt", hh.root);
   hh_mount_t m = {0};
   hh_mount_start(&m, mnt);
@@ -213,6 +219,22 @@ Test(hard_faults, tiny_tmpfs_fills) {
   cr_assert(rj, "reading %s on a full disk: %s", rec_path, strerror(errno));
   free(rj);
 
+  /* Stop requests on a full disk: recorded (the task ends cancelled), or
+   * refused with ENOSPC / an error naming the disk, never a vague error. */
+  char *c1 = hh_strdupf("%s/tasks/%s/cancel", mnt, s1);
+  int wrc = write_file_in(c1, "1\n");
+  cr_expect(wrc == 0 || wrc == -ENOSPC,
+            "echo 1 > cancel on a full disk failed with %s, not ENOSPC", strerror(-wrc));
+  res = hh_mcp_tool(&mcp, "cancel_managed_task", json_pack("{s:s}", "taskId", s2), &is_err, &msg);
+  int mcp_cancel_ok = res && !is_err;
+  if (!mcp_cancel_ok)
+    cr_expect(names_full_disk(msg), "MCP cancel on a full disk: the error does not name it: %s",
+              msg ? msg : "(no answer)");
+  json_decref(res);
+  free(msg);
+  cr_log_info("full disk: mount cancel %s, MCP cancel %s", wrc ? strerror(-wrc) : "recorded",
+              mcp_cancel_ok ? "recorded" : "refused");
+
   /* Space returns: everything recovers. */
   cr_assert_eq(unlink(filler), 0);
   hh_check_store("space returned");
@@ -251,6 +273,23 @@ Test(hard_faults, tiny_tmpfs_fills) {
   }
   long lines = check_seq_gapped(t1, "after the full disk");
   cr_assert(lines > 0);
+  char *cnt = hh_count_path("full1");
+  cr_log_info("full disk: the worker wrote %ld lines, the transcript kept %ld (state %s)",
+              hh_count_read(cnt), lines, tfs_state_name(hh_state(t1)));
+  free(cnt);
+  /* The sleepers: stopped now, whether or not the request landed while
+   * the disk was full. */
+  if (wrc)
+    cr_assert_eq(write_file_in(c1, "1\n"), 0, "echo 1 > cancel after space returned");
+  cr_assert_eq(hh_wait_ended(s1), TFS_CANCELLED);
+  if (!mcp_cancel_ok) {
+    res = hh_mcp_tool(&mcp, "cancel_managed_task", json_pack("{s:s}", "taskId", s2), &is_err, &msg);
+    cr_assert(res && !is_err, "MCP cancel after space returned: %s", msg ? msg : "(no answer)");
+    json_decref(res);
+    free(msg);
+  }
+  cr_assert_eq(hh_wait_ended(s2), TFS_CANCELLED);
+  free(c1);
   check_seq_gapped(t2, "after the full disk");
   hh_check_store("after the full disk");
 

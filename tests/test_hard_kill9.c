@@ -245,8 +245,23 @@ Test(hard_kill9, cli_writer) {
   for (int r = 0; r < rounds; r++) {
     char when[64];
     snprintf(when, sizeof when, "cli round %d", r);
-    int kind = rnd(4);
+    int kind = rnd(5);
     pid_t pid;
+    if (kind == 4) {
+      /* A prune deleting finished tasks, killed half-way through one. */
+      char keep[16];
+      snprintf(keep, sizeof keep, "%d", rnd(4));
+      const char *argv[] = {tu_taskfs_bin(), "prune", "--keep", keep, NULL};
+      pid = hh_spawn(argv, NULL, NULL, NULL, NULL);
+      hh_sleep_ms(rnd(10));
+      kill(pid, SIGKILL);
+      hh_wait(pid, hh_timeout_ms());
+      hh_check_store(when);
+      hh_res_t ls = hh_tfs("ls", NULL);
+      cr_assert_eq(ls.status, 0, "%s: taskfs ls after a killed prune: %s", when, ls.err);
+      hh_res_free(&ls);
+      continue;
+    }
     if (kind == 3) {
       /* A keyed run killed the moment its key exists: the window between
        * creating the task and starting its supervisor. */

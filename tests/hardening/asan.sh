@@ -21,8 +21,8 @@ mkdir -p "$LOGS"
 $MAKE -j"$(nproc)" BUILD=$B CC="$SAN_CC" OPT="-O1 $SAN_FLAGS" LDFLAGS="$SAN_FLAGS" \
   $B/taskfs $(for t in tests/test_*.c; do n=${t#tests/}; echo "$B/tests/${n%.c}"; done) || exit 1
 
-export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:exitcode=86:log_path=$LOGS/asan:log_exe_name=1"
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=$LOGS/ubsan:log_exe_name=1"
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:exitcode=86:log_path=$LOGS/san:log_exe_name=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=$LOGS/san:log_exe_name=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/hardening/lsan.supp:print_suppressions=0"
 export TASKFS_BIN=$PWD/$B/taskfs
 export TASKFS_SANITIZED=1
