@@ -36,6 +36,13 @@ int cli_open_store(const char *verb, const char *state_dir, int create, tfs_stor
 int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
                      char id_out[TFS_ID_MAX + 1]);
 
+/* For verbs that take exactly one ID|KEY after their options (argv[first]):
+ * checks the argument count, opens the store read-only (a missing store
+ * means no such task) and resolves the task. Prints any error and returns
+ * an exit code; on success *store is open and the caller closes it. */
+int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **argv, int first,
+                      tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+
 /* Maps a library error to an exit code. */
 int cli_exit_for(int err);
 

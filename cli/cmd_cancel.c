@@ -70,19 +70,9 @@ int cmd_cancel(int argc, char **argv) {
       return cli_bad_option("cancel", argv, c);
     }
   }
-  if (optind >= argc)
-    return cli_usage_error("cancel", "which task? give an ID or KEY ('taskfs ls' lists them)");
-  if (argc - optind > 1)
-    return cli_usage_error("cancel", "one task at a time; unexpected '%s'",
-                           cli_quote(argv[optind + 1], q, sizeof q));
   if (timeout_ms >= 0 && !wait)
     return cli_usage_error("cancel", "--timeout only makes sense with --wait");
-  /* Read-only until we know the task exists: a missing store is "no such
-   * task", and an existing one need not be created. */
-  code = cli_open_store("cancel", state_dir, 0, &store);
-  if (code)
-    return code;
-  code = cli_resolve_task("cancel", store, argv[optind], id);
+  code = cli_open_one_task("cancel", state_dir, argc, argv, optind, &store, id);
   if (code)
     goto out;
   snprintf(who, sizeof who, "cli pid %ld uid %ld", (long)getpid(), (long)getuid());

@@ -174,15 +174,7 @@ int cmd_logs(int argc, char **argv) {
       return cli_bad_option("logs", argv, c);
     }
   }
-  if (optind >= argc)
-    return cli_usage_error("logs", "which task? give an ID or KEY ('taskfs ls' lists them)");
-  if (argc - optind > 1)
-    return cli_usage_error("logs", "one task at a time; unexpected '%s'",
-                           cli_quote(argv[optind + 1], q, sizeof q));
-  code = cli_open_store("logs", state_dir, 0, &store);
-  if (code)
-    return code;
-  code = cli_resolve_task("logs", store, argv[optind], id);
+  code = cli_open_one_task("logs", state_dir, argc, argv, optind, &store, id);
   if (code)
     goto out;
   if (follow) {

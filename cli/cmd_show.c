@@ -100,7 +100,6 @@ int cmd_show(int argc, char **argv) {
   };
   const char *state_dir = NULL;
   char id[TFS_ID_MAX + 1];
-  char q[96];
   tfs_store_t *store;
   tfs_record_t rec;
   int c, rc, code;
@@ -117,20 +116,9 @@ int cmd_show(int argc, char **argv) {
       return cli_bad_option("show", argv, c);
     }
   }
-  if (optind >= argc)
-    return cli_usage_error("show", "which task? give an ID or KEY ('taskfs ls' lists them)");
-  if (argc - optind > 1)
-    return cli_usage_error("show", "one task at a time; unexpected '%s'",
-                           cli_quote(argv[optind + 1], q, sizeof q));
-  code = cli_open_store("show", state_dir, 0, &store);
+  code = cli_open_one_task("show", state_dir, argc, argv, optind, &store, id);
   if (code)
     return code;
-  code = cli_resolve_task("show", store, argv[optind], id);
-  if (code) {
-    if (store)
-      tfs_store_close(store);
-    return code;
-  }
   memset(&rec, 0, sizeof rec); /* the loader initializes it */
   rc = tfs_task_load(store, id, &rec);
   if (rc == TFS_ECORRUPT) {

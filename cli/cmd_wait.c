@@ -56,15 +56,7 @@ int cmd_wait(int argc, char **argv) {
       return cli_bad_option("wait", argv, c);
     }
   }
-  if (optind >= argc)
-    return cli_usage_error("wait", "which task? give an ID or KEY ('taskfs ls' lists them)");
-  if (argc - optind > 1)
-    return cli_usage_error("wait", "one task at a time; unexpected '%s'",
-                           cli_quote(argv[optind + 1], q, sizeof q));
-  code = cli_open_store("wait", state_dir, 0, &store);
-  if (code)
-    return code;
-  code = cli_resolve_task("wait", store, argv[optind], id);
+  code = cli_open_one_task("wait", state_dir, argc, argv, optind, &store, id);
   if (code)
     goto out;
 

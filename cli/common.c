@@ -556,3 +556,24 @@ out:
   free(o);
   return code;
 }
+
+int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **argv, int first,
+                      tfs_store_t **store, char id_out[TFS_ID_MAX + 1]) {
+  char q[96];
+  int code;
+  *store = NULL;
+  if (first >= argc)
+    return cli_usage_error(verb, "which task? give an ID or KEY ('taskfs ls' lists them)");
+  if (argc - first > 1)
+    return cli_usage_error(verb, "one task at a time; unexpected '%s'",
+                           cli_quote(argv[first + 1], q, sizeof q));
+  code = cli_open_store(verb, state_dir, 0, store);
+  if (code)
+    return code;
+  code = cli_resolve_task(verb, *store, argv[first], id_out);
+  if (code && *store) {
+    tfs_store_close(*store);
+    *store = NULL;
+  }
+  return code;
+}
