@@ -177,9 +177,8 @@ static __attribute__((noreturn)) int cmd_trapworker(int argc, char **argv) {
 }
 
 /* Waits until path has at least min bytes; returns 0, or -1 on timeout.
- * inotify on the parent directory wakes it; a 5 ms tick covers anything
- * inotify misses. The waiting never enters the figure: the worker's own
- * stamp does. */
+ * It checks every millisecond: the waiting never enters a figure (the
+ * worker's own stamp does), so a simple loop is enough. */
 static int wait_size(const char *path, off_t min, int timeout_ms) {
   int64_t deadline = clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
   for (;;) {
@@ -474,8 +473,7 @@ static int cmd_waitsize(int argc, char **argv) {
   if (argc != 5)
     die("usage: bt waitsize PATH BYTES TIMEOUT_MS%s", "");
   if (wait_size(argv[2], (off_t)atoll(argv[3]), atoi(argv[4]))) {
-    fprintf(stderr, "bt waitsize: %s did not reach %s bytes in %s ms\n", argv[2], argv[3],
-            argv[4]);
+    fprintf(stderr, "bt waitsize: %s did not reach %s bytes in %s ms\n", argv[2], argv[3], argv[4]);
     return 1;
   }
   return 0;

@@ -49,8 +49,8 @@ static int write_file(int dirfd, const char *name, const char *data, size_t len)
 
 static int cmd_fill(tfs_store_t *store, long n) {
   char *argv[] = {"echo", "hello", NULL};
-  tfs_task_spec_t spec = {.argv = argv, .cwd = "/", .min_uptime_ms = -1, .max_restarts = -1,
-                          .grace_ms = -1};
+  tfs_task_spec_t spec = {
+      .argv = argv, .cwd = "/", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
   char id[TFS_ID_MAX + 1];
   int existed = 0;
   int err = tfs_task_create(store, &spec, id, &existed);

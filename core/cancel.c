@@ -1,10 +1,46 @@
 /* Stop requests: tasks/<id>/cancel holds {"by", "at"}; its presence is the
- * request. The supervisor watches for it (inotify) and obeys. */
+ * request. The requester then rings tasks/<id>/doorbell, a FIFO the
+ * supervisor waits on; the supervisor also polls for the file. */
 #include "core/internal.h"
 
+#include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Wakes the supervisor: one byte into tasks/<id>/doorbell. Best effort by
+ * design, because the cancel file is the request and the supervisor's poll
+ * finds it anyway: ENOENT (no doorbell: an old or doorbell-less
+ * supervisor), ENXIO (no reader: no live supervisor) and EAGAIN (the FIFO is
+ * full: already rung) are all fine. O_NONBLOCK so that opening never waits
+ * for a reader; O_NOFOLLOW and the S_ISFIFO check so that a symlink or a
+ * regular file planted under the name is never written to. */
+static void ring_doorbell(tfs_store_t *store, const char *id) {
+  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, TFS_DOORBELL, O_WRONLY | O_NONBLOCK, 0);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+    return;
+  /* If the supervisor exits between the open and the write, the write
+   * raises SIGPIPE, which must not kill the requester (a CLI or the MCP
+   * server): block it for this thread and swallow the one it caused. */
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  sigpending(&pending);
+  int was_pending = sigismember(&pending, SIGPIPE);
+  if (write(fd, "!", 1) < 0 && errno == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+      ;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
 int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who) {
   tfs_record_t rec;
@@ -45,6 +81,8 @@ int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who) {
   line[n + 1] = '\0';
   err = tfs_write_atomic(dfd, "cancel", line, n + 1);
   free(line);
+  if (!err)
+    ring_doorbell(store, id);
   return err;
 }
 

@@ -139,6 +139,94 @@ static json_t *jstrv(char *const *v) {
   return a;
 }
 
+/* ---- exact bytes ----------------------------------------------------------
+ *
+ * JSON strings are UTF-8, but argv and cwd are bytes: "command" and "cwd"
+ * hold the display form (invalid bytes shown as U+FFFD), and when any of them
+ * is not valid UTF-8, "commandBytes" / "cwdBytes" hold the exact bytes, each
+ * element either the plain string (when valid) or {"b64": "<base64>"}. */
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int utf8_ok(const char *s) {
+  size_t len = strlen(s), n;
+  char *c = tfs_utf8_sanitize(s, len, &n);
+  int ok = c && n == len && !memcmp(c, s, len);
+  free(c);
+  return ok;
+}
+
+static json_t *jb64(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t len = strlen(s), o = 0;
+  char *out = malloc((len + 2) / 3 * 4 + 1);
+  if (!out)
+    return NULL;
+  for (size_t i = 0; i < len; i += 3) {
+    unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) |
+                 (i + 2 < len ? p[i + 2] : 0);
+    out[o++] = b64chars[v >> 18 & 63];
+    out[o++] = b64chars[v >> 12 & 63];
+    out[o++] = i + 1 < len ? b64chars[v >> 6 & 63] : '=';
+    out[o++] = i + 2 < len ? b64chars[v & 63] : '=';
+  }
+  out[o] = '\0';
+  json_t *j = json_pack("{s:s}", "b64", out);
+  free(out);
+  return j;
+}
+
+/* Decodes strict base64 (padding required, no whitespace). A decoded NUL is
+ * refused: no argument or path can hold one. Returns NULL if malformed. */
+static char *unb64(const char *s) {
+  size_t len = strlen(s), o = 0;
+  if (len % 4)
+    return NULL;
+  char *out = malloc(len / 4 * 3 + 1);
+  if (!out)
+    return NULL;
+  for (size_t i = 0; i < len; i += 4) {
+    unsigned v = 0;
+    int pad = 0;
+    for (int k = 0; k < 4; k++) {
+      const char *c = s[i + k] ? strchr(b64chars, s[i + k]) : NULL;
+      if (s[i + k] == '=' && i + 4 == len && k >= 2 && (k == 3 || s[i + 3] == '=')) {
+        pad++;
+        v <<= 6;
+      } else if (c && !pad) {
+        v = v << 6 | (unsigned)(c - b64chars);
+      } else {
+        free(out);
+        return NULL;
+      }
+    }
+    unsigned char b[3] = {v >> 16 & 255, v >> 8 & 255, v & 255};
+    for (int k = 0; k < 3 - pad; k++) {
+      if (!b[k]) {
+        free(out);
+        return NULL;
+      }
+      out[o++] = (char)b[k];
+    }
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* The "commandBytes" array, or NULL when every argument is valid UTF-8 (the
+ * common case keeps the record as readers expect it). */
+static json_t *jstrv_bytes(char *const *v) {
+  int need = 0;
+  for (int i = 0; v && v[i]; i++)
+    need |= !utf8_ok(v[i]);
+  if (!need)
+    return NULL;
+  json_t *a = json_array();
+  for (int i = 0; v[i]; i++)
+    json_array_append_new(a, utf8_ok(v[i]) ? json_string(v[i]) : jb64(v[i]));
+  return a;
+}
+
 static json_t *jimportant_line(const tfs_important_line_t *l) {
   json_t *o = json_object();
   json_object_set_new(o, "line", json_integer(l->line));
@@ -168,7 +256,12 @@ char *tfs_record_dump(const tfs_record_t *rec) {
   json_object_set_new(j, "id", json_string(rec->id));
   json_object_set_new(j, "key", rec->key[0] ? jstr(rec->key) : json_null());
   json_object_set_new(j, "command", jstrv(rec->argv));
+  json_t *bytes = jstrv_bytes(rec->argv);
+  if (bytes)
+    json_object_set_new(j, "commandBytes", bytes);
   json_object_set_new(j, "cwd", jstr(rec->cwd));
+  if (rec->cwd && !utf8_ok(rec->cwd))
+    json_object_set_new(j, "cwdBytes", jb64(rec->cwd));
   json_object_set_new(j, "env", jstrv(rec->env_names));
   json_object_set_new(j, "state", json_string(tfs_state_name(rec->state)));
   json_object_set_new(j, "exitCode",
@@ -337,6 +430,55 @@ static int get_strv(perr_t *p, json_t *obj, const char *name, char ***out, int *
   return 0;
 }
 
+/* One exact-bytes element: a plain string or {"b64": "..."}. */
+static int get_bytes_elem(perr_t *p, json_t *e, const char *name, char **out) {
+  json_t *b = json_is_object(e) ? json_object_get(e, "b64") : NULL;
+  if (json_is_string(e)) {
+    *out = strdup(json_string_value(e));
+  } else if (json_is_string(b)) {
+    if (!(*out = unb64(json_string_value(b))))
+      return bad(p, name, "expected base64 bytes without NUL");
+  } else {
+    return bad(p, name, "expected a string or {\"b64\": string}");
+  }
+  return *out ? 0 : -ENOMEM;
+}
+
+/* "commandBytes" and "cwdBytes", when present, replace the display forms
+ * already parsed from "command" and "cwd". */
+static int get_exact(perr_t *p, json_t *j, tfs_record_t *rec) {
+  json_t *v = opt(j, "commandBytes");
+  int err;
+  if (v) {
+    size_t n = json_array_size(v);
+    if (!json_is_array(v) || n < 1)
+      return bad(p, "commandBytes", "expected a non-empty array");
+    char **a = calloc(n + 1, sizeof *a);
+    if (!a)
+      return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+      if ((err = get_bytes_elem(p, json_array_get(v, i), "commandBytes", &a[i]))) {
+        free_strv(a);
+        return err;
+      }
+    if (!a[0][0]) {
+      free_strv(a);
+      return bad(p, "commandBytes", "expected a non-empty program name");
+    }
+    free_strv(rec->argv);
+    rec->argv = a;
+    rec->argc = (int)n;
+  }
+  if ((v = opt(j, "cwdBytes"))) {
+    char *c;
+    if ((err = get_bytes_elem(p, v, "cwdBytes", &c)))
+      return err;
+    free(rec->cwd);
+    rec->cwd = c;
+  }
+  return 0;
+}
+
 static int get_obj(perr_t *p, json_t *obj, const char *name, json_t **out) {
   json_t *v = opt(obj, name);
   *out = NULL;
@@ -391,7 +533,7 @@ static int parse_body(perr_t *p, json_t *j, tfs_record_t *rec) {
     return err;
   if (!rec->argv || rec->argc < 1)
     return bad(p, "command", "expected a non-empty array of strings");
-  if ((err = get_str(p, j, "cwd", &rec->cwd)) ||
+  if ((err = get_str(p, j, "cwd", &rec->cwd)) || (err = get_exact(p, j, rec)) ||
       (err = get_strv(p, j, "env", &rec->env_names, &rec->env_count)))
     return err;
   v = json_object_get(j, "state");

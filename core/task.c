@@ -395,28 +395,6 @@ static int create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun,
   return err;
 }
 
-/* The record on disk holds argv and cwd as valid UTF-8 (that is what the
- * supervisor will run, since it reads them back from JSON). Making the
- * in-memory copy the same keeps the same-command check for keys exact: the
- * same bytes asked twice compare equal. */
-static int sanitize_one(char **s) {
-  if (!*s)
-    return 0;
-  char *c = tfs_utf8_sanitize(*s, strlen(*s), NULL);
-  if (!c)
-    return -ENOMEM;
-  free(*s);
-  *s = c;
-  return 0;
-}
-
-static int sanitize_command(tfs_record_t *rec) {
-  int err = sanitize_one(&rec->cwd);
-  for (int i = 0; !err && i < rec->argc; i++)
-    err = sanitize_one(&rec->argv[i]);
-  return err;
-}
-
 int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out[TFS_ID_MAX + 1],
                     int *existed) {
   tfs_record_t rec;
@@ -440,7 +418,9 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   }
 
   tfs_record_init(&rec);
-  if ((err = tfs_record_set_command(&rec, spec->argv, cwd)) || (err = sanitize_command(&rec)))
+  /* The record keeps argv and cwd byte-exact (see "commandBytes" in
+   * record.c), so the key's same-command check compares exact bytes. */
+  if ((err = tfs_record_set_command(&rec, spec->argv, cwd)))
     goto out;
   for (int i = 0; spec->env_names && spec->env_names[i]; i++)
     if ((err = tfs_record_add_env_name(&rec, spec->env_names[i])))

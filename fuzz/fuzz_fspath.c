@@ -18,7 +18,7 @@
 #define CHECK(c)                                                                                   \
   do {                                                                                             \
     if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                          \
+      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
       abort();                                                                                     \
     }                                                                                              \
   } while (0)
@@ -47,9 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t len = (size_t)(q - p);
     if (len >= 1) {
       unsigned op = (unsigned char)p[0];
-      int t = op & 1;       /* 0: tasks/, 1: by-key/ */
-      int intern = op & 2;  /* else a plain find */
-      int nogate = op & 4;  /* exercise the table beyond the gate */
+      int t = op & 1;      /* 0: tasks/, 1: by-key/ */
+      int intern = op & 2; /* else a plain find */
+      int nogate = op & 4; /* exercise the table beyond the gate */
       char *name = strndup(p + 1, len - 1);
       int valid = t == 0 ? tfs_id_valid(name) : tfs_key_valid(name);
       size_t idx = (size_t)-1;

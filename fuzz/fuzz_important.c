@@ -14,7 +14,7 @@
 #define CHECK(c)                                                                                   \
   do {                                                                                             \
     if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                          \
+      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
       abort();                                                                                     \
     }                                                                                              \
   } while (0)

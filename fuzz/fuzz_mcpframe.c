@@ -20,7 +20,7 @@
 #define CHECK(c)                                                                                   \
   do {                                                                                             \
     if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                          \
+      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
       abort();                                                                                     \
     }                                                                                              \
   } while (0)
@@ -28,7 +28,7 @@
 typedef struct {
   const char *in; /* the whole input after the header bytes */
   size_t inlen;
-  size_t pos;     /* where the next expected line starts */
+  size_t pos; /* where the next expected line starts */
   size_t limit;
   size_t ndelivered;
   size_t maxclean;
@@ -74,8 +74,8 @@ static void on_line(void *arg, const char *line, size_t len, size_t oversize) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 3)
     return 0;
-  ctx_t c = {(const char *)data + 3, size - 3, 0, (size_t)data[0] * 16 + 1, 0,
-             (size_t)data[1] % 128};
+  ctx_t c = {(const char *)data + 3,   size - 3, 0,
+             (size_t)data[0] * 16 + 1, 0,        (size_t)data[1] % 128};
   size_t chunk = (size_t)data[2] + 1;
   mcp_lines_t l;
   mcp_lines_init(&l, c.limit);

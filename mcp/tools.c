@@ -881,8 +881,18 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX +
     describe_conflict(srv, sa->key, msg, msglen);
     return -1;
   }
+  if (err == -ENOSPC || err == -EDQUOT) {
+    /* Say which disk: the store's, not the cwd's or the server's. */
+    snprintf(msg, msglen,
+             "could not create the task: %s in %.300s (the store's file system is full); free "
+             "some space there and start it again",
+             err == -ENOSPC ? "no space left on device" : "disk quota exceeded",
+             tfs_store_path(store));
+    return -1;
+  }
   if (err) {
-    snprintf(msg, msglen, "could not create the task: %s", tfs_strerror(err));
+    snprintf(msg, msglen, "could not create the task in %.300s: %s", tfs_store_path(store),
+             tfs_strerror(err));
     return -1;
   }
   return 0;
@@ -908,6 +918,24 @@ static void launch_work(uv_work_t *req) {
   launch_t *l = req->data;
   tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
   l->err = tfs_launch(mcp_store(l->srv), l->task_id, &lo, NULL);
+  /* Adopting a stranded task can race with another adopter (a second
+   * server, `taskfs run --key`): whoever launched it, it runs. */
+  if (l->err == -EALREADY)
+    l->err = 0;
+}
+
+/* A keyed task that exists but is still queued with no live supervisor was
+ * stranded: its creator died between creating and launching it. Like
+ * tfs_task_start(), a start under its key launches it, so the key is never
+ * wedged (a second launch of one task is harmless: the later supervisor
+ * finds the task taken and leaves). */
+static int stranded(mcp_server_t *srv, const char *task_id) {
+  tfs_record_t rec;
+  if (tfs_task_load(mcp_store(srv), task_id, &rec))
+    return 0;
+  int queued = rec.state == TFS_QUEUED;
+  tfs_record_free(&rec);
+  return queued && tfs_task_alive(mcp_store(srv), task_id) == 0;
 }
 
 static void launch_done(uv_work_t *req, int status) {
@@ -956,6 +984,7 @@ static void tool_start(mcp_server_t *srv, json_t *id, json_t *args, json_t *task
   }
   l->ra->is_start = 1;
   l->ra->existing = existed;
+  int adopt = existed && stranded(srv, l->task_id);
   if (task_meta) {
     /* Task-augmented: answer at once with the durable id. */
     tfs_record_t rec;
@@ -967,11 +996,11 @@ static void tool_start(mcp_server_t *srv, json_t *id, json_t *args, json_t *task
       mcp_reply(srv, id, json_pack("{s:o}", "task", task_object(&rec)));
       tfs_record_free(&rec);
     }
-    if (existed)
+    if (existed && !adopt)
       goto out;
     read_args_free(l->ra);
     l->ra = NULL;
-  } else if (existed) {
+  } else if (existed && !adopt) {
     read_park(srv, id, l->task_id, l->ra, 0);
     l->ra = NULL;
     goto out;

@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -40,13 +39,16 @@
 #include <unistd.h>
 #include <uv.h>
 
-#define SAVE_TICK_MS 250       /* counters are saved at most this often */
-#define ALIVE_EVERY_MS 5000    /* aliveAt is refreshed at least this often */
-#define CANCEL_POLL_MS 1000    /* the poll for stop requests without inotify */
-#define CANCEL_SAFETY_MS 10000 /* ... and with it, in case an event is missed */
-#define KILL_REPEAT_MS 100     /* after the grace period: SIGKILL rounds */
-#define DRAIN_MS 1000          /* pipes still open once the tree is gone */
-#define HOLD_MAX_MS 1000       /* a stream held back by a long line waits at most this */
+#define SAVE_TICK_MS 250    /* counters are saved at most this often */
+#define ALIVE_EVERY_MS 30000 /* aliveAt is refreshed at least this often */
+/* The poll for stop requests: the fallback when there is no doorbell, and
+ * otherwise only for a cancel file written by hand, so it can be slow and
+ * cost nothing while a task idles. */
+#define CANCEL_POLL_MS 1000
+#define CANCEL_POLL_BELL_MS 10000
+#define KILL_REPEAT_MS 100  /* after the grace period: SIGKILL rounds */
+#define DRAIN_MS 1000       /* pipes still open once the tree is gone */
+#define HOLD_MAX_MS 1000    /* a stream held back by a long line waits at most this */
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (256 * 1024) /* supervisor.log stops growing past this */
@@ -62,7 +64,7 @@ typedef struct {
   tfs_store_t *store;
   const char *id;
   tfs_record_t rec;
-  int lock_fd, tx_fd, side_fd, devnull, ino_fd;
+  int lock_fd, tx_fd, side_fd, devnull, bell_fd;
   tfs_capture_t cap;
 
   uv_pipe_t pipe[2];
@@ -71,8 +73,7 @@ typedef struct {
   uv_signal_t sigchld, sigterm, sigint;
   uv_timer_t save_timer, alive_timer, poll_timer, kill_timer, backoff_timer, drain_timer;
   uv_timer_t hold_timer;
-  uv_poll_t ino_poll;
-  int ino_active;
+  uv_poll_t bell_poll;
 
   phase_t phase;
   pid_t worker;
@@ -613,32 +614,67 @@ static void request_stop(sup_t *s, const char *by, int64_t at) {
   arm_kill(s);
 }
 
-static void check_cancel(sup_t *s) {
+/* Looks for the stop request; via says which path noticed it (the log
+ * line "noticed via doorbell|poll|start" tells how stops are picked up). */
+static void check_cancel(sup_t *s, const char *via) {
   char who[256] = "";
   int64_t at = 0;
-  if (s->phase != PH_DONE && tfs_cancel_query(s->store, s->id, who, sizeof who, &at) == 1)
+  if (s->phase != PH_DONE && tfs_cancel_query(s->store, s->id, who, sizeof who, &at) == 1) {
+    if (!s->stopping)
+      logmsg(s, "stop request noticed via %s", via);
     request_stop(s, who, at);
+  }
 }
 
 static void on_poll_timer(uv_timer_t *t) {
-  check_cancel(t->data);
+  check_cancel(t->data, "poll");
 }
 
-static void on_inotify(uv_poll_t *h, int status, int events) {
+/* The doorbell rang: empty the FIFO (many rings count as one) and look. */
+static void on_doorbell(uv_poll_t *h, int status, int events) {
   sup_t *s = h->data;
-  char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-  int hit = 0;
-  ssize_t n;
-  while ((n = read(s->ino_fd, buf, sizeof buf)) > 0) {
-    for (char *p = buf; p < buf + n;) {
-      struct inotify_event *ev = (struct inotify_event *)p;
-      if ((ev->mask & IN_Q_OVERFLOW) || (ev->len && !strcmp(ev->name, "cancel")))
-        hit = 1;
-      p += sizeof *ev + ev->len;
-    }
+  char buf[256];
+  while (read(s->bell_fd, buf, sizeof buf) > 0)
+    ;
+  check_cancel(s, "doorbell");
+}
+
+/* Creates tasks/<id>/doorbell, the FIFO that tfs_cancel_request() writes a
+ * byte into after it has written the cancel file. One FIFO per task costs a
+ * file descriptor, where an inotify watch would cost one of the user's few
+ * inotify instances (fs.inotify.max_user_instances, 128 by default), which
+ * hundreds of supervisors would use up for every other program. Opened
+ * O_RDWR so that this process is a reader (writers do not get ENXIO) and a
+ * writer (reads never see EOF). Returns 0, or a negative errno: then stop
+ * requests are noticed by the poll alone. */
+static int open_doorbell(sup_t *s) {
+  char path[TFS_ID_MAX + 32];
+  int tfd = tfs_store_tasks_fd(s->store);
+  snprintf(path, sizeof path, "%s/%s", s->id, TFS_DOORBELL);
+  /* Whatever has the name (a FIFO left by a killed supervisor, or a file
+   * planted there) is replaced: this process owns the task. */
+  if (unlinkat(tfd, path, 0) < 0 && errno != ENOENT)
+    return -errno;
+  if (mkfifoat(tfd, path, 0600) < 0)
+    return -errno;
+  int fd = openat(tfd, path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+    close(fd); /* replaced between mkfifoat and openat */
+    return -EEXIST;
   }
-  if (hit)
-    check_cancel(s);
+  s->bell_fd = fd;
+  return 0;
+}
+
+static void close_doorbell(sup_t *s) {
+  char path[TFS_ID_MAX + 32];
+  if (s->bell_fd < 0)
+    return;
+  snprintf(path, sizeof path, "%s/%s", s->id, TFS_DOORBELL);
+  unlinkat(tfs_store_tasks_fd(s->store), path, 0);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -699,6 +735,9 @@ static void finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   s->rec.ended_ms = tfs_now_ms();
   tfs_record_set_reason(&s->rec, "%s", reason);
   release_reserve(s);
+  /* Gone before the record says ended, so nobody sees an ended task with
+   * a doorbell (a later ring gets ENOENT, which is fine). */
+  close_doorbell(s);
   if (s->stopping) {
     free(s->rec.cancel_by);
     s->rec.cancel_by = strdup(s->stop_by);
@@ -785,32 +824,27 @@ static int setup_loop(sup_t *s) {
   }
   uv_timer_start(&s->alive_timer, on_alive_tick, ALIVE_EVERY_MS, ALIVE_EVERY_MS);
 
-  /* inotify directly rather than uv_fs_event: this watch needs only
-   * creations and renames in the task directory, not the IN_MODIFY that
-   * every transcript append would raise. */
+  /* The doorbell, before the record says running: a request made from
+   * then on rings it, and one made before is seen by the check that
+   * follows setup. TASKFS_NO_INOTIFY (the name is historical: the watch it
+   * used to switch off was inotify) leaves only the poll. */
   const char *no = getenv("TASKFS_NO_INOTIFY");
   if (!(no && *no && strcmp(no, "0"))) {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/tasks/%s", tfs_store_path(s->store), s->id);
-    s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (s->ino_fd >= 0 &&
-        inotify_add_watch(s->ino_fd, dir, IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE) >= 0) {
-      uv_poll_init(&s->loop, &s->ino_poll, s->ino_fd);
-      s->ino_poll.data = s;
-      uv_poll_start(&s->ino_poll, UV_READABLE, on_inotify);
-      s->ino_active = 1;
+    err = open_doorbell(s);
+    if (err) {
+      logmsg(s, "cannot create the doorbell (%s); polling for stop requests", strerror(-err));
     } else {
-      /* Typically EMFILE: the per-user limit of inotify instances
-       * (fs.inotify.max_user_instances, 128 on Debian) is used up. */
-      int e = errno;
-      if (s->ino_fd >= 0)
-        close(s->ino_fd);
-      s->ino_fd = -1;
-      logmsg(s, "inotify unavailable (%s); polling for stop requests", strerror(e));
+      uv_poll_init(&s->loop, &s->bell_poll, s->bell_fd);
+      s->bell_poll.data = s;
+      uv_poll_start(&s->bell_poll, UV_READABLE, on_doorbell);
     }
   }
-  /* With the watch, the poll is only a safety net. */
-  uint64_t poll_ms = s->ino_active ? CANCEL_SAFETY_MS : CANCEL_POLL_MS;
+  /* The poll stays: it notices a cancel file written by hand, or by a
+   * writer that found no doorbell. */
+  uint64_t poll_ms = s->bell_fd >= 0 ? CANCEL_POLL_BELL_MS : CANCEL_POLL_MS;
+  const char *pm = getenv("TASKFS_CANCEL_POLL_MS");
+  if (pm && atoll(pm) > 0)
+    poll_ms = (uint64_t)atoll(pm);
   uv_timer_start(&s->poll_timer, on_poll_timer, poll_ms, poll_ms);
   return 0;
 }
@@ -865,7 +899,7 @@ int tfs_supervise_main(int argc, char **argv) {
   sup_t *s = &sup;
   memset(s, 0, sizeof *s);
   s->id = argv[optind];
-  s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->ino_fd = -1;
+  s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->bell_fd = -1;
   s->backoff_ms = BACKOFF_FIRST_MS;
 
   /* Immune to the terminal closing and to a reader going away. */
@@ -924,15 +958,19 @@ int tfs_supervise_main(int argc, char **argv) {
   /* A stop requested before the start: the task never runs. */
   char who[256] = "";
   int64_t at = 0;
-  if (tfs_cancel_query(s->store, s->id, who, sizeof who, &at) == 1)
+  if (tfs_cancel_query(s->store, s->id, who, sizeof who, &at) == 1) {
+    logmsg(s, "stop request noticed via start");
     request_stop(s, who, at);
-  else
+  } else {
     start_worker(s);
+  }
 
   uv_run(&s->loop, UV_RUN_DEFAULT);
   /* Handles closed by finish(); run the close callbacks out. */
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
+  if (s->bell_fd >= 0)
+    close(s->bell_fd);
   tfs_capture_free(&s->cap);
   tfs_record_free(&s->rec);
   tfs_store_close(s->store);

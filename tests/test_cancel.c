@@ -1,6 +1,10 @@
 /* Stop requests through the store: request, query, clear. */
 #include "tests/core_fixture.h"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
 TestSuite(cancel, .init = fx_setup, .fini = fx_teardown, .timeout = 30);
 
 Test(cancel, request_query_clear) {
@@ -60,4 +64,45 @@ Test(cancel, finished_and_unknown) {
   cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
   tfs_record_free(&rec);
   cr_assert_eq(tfs_cancel_request(fx_store, id2, "me"), TFS_EFINISHED);
+}
+
+/* The doorbell: a request writes one byte into a FIFO that has a reader,
+ * and never writes into anything else that has the name. */
+Test(cancel, rings_only_a_fifo) {
+  char id[TFS_ID_MAX + 1], p[64], target[PATH_MAX], buf[8];
+  struct stat st;
+  fx_create("x", NULL, id);
+  snprintf(p, sizeof p, "tasks/%s/" TFS_DOORBELL, id);
+
+  /* No doorbell, or a FIFO nobody reads: the request still succeeds. */
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "a"), 0);
+  cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "b"), 0, "ENXIO must be ignored");
+
+  /* A FIFO with a reader gets rung; a full one (EAGAIN) is fine. */
+  int fd = open(fx_path(p), O_RDWR | O_NONBLOCK);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "c"), 0);
+  cr_assert_eq(read(fd, buf, sizeof buf), 1, "the doorbell was not rung");
+  cr_assert_eq(fcntl(fd, F_SETPIPE_SZ, 4096) >= 0, 1);
+  while (write(fd, "x", 1) == 1)
+    ;
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "d"), 0, "EAGAIN must be ignored");
+  close(fd);
+
+  /* A regular file in its place stays untouched. */
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  fx_write(p, "");
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "e"), 0);
+  cr_assert_eq(stat(fx_path(p), &st), 0);
+  cr_assert(S_ISREG(st.st_mode) && st.st_size == 0, "a regular file named doorbell was written");
+
+  /* A symlink in its place is not followed. */
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  snprintf(target, sizeof target, "%s", fx_path("outside"));
+  fx_write("outside", "");
+  cr_assert_eq(symlink(target, fx_path(p)), 0);
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "f"), 0);
+  cr_assert_eq(stat(target, &st), 0);
+  cr_assert_eq(st.st_size, 0, "the doorbell symlink was followed");
 }

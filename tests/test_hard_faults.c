@@ -3,11 +3,13 @@
  *     running or end with a reason that names the full disk, no record is
  *     torn, no transcript line is torn, the CLI, the mount and the MCP
  *     server answer with clear errors, and all recover once space returns;
- *   - inotify unavailable, two ways: the supervisor's TASKFS_NO_INOTIFY=1
- *     switch, and a seccomp filter that makes inotify_init fail with EMFILE
- *     for the whole process tree (what a host out of inotify instances
- *     looks like): stop requests are still picked up by the fallback poll,
- *     and the MCP server's long-poll still sees a task end;
+ *   - the fast wake-up path unavailable, two ways: the supervisor's
+ *     TASKFS_NO_INOTIFY=1 switch (which turns off its instant stop path:
+ *     once an inotify watch, now the tasks/<id>/doorbell FIFO), and a
+ *     seccomp filter that makes inotify_init fail with EMFILE for the whole
+ *     process tree (what a host out of inotify instances looks like): stop
+ *     requests are still picked up by the fallback poll, the MCP server's
+ *     long-poll and `taskfs wait` still see a task end;
  *   - the store directory made unreadable, then removed, under a running
  *     mount and MCP server (both run without CAP_DAC_OVERRIDE so that
  *     permissions bind root too): clear errors, no crash, recovery once the
@@ -55,9 +57,10 @@ __attribute__((constructor)) static void noinotify_ctor(int argc, char **argv, c
 
 TestSuite(hard_faults, .init = hh_setup, .fini = hh_teardown, .timeout = 300);
 
-/* Does the process hold an inotify instance? */
-static int has_inotify(pid_t pid) {
-  char dir[64], link[320], target[256];
+/* Does the supervisor have an instant way to hear of a stop request: an
+ * inotify instance, or the task's doorbell FIFO open? */
+static int has_fast_path(pid_t pid) {
+  char dir[64], link[320], target[4096];
   snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -69,7 +72,7 @@ static int has_inotify(pid_t pid) {
     ssize_t n = readlink(link, target, sizeof target - 1);
     if (n > 0) {
       target[n] = 0;
-      found = strstr(target, "inotify") != NULL;
+      found = strstr(target, "inotify") != NULL || (n > 9 && !strcmp(target + n - 9, "/doorbell"));
     }
   }
   closedir(d);
@@ -195,9 +198,9 @@ Test(hard_faults, tiny_tmpfs_fills) {
   /* The MCP server: a start fails with a clear error; it keeps serving. */
   int is_err;
   char *msg;
-  json_t *res = hh_mcp_tool(&mcp, "start_managed_task",
-                            json_pack("{s:s, s:[s]}", "taskKey", "full-disk", "command", "/bin/true"),
-                            &is_err, &msg);
+  json_t *res = hh_mcp_tool(
+      &mcp, "start_managed_task",
+      json_pack("{s:s, s:[s]}", "taskKey", "full-disk", "command", "/bin/true"), &is_err, &msg);
   if (!res || is_err)
     cr_expect(names_full_disk(msg), "MCP start on a full disk: the error does not name it: %s",
               msg ? msg : "(no answer)");
@@ -223,8 +226,8 @@ Test(hard_faults, tiny_tmpfs_fills) {
    * refused with ENOSPC / an error naming the disk, never a vague error. */
   char *c1 = hh_strdupf("%s/tasks/%s/cancel", mnt, s1);
   int wrc = write_file_in(c1, "1\n");
-  cr_expect(wrc == 0 || wrc == -ENOSPC,
-            "echo 1 > cancel on a full disk failed with %s, not ENOSPC", strerror(-wrc));
+  cr_expect(wrc == 0 || wrc == -ENOSPC, "echo 1 > cancel on a full disk failed with %s, not ENOSPC",
+            strerror(-wrc));
   res = hh_mcp_tool(&mcp, "cancel_managed_task", json_pack("{s:s}", "taskId", s2), &is_err, &msg);
   int mcp_cancel_ok = res && !is_err;
   if (!mcp_cancel_ok)
@@ -240,10 +243,10 @@ Test(hard_faults, tiny_tmpfs_fills) {
   hh_check_store("space returned");
   char t2[TFS_ID_MAX + 1];
   hh_run_worker("full2", 20000, NULL, t2);
-  res = hh_mcp_tool(&mcp, "start_managed_task",
-                    json_pack("{s:s, s:[s, s]}", "taskKey", "after-full", "command", "/bin/sleep",
-                              "300"),
-                    &is_err, &msg);
+  res = hh_mcp_tool(
+      &mcp, "start_managed_task",
+      json_pack("{s:s, s:[s, s]}", "taskKey", "after-full", "command", "/bin/sleep", "300"),
+      &is_err, &msg);
   cr_assert(res && !is_err, "MCP start after space returned: %s", msg ? msg : "(no answer)");
   const char *t3 = json_string_value(json_object_get(res, "taskId"));
   cr_assert(t3 && tfs_id_valid(t3));
@@ -305,9 +308,9 @@ Test(hard_faults, tiny_tmpfs_fills) {
 /* ---- inotify unavailable ---------------------------------------------------------- */
 
 /* Starts `sleep 300` as a task (through wrap, if not NULL), checks whether
- * its supervisor holds an inotify instance, stops it with `taskfs cancel`
+ * its supervisor has an instant stop path, stops it with `taskfs cancel`
  * and returns how long the stop took to land, in ms. */
-static int64_t stop_latency(const char *const wrap[], const char *const env, int want_inotify) {
+static int64_t stop_latency(const char *const wrap[], const char *const env, int want_fast) {
   const char *argv[16];
   int n = 0;
   for (int i = 0; wrap && wrap[i]; i++)
@@ -329,9 +332,16 @@ static int64_t stop_latency(const char *const wrap[], const char *const env, int
   hh_res_free(&r);
   pid_t sup = hh_supervisor_pid(id);
   cr_assert(sup > 0, "no live supervisor for %s", id);
-  cr_assert_eq(has_inotify(sup), want_inotify,
-               "the supervisor of %s %s an inotify instance", id,
-               want_inotify ? "does not hold" : "still holds");
+  /* Right after start-up the fast path may still be being set up: give
+   * it a moment before concluding it is absent. */
+  if (want_fast >= 0) {
+    int fast = 0;
+    for (int i = 0; i < 100 && !(fast = has_fast_path(sup)) && want_fast; i++)
+      hh_sleep_ms(20);
+    cr_assert_eq(fast, want_fast,
+                 "the supervisor of %s %s an instant stop path (inotify or doorbell)", id,
+                 want_fast ? "has no" : "still has");
+  }
   int64_t t0 = hh_now_ms();
   r = hh_tfs("cancel", id, NULL);
   cr_assert_eq(r.status, 0, "taskfs cancel: %s", r.err);
@@ -343,15 +353,37 @@ static int64_t stop_latency(const char *const wrap[], const char *const env, int
 Test(hard_faults, no_inotify_switch) {
   int64_t with = stop_latency(NULL, NULL, 1);
   int64_t without = stop_latency(NULL, "TASKFS_NO_INOTIFY", 0);
-  cr_log_info("stop request picked up: %lld ms with inotify, %lld ms with TASKFS_NO_INOTIFY=1",
-              (long long)with, (long long)without);
+  cr_log_info(
+      "stop request picked up: %lld ms with the instant path, %lld ms with TASKFS_NO_INOTIFY=1",
+      (long long)with, (long long)without);
 }
 
 Test(hard_faults, no_inotify_seccomp) {
   const char *wrap[] = {hh.self, "--hh-noinotify", NULL};
-  int64_t ms = stop_latency(wrap, NULL, 0);
+  /* The supervisor's doorbell needs no inotify; the stop lands either
+   * way, by doorbell or by poll. */
+  int64_t ms = stop_latency(wrap, NULL, -1);
   cr_log_info("stop request picked up in %lld ms with inotify_init failing (EMFILE)",
               (long long)ms);
+
+  /* `taskfs wait` without inotify: its poll still sees the end. */
+  {
+    const char *run[] = {
+        hh.self, "--hh-noinotify", tu_taskfs_bin(), "run", "--", "/bin/sh", "-c", "sleep 2", NULL};
+    hh_res_t r = hh_run_argv(run, NULL, 0, hh_timeout_ms());
+    cr_assert_eq(r.status, 0, "taskfs run without inotify: %s", r.err);
+    char wid[TFS_ID_MAX + 1];
+    snprintf(wid, sizeof wid, "%s", hh_chomp(r.out));
+    hh_res_free(&r);
+    const char *wait[] = {hh.self, "--hh-noinotify", tu_taskfs_bin(), "wait", wid, NULL};
+    r = hh_run_argv(wait, NULL, 0, hh_timeout_ms());
+    cr_assert_eq(r.status, 0, "taskfs wait without inotify: exit %d (%s)", r.status, r.err);
+    hh_res_free(&r);
+    const char *logs[] = {hh.self, "--hh-noinotify", tu_taskfs_bin(), "logs", "-f", wid, NULL};
+    r = hh_run_argv(logs, NULL, 0, hh_timeout_ms());
+    cr_assert_eq(r.status, 0, "taskfs logs -f without inotify: exit %d (%s)", r.status, r.err);
+    hh_res_free(&r);
+  }
 
   /* The MCP server without inotify: a long-poll still sees the end. */
   hh_mcp_t m;
@@ -418,8 +450,7 @@ static int mcp_count(hh_mcp_t *m, char **msg) {
 }
 
 Test(hard_faults, store_unreadable_then_removed) {
-  const char *nodac[] = {"/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search",
-                         NULL};
+  const char *nodac[] = {"/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search", NULL};
   if (access(nodac[0], X_OK))
     cr_skip_test("setpriv (util-linux) is not installed");
   char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1];
@@ -450,8 +481,9 @@ Test(hard_faults, store_unreadable_then_removed) {
   free(hh_slurp(rec, NULL));
   cr_assert(mounted_alive(&m), "the mount died when the store became unreadable");
   n = mcp_count(&mcp, &msg);
-  cr_assert(n == 0 || (n < 0 && msg && (contains_ci(msg, "permission") ||
-                                        contains_ci(msg, "access") || contains_ci(msg, "cannot"))),
+  cr_assert(n == 0 || (n < 0 && msg &&
+                       (contains_ci(msg, "permission") || contains_ci(msg, "access") ||
+                        contains_ci(msg, "cannot"))),
             "MCP list with an unreadable store: %d tasks, error %s", n, msg ? msg : "(none)");
   free(msg);
   cr_assert_eq(chmod(hh.store, 0700), 0);
@@ -505,8 +537,8 @@ Test(hard_faults, store_unreadable_then_removed) {
   free(msg);
   /* And the server can still act on it. */
   int is_err;
-  json_t *res = hh_mcp_tool(&mcp, "read_managed_task", json_pack("{s:s}", "taskId", c3), &is_err,
-                            &msg);
+  json_t *res =
+      hh_mcp_tool(&mcp, "read_managed_task", json_pack("{s:s}", "taskId", c3), &is_err, &msg);
   cr_expect(res && !is_err, "MCP read of %s in the new store: %s", c3, msg ? msg : "(no answer)");
   json_decref(res);
 

@@ -352,8 +352,8 @@ Test(hard_hostile, h04_invalid_utf8) {
   got = send_then_ping(&m, sur, sizeof sur - 1);
   cr_assert_eq(json_array_size(got), 1);
   cr_assert(error_code(json_array_get(got, 0)) == -32700 ||
-                json_is_true(json_object_get(json_object_get(json_array_get(got, 0), "result"),
-                                             "isError")),
+                json_is_true(
+                    json_object_get(json_object_get(json_array_get(got, 0), "result"), "isError")),
             "a lone surrogate in taskKey was not refused");
   json_decref(got);
   cr_assert_eq(hh_mcp_close(&m), 0);
@@ -363,8 +363,22 @@ Test(hard_hostile, h04_invalid_utf8) {
 /* ---- h05: ids and keys with .., /, NUL, control characters -------------------------------- */
 
 static const char *const bad_names[] = {
-    "..", ".", "../..", "../tasks", "a/b", "/etc/passwd", "tasks/../x", "", "a\nb", "\x01",
-    "a\tb", "a b", "\x7f", "-rf", "*", "a\\b",
+    "..",
+    ".",
+    "../..",
+    "../tasks",
+    "a/b",
+    "/etc/passwd",
+    "tasks/../x",
+    "",
+    "a\nb",
+    "\x01",
+    "a\tb",
+    "a b",
+    "\x7f",
+    "-rf",
+    "*",
+    "a\\b",
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
@@ -400,8 +414,7 @@ Test(hard_hostile, h05_bad_ids_and_keys) {
       hh_res_free(&r);
     }
     if (strcmp(bad_names[i], "-rf") && strcmp(bad_names[i], "*")) {
-      const char *argv[] = {tu_taskfs_bin(), "run", "--key", bad_names[i], "--", "/bin/true",
-                            NULL};
+      const char *argv[] = {tu_taskfs_bin(), "run", "--key", bad_names[i], "--", "/bin/true", NULL};
       hh_res_t r = hh_run_argv(argv, NULL, 0, hh_timeout_ms());
       cr_assert_eq(r.status, 100, "taskfs run --key '%s': exit %d, want 100 (%s)", bad_names[i],
                    r.status, r.err);
@@ -423,19 +436,20 @@ Test(hard_hostile, h05_bad_ids_and_keys) {
   for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
     char *msg;
     if (strcmp(bad_names[i], "-rf") && strcmp(bad_names[i], "*")) {
-      cr_assert(tool_fails(&m, "start_managed_task",
-                           json_pack("{s:s, s:[s]}", "taskKey", bad_names[i], "command", "/bin/true"),
-                           NULL, &msg),
-                "start_managed_task with taskKey '%s' succeeded", bad_names[i]);
+      cr_assert(
+          tool_fails(&m, "start_managed_task",
+                     json_pack("{s:s, s:[s]}", "taskKey", bad_names[i], "command", "/bin/true"),
+                     NULL, &msg),
+          "start_managed_task with taskKey '%s' succeeded", bad_names[i]);
       free(msg);
       cr_assert(tool_fails(&m, "read_managed_task", json_pack("{s:s}", "taskKey", bad_names[i]),
                            NULL, &msg),
                 "read_managed_task with taskKey '%s' succeeded", bad_names[i]);
       free(msg);
     }
-    cr_assert(tool_fails(&m, "read_managed_task", json_pack("{s:s}", "taskId", bad_names[i]), NULL,
-                         &msg),
-              "read_managed_task with taskId '%s' succeeded", bad_names[i]);
+    cr_assert(
+        tool_fails(&m, "read_managed_task", json_pack("{s:s}", "taskId", bad_names[i]), NULL, &msg),
+        "read_managed_task with taskId '%s' succeeded", bad_names[i]);
     free(msg);
     cr_assert(tool_fails(&m, "cancel_managed_task", json_pack("{s:s}", "taskId", bad_names[i]),
                          NULL, &msg),
@@ -473,8 +487,8 @@ Test(hard_hostile, h05_bad_ids_and_keys) {
     for (int dir = 0; dir < 2; dir++) {
       char *p = hh_strdupf("%s/%s/%s", mnt, dir ? "by-key" : "tasks", bad_names[i]);
       struct stat st;
-      cr_assert(lstat(p, &st) < 0 && (errno == ENOENT || errno == ENAMETOOLONG),
-                "lstat %s: %s", p, strerror(errno));
+      cr_assert(lstat(p, &st) < 0 && (errno == ENOENT || errno == ENAMETOOLONG), "lstat %s: %s", p,
+                strerror(errno));
       free(p);
     }
   }
@@ -509,8 +523,9 @@ Test(hard_hostile, h06_writes_to_cancel) {
 
   /* Accepted: each of these stops its task. */
   static const char *const accepted[] = {
-      "echo 1 > '%s'",           "printf 1 > '%s'",     "echo 1 >> '%s'",
-      "echo 1 | tee '%s' >/dev/null", "printf '1\\n' > '%s'", "printf 1 | dd of='%s' 2>/dev/null",
+      "echo 1 > '%s'",        "printf 1 > '%s'",
+      "echo 1 >> '%s'",       "echo 1 | tee '%s' >/dev/null",
+      "printf '1\\n' > '%s'", "printf 1 | dd of='%s' 2>/dev/null",
   };
   static const char *const shells[] = {"/bin/bash", "/bin/dash"};
   for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
@@ -539,17 +554,18 @@ Test(hard_hostile, h06_writes_to_cancel) {
   static const struct {
     const char *data;
     size_t len;
-  } refused[] = {{"0", 1},     {"0\n", 2}, {"yes", 3},  {"true", 4},  {"2", 1},   {"11", 2},
-                 {" 1", 2},    {"1 ", 2},  {"1\n1", 3}, {"\n", 1},   {"\0", 1},  {"1\0", 2},
-                 {"\xff", 1},  {"-1", 2},  {"1\r\n", 3}, {"one", 3}};
+  } refused[] = {{"0", 1},    {"0\n", 2}, {"yes", 3},   {"true", 4}, {"2", 1},  {"11", 2},
+                 {" 1", 2},   {"1 ", 2},  {"1\n1", 3},  {"\n", 1},   {"\0", 1}, {"1\0", 2},
+                 {"\xff", 1}, {"-1", 2},  {"1\r\n", 3}, {"one", 3}};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
     int fd = open(cancel, O_WRONLY | O_TRUNC);
     cr_assert(fd >= 0, "open %s for writing: %s", cancel, strerror(errno));
     ssize_t n = write(fd, refused[i].data, refused[i].len);
     int e = errno;
     close(fd);
-    cr_assert(n < 0 && e == EINVAL, "writing %zu bytes '%.*s' to cancel: %zd (%s), want EINVAL", refused[i].len,
-              (int)refused[i].len, refused[i].data, n, n < 0 ? strerror(e) : "accepted");
+    cr_assert(n < 0 && e == EINVAL, "writing %zu bytes '%.*s' to cancel: %zd (%s), want EINVAL",
+              refused[i].len, (int)refused[i].len, refused[i].data, n,
+              n < 0 ? strerror(e) : "accepted");
     cr_assert(!cancel_requested(id), "refused input '%.*s' recorded a stop", (int)refused[i].len,
               refused[i].data);
   }
@@ -657,8 +673,8 @@ Test(hard_hostile, h06_writes_to_cancel) {
  * A face that hangs is a failure; it is then killed (and the mount
  * restarted) so that the remaining cases still run. */
 static void faces_survive(hh_mount_t *mt, const char *id, const char *secret, const char *what) {
-  static const char *const verbs[] = {"show %s", "logs %s", "ls", "ls --json", "cancel %s",
-                                      "wait --timeout=1 %s", "logs -n 1 %s"};
+  static const char *const verbs[] = {
+      "show %s", "logs %s", "ls", "ls --json", "cancel %s", "wait --timeout=1 %s", "logs -n 1 %s"};
   for (size_t v = 0; v < sizeof verbs / sizeof verbs[0]; v++) {
     char *args = hh_strdupf(verbs[v], id);
     char *cmd = hh_strdupf("'%s' %s", tu_taskfs_bin(), args);
@@ -718,8 +734,10 @@ static void faces_survive(hh_mount_t *mt, const char *id, const char *secret, co
     cr_expect(resp, "%s: the MCP server did not answer resources/read %s (hung or died)", what,
               uri);
     char *dump = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
-    cr_expect(!dump || !strstr(dump, secret), "%s: resources/read %s showed a file outside the "
-              "store", what, uri);
+    cr_expect(!dump || !strstr(dump, secret),
+              "%s: resources/read %s showed a file outside the "
+              "store",
+              what, uri);
     free(dump);
     free(uri);
     json_decref(resp);
@@ -727,10 +745,9 @@ static void faces_survive(hh_mount_t *mt, const char *id, const char *secret, co
       goto dead;
   }
   {
-    json_t *resp = hh_mcp_request(&m, "tools/call",
-                                  json_pack("{s:s, s:{}}", "name", "list_managed_tasks",
-                                            "arguments"),
-                                  20000);
+    json_t *resp =
+        hh_mcp_request(&m, "tools/call",
+                       json_pack("{s:s, s:{}}", "name", "list_managed_tasks", "arguments"), 20000);
     cr_expect(resp && json_object_get(resp, "result"), "%s: list_managed_tasks failed", what);
     json_decref(resp);
   }
@@ -820,7 +837,8 @@ Test(hard_hostile, h07_planted_symlinks_and_fifos) {
     cr_assert(r.status != 137 && r.status != -1, "run --key on a planted key hung");
     hh_res_free(&r);
     char *s = hh_slurp(outside, NULL);
-    cr_assert(s && !strcmp(s, "TOP-SECRET-OUTSIDE-THE-STORE\n"), "a key write went through a symlink");
+    cr_assert(s && !strcmp(s, "TOP-SECRET-OUTSIDE-THE-STORE\n"),
+              "a key write went through a symlink");
     free(s);
     free(k1);
     free(k2);
@@ -850,7 +868,8 @@ Test(hard_hostile, h07_planted_symlinks_and_fifos) {
   free(outside);
 }
 
-/* ---- h08: records edited by hand into nonsense ------------------------------------------------ */
+/* ---- h08: records edited by hand into nonsense ------------------------------------------------
+ */
 
 Test(hard_hostile, h08_records_edited_into_nonsense) {
   char good[TFS_ID_MAX + 1];
@@ -885,7 +904,7 @@ Test(hard_hostile, h08_records_edited_into_nonsense) {
       "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
   };
   size_t nb = sizeof bodies / sizeof bodies[0];
-  char (*ids)[TFS_ID_MAX + 1] = calloc(nb + 3, sizeof *ids);
+  char(*ids)[TFS_ID_MAX + 1] = calloc(nb + 3, sizeof *ids);
   for (size_t i = 0; i < nb; i++) {
     done_task("victim", ids[i]);
     char *p = hh_task_path(ids[i], "record.json");
@@ -1012,8 +1031,8 @@ Test(hard_hostile, h08_records_edited_into_nonsense) {
     cr_assert(is_err != -1 || msg, "read of nonsense record %zu: no answer", i);
     json_decref(res);
     free(msg);
-    res = hh_mcp_tool(&m, "cancel_managed_task", json_pack("{s:s}", "taskId", ids[i]), &is_err,
-                      &msg);
+    res =
+        hh_mcp_tool(&m, "cancel_managed_task", json_pack("{s:s}", "taskId", ids[i]), &is_err, &msg);
     cr_assert(is_err != -1 || msg, "cancel of nonsense record %zu: no answer", i);
     json_decref(res);
     free(msg);
@@ -1059,8 +1078,10 @@ Test(hard_hostile, h08b_pids_in_records_are_never_signalled) {
   hh_res_t r = hh_tfs("cancel", id, NULL);
   hh_res_free(&r);
   r = hh_tfs("show", id, NULL);
-  cr_assert(strstr(r.out, "\"lost\""), "a running record with a free lock does not read lost: "
-            "%s %s", r.out, r.err);
+  cr_assert(strstr(r.out, "\"lost\""),
+            "a running record with a free lock does not read lost: "
+            "%s %s",
+            r.out, r.err);
   hh_res_free(&r);
   hh_mount_t mt = {0};
   char *mnt = start_mount(&mt);
@@ -1075,8 +1096,8 @@ Test(hard_hostile, h08b_pids_in_records_are_never_signalled) {
   start_mcp(&m);
   int is_err;
   char *msg;
-  json_t *res = hh_mcp_tool(&m, "cancel_managed_task", json_pack("{s:s}", "taskId", id), &is_err,
-                            &msg);
+  json_t *res =
+      hh_mcp_tool(&m, "cancel_managed_task", json_pack("{s:s}", "taskId", id), &is_err, &msg);
   json_decref(res);
   free(msg);
   cr_assert_eq(hh_mcp_close(&m), 0);
@@ -1128,7 +1149,8 @@ Test(hard_hostile, h09_transcript_with_a_100mb_line) {
   start_mcp(&m);
   int is_err;
   char *msg;
-  json_t *res = hh_mcp_tool(&m, "read_managed_task", json_pack("{s:s}", "taskId", id), &is_err, &msg);
+  json_t *res =
+      hh_mcp_tool(&m, "read_managed_task", json_pack("{s:s}", "taskId", id), &is_err, &msg);
   cr_assert(res && !is_err, "read_managed_task: %s", msg ? msg : "no answer");
   char *dump = json_dumps(res, JSON_COMPACT);
   cr_log_info("read_managed_task answer: %zu bytes", strlen(dump));
@@ -1201,7 +1223,8 @@ Test(hard_hostile, h10_output_with_nul_bytes) {
   start_mcp(&m);
   int is_err;
   char *msg;
-  json_t *res = hh_mcp_tool(&m, "read_managed_task", json_pack("{s:s}", "taskId", id), &is_err, &msg);
+  json_t *res =
+      hh_mcp_tool(&m, "read_managed_task", json_pack("{s:s}", "taskId", id), &is_err, &msg);
   cr_assert(res && !is_err, "read_managed_task with NUL bytes: %s", msg ? msg : "no answer");
   char *dump = json_dumps(res, JSON_COMPACT);
   cr_assert(strstr(dump, "plain") && strstr(dump, "error: x"), "the lines around NULs are lost");

@@ -139,9 +139,20 @@ TestSuite(hard_kill9, .init = hh_setup, .fini = hh_teardown, .timeout = 900);
 /* ---- supervisor ------------------------------------------------------------ */
 
 Test(hard_kill9, supervisor) {
-  int rounds = hh_rounds(12, 200);
+  int rounds = hh_rounds(20, 200);
   hh_seed();
   size_t lost = 0, ended = 0;
+  /* The other faces watch too: a mount and an MCP server that stay up
+   * through all rounds must never show a killed task as running. */
+  tfs_store_t *st0;
+  cr_assert_eq(tfs_store_open(hh.store, &st0), 0);
+  tfs_store_close(st0);
+  char *mnt = hh_strdupf("%s/mnt", hh.root);
+  hh_mount_t mt = {0};
+  hh_mount_start(&mt, mnt);
+  hh_mcp_t mcp;
+  hh_mcp_start(&mcp);
+  cr_assert_eq(hh_mcp_initialize(&mcp), 0);
   for (int r = 0; r < rounds; r++) {
     char id[TFS_ID_MAX + 1], tag[32], when[64];
     snprintf(tag, sizeof tag, "sup%d", r);
@@ -210,8 +221,10 @@ Test(hard_kill9, supervisor) {
     hh_store_stats_t st = hh_check_store(when);
     (void)st;
     tfs_state_t s = hh_state(id);
-    cr_assert(s == TFS_LOST || tfs_state_terminal(s), "%s: task %s reads %s after its "
-              "supervisor was killed", when, id, tfs_state_name(s));
+    cr_assert(s == TFS_LOST || tfs_state_terminal(s),
+              "%s: task %s reads %s after its "
+              "supervisor was killed",
+              when, id, tfs_state_name(s));
     if (s == TFS_LOST)
       lost++;
     else
@@ -223,6 +236,21 @@ Test(hard_kill9, supervisor) {
     cr_assert(!strstr(show.out, "\"state\": \"running\""), "%s: taskfs show says running:\n%s",
               when, show.out);
     hh_res_free(&show);
+    char *rp = hh_strdupf("%s/tasks/%s/record.json", mnt, id);
+    char *rj = hh_slurp(rp, NULL);
+    cr_assert(rj, "%s: cannot read %s through the mount", when, rp);
+    cr_assert(!strstr(rj, "\"state\": \"running\"") && !strstr(rj, "\"state\":\"running\""),
+              "%s: the mount says running:\n%s", when, rj);
+    free(rj);
+    free(rp);
+    int is_err;
+    char *msg;
+    json_t *res = hh_mcp_tool(&mcp, "read_managed_task",
+                              json_pack("{s:s, s:i}", "taskId", id, "waitMs", 0), &is_err, &msg);
+    cr_assert(res && !is_err, "%s: read_managed_task: %s", when, msg ? msg : "no answer");
+    const char *ms = json_string_value(json_object_get(res, "state"));
+    cr_assert(ms && strcmp(ms, "running"), "%s: the MCP server says %s", when, ms ? ms : "nothing");
+    json_decref(res);
 
     char *cnt = hh_count_path(tag);
     long c = hh_count_read(cnt);
@@ -233,6 +261,9 @@ Test(hard_kill9, supervisor) {
   cr_assert_eq(ls.status, 0, "taskfs ls after the rounds: %s", ls.err);
   hh_res_free(&ls);
   cr_log_info("supervisor: %d rounds, %zu lost, %zu ended before the kill", rounds, lost, ended);
+  cr_assert_eq(hh_mcp_close(&mcp), 0, "the MCP server did not exit cleanly");
+  cr_assert_eq(hh_mount_stop(&mt), 0, "the mount did not stop cleanly");
+  free(mnt);
 }
 
 /* ---- CLI writers ------------------------------------------------------------ */
@@ -240,7 +271,7 @@ Test(hard_kill9, supervisor) {
 static const char *const cli_keys[] = {"kill9-a", "kill9-b", "kill9-c"};
 
 Test(hard_kill9, cli_writer) {
-  int rounds = hh_rounds(12, 200);
+  int rounds = hh_rounds(20, 200);
   hh_seed();
   for (int r = 0; r < rounds; r++) {
     char when[64];
@@ -260,6 +291,30 @@ Test(hard_kill9, cli_writer) {
       hh_res_t ls = hh_tfs("ls", NULL);
       cr_assert_eq(ls.status, 0, "%s: taskfs ls after a killed prune: %s", when, ls.err);
       hh_res_free(&ls);
+      /* A task is deleted whole or not at all: one that still lists with
+       * output recorded still has its transcript. */
+      tfs_store_t *store;
+      char **ids = NULL;
+      size_t n = 0;
+      if (tfs_store_open_existing(hh.store, &store))
+        continue; /* no store yet: nothing to prune */
+      cr_assert_eq(tfs_task_ids(store, &ids, &n), 0);
+      for (size_t i = 0; i < n; i++) {
+        tfs_record_t rec;
+        char err[256];
+        if (hh_record_raw(ids[i], &rec, err, sizeof err) == 0 && rec.bytes > 0 &&
+            tfs_state_terminal(rec.state)) {
+          char *t = hh_task_path(ids[i], "transcript");
+          cr_expect(access(t, F_OK) == 0,
+                    "%s: task %s still lists (its record says %lld bytes of output) but a killed "
+                    "prune deleted its transcript: a task must go whole or not at all",
+                    when, ids[i], (long long)rec.bytes);
+          free(t);
+        }
+        tfs_record_free(&rec);
+      }
+      tfs_ids_free(ids, n);
+      tfs_store_close(store);
       continue;
     }
     if (kind == 3) {
@@ -270,8 +325,8 @@ Test(hard_kill9, cli_writer) {
       snprintf(tag, sizeof tag, "fresh%d", r);
       char *cnt = hh_count_path(tag);
       char *keyfile = hh_strdupf("%s/keys/%s", hh.store, key);
-      const char *argv[] = {tu_taskfs_bin(), "run", "--key", key, "--", hh.self, "--hh-worker",
-                            cnt, "2000", NULL};
+      const char *argv[] = {tu_taskfs_bin(), "run",         "--key", key,    "--",
+                            hh.self,         "--hh-worker", cnt,     "2000", NULL};
       pid = hh_spawn(argv, NULL, NULL, NULL, NULL);
       int64_t end = hh_now_ms() + hh_timeout_ms();
       /* Spin until the key names a task whose record is on disk. */
@@ -312,16 +367,16 @@ Test(hard_kill9, cli_writer) {
        * killed half-way must not wedge the key. */
       const char *key = cli_keys[rnd(3)];
       char *cnt = hh_count_path(key);
-      const char *argv[] = {tu_taskfs_bin(), "run", "--key", key, "--", hh.self, "--hh-worker",
-                            cnt, "2000", NULL};
+      const char *argv[] = {tu_taskfs_bin(), "run",         "--key", key,    "--",
+                            hh.self,         "--hh-worker", cnt,     "2000", NULL};
       pid = hh_spawn(argv, NULL, NULL, NULL, NULL);
       free(cnt);
     } else if (kind == 1) {
       char tag[32];
       snprintf(tag, sizeof tag, "cli%d", r);
       char *cnt = hh_count_path(tag);
-      const char *argv[] = {tu_taskfs_bin(), "run", "--", hh.self, "--hh-worker", cnt, "2000",
-                            NULL};
+      const char *argv[] = {tu_taskfs_bin(), "run", "--",   hh.self,
+                            "--hh-worker",   cnt,   "2000", NULL};
       pid = hh_spawn(argv, NULL, NULL, NULL, NULL);
       free(cnt);
     } else {
@@ -668,9 +723,9 @@ Test(hard_kill9, mcp_server) {
       continue; /* the kill landed before the start */
     int is_err;
     char *msg;
-    json_t *res = hh_mcp_tool(&m, "start_managed_task",
-                              json_pack("{s:s, s:o}", "taskKey", key, "command", worker_command(key)),
-                              &is_err, &msg);
+    json_t *res = hh_mcp_tool(
+        &m, "start_managed_task",
+        json_pack("{s:s, s:o}", "taskKey", key, "command", worker_command(key)), &is_err, &msg);
     cr_assert(res && !is_err, "start_managed_task %s again: %s", key, msg ? msg : "no answer");
     const char *got = json_string_value(json_object_get(res, "taskId"));
     cr_assert(got && tfs_id_valid(got), "start_managed_task %s again: no taskId", key);

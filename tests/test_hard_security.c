@@ -43,10 +43,10 @@ Test(hard_security, store_is_private_whatever_the_umask) {
   cr_assert_eq(hh_mcp_initialize(&m), 0);
   int is_err;
   char *msg;
-  json_t *res = hh_mcp_tool(&m, "start_managed_task",
-                            json_pack("{s:s, s:[s, s]}", "taskKey", "mcp-private", "command",
-                                      "/bin/echo", "x"),
-                            &is_err, &msg);
+  json_t *res = hh_mcp_tool(
+      &m, "start_managed_task",
+      json_pack("{s:s, s:[s, s]}", "taskKey", "mcp-private", "command", "/bin/echo", "x"), &is_err,
+      &msg);
   cr_assert(res && !is_err, "%s", msg ? msg : "no answer");
   json_decref(res);
   cr_assert_eq(hh_mcp_close(&m), 0);
@@ -87,8 +87,7 @@ Test(hard_security, env_values_never_reach_the_disk) {
       &m, "start_managed_task",
       json_pack("{s:s, s:[s, s, s], s:{s:s}}", "taskKey", "env-secret", "command", "/bin/sh", "-c",
                 "[ \"$API_TOKEN\" = \"$(printf s3cr3t-VALUE-4f1%s a)\" ] && echo has-token", "env",
-                "API_TOKEN",
-                secret),
+                "API_TOKEN", secret),
       &is_err, &msg);
   cr_assert(res && !is_err, "%s", msg ? msg : "no answer");
   char mid[TFS_ID_MAX + 1];
@@ -172,10 +171,10 @@ Test(hard_security, commands_are_argv_a_shell_only_when_asked) {
   free(t);
   cr_assert(access(pwned, F_OK) < 0, "shell syntax in an argv array was run by a shell");
   char *script = hh_strdupf("touch %s", pwned);
-  res = hh_mcp_tool(&m, "start_managed_task",
-                    json_pack("{s:s, s:s, s:i}", "taskKey", "shell", "command", script, "waitMs",
-                              2000),
-                    &is_err, &msg);
+  res = hh_mcp_tool(
+      &m, "start_managed_task",
+      json_pack("{s:s, s:s, s:i}", "taskKey", "shell", "command", script, "waitMs", 2000), &is_err,
+      &msg);
   cr_assert(res && !is_err, "%s", msg ? msg : "no answer");
   snprintf(mid, sizeof mid, "%s", json_string_value(json_object_get(res, "taskId")));
   json_decref(res);
@@ -189,8 +188,8 @@ Test(hard_security, commands_are_argv_a_shell_only_when_asked) {
 }
 
 Test(hard_security, mount_is_for_its_owner_only) {
-  const char *as_nobody[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                             "--clear-groups", NULL};
+  const char *as_nobody[] = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             NULL};
   if (access(as_nobody[0], X_OK))
     cr_skip_test("setpriv (util-linux) is not installed");
   char id[TFS_ID_MAX + 1];
@@ -207,8 +206,8 @@ Test(hard_security, mount_is_for_its_owner_only) {
   static const char *const tries[] = {"ls '%s'", "cat '%s/owner'", "cat '%s/tasks/*/record.json'"};
   for (int i = 0; i < 3; i++) {
     char *c = hh_strdupf(tries[i], mnt);
-    const char *argv[] = {as_nobody[0], as_nobody[1], as_nobody[2], as_nobody[3], "/bin/sh", "-c",
-                          c, NULL};
+    const char *argv[] = {
+        as_nobody[0], as_nobody[1], as_nobody[2], as_nobody[3], "/bin/sh", "-c", c, NULL};
     hh_res_t r = hh_run_argv(argv, NULL, 0, hh_timeout_ms());
     cr_assert_neq(r.status, 0, "another user could run `%s` on the mount: %s", c, r.out);
     hh_res_free(&r);

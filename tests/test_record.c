@@ -65,7 +65,9 @@ Test(record, roundtrip) {
   cr_assert_str_eq(b.key, a.key);
   cr_assert_eq(b.argc, 3);
   cr_assert_str_eq(b.argv[0], "sh");
-  cr_assert_str_eq(b.argv[2], "echo \xef\xbf\xbd\xef\xbf\xbd bad utf8; exit 3");
+  cr_assert_str_eq(b.argv[2], "echo \xff\xfe bad utf8; exit 3", "argv comes back byte-exact");
+  cr_assert_not_null(strstr(json, "\"commandBytes\""));
+  cr_assert_null(strstr(json, "\"cwdBytes\""), "a valid UTF-8 cwd needs no byte form");
   cr_assert_str_eq(b.cwd, "/home/u/caf\xc3\xa9", "valid UTF-8 is kept as is");
   cr_assert_eq(b.env_count, 2);
   cr_assert_str_eq(b.env_names[1], "TOKEN");
@@ -114,6 +116,101 @@ Test(record, roundtrip) {
   tfs_record_free(&a);
   tfs_record_free(&b);
   tfs_record_free(&b); /* freeing twice is harmless */
+}
+
+/* argv and cwd that are not valid UTF-8 survive the record byte for byte,
+ * while "command" and "cwd" stay plain, valid JSON strings for readers. */
+Test(record, exact_bytes_roundtrip) {
+  tfs_record_t a, b;
+  char *argv[] = {"sh",       "-c",          "printf %s \"$1\"", "sh",
+                  "\xff\xfe", "ok \xc3\xa9", "\xc3\x28x",        NULL};
+  const char *cwd = "/tmp/d\xff\xfe/caf\xc3\xa9";
+  tfs_record_init(&a);
+  strcpy(a.id, "mi4x7k2p-3fz9qa");
+  cr_assert_eq(tfs_record_set_command(&a, argv, cwd), 0);
+  char *json = tfs_record_dump(&a);
+  cr_assert_not_null(json);
+
+  /* The display form: valid JSON (strict UTF-8), strings where expected. */
+  json_error_t jerr;
+  json_t *j = json_loads(json, 0, &jerr);
+  cr_assert_not_null(j, "the dump is not valid JSON: %s", jerr.text);
+  json_t *cmd = json_object_get(j, "command");
+  cr_assert(json_is_array(cmd) && json_array_size(cmd) == 7);
+  for (size_t i = 0; i < 7; i++)
+    cr_assert(json_is_string(json_array_get(cmd, i)), "command[%zu] is not a string", i);
+  cr_assert_str_eq(json_string_value(json_array_get(cmd, 4)), "\xef\xbf\xbd\xef\xbf\xbd");
+  cr_assert(json_is_string(json_object_get(j, "cwd")));
+  /* The byte forms: valid elements plain, the others base64. */
+  json_t *cb = json_object_get(j, "commandBytes");
+  cr_assert(json_is_array(cb) && json_array_size(cb) == 7);
+  cr_assert_str_eq(json_string_value(json_array_get(cb, 5)), "ok \xc3\xa9");
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(cb, 4), "b64")), "//4=");
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(cb, 6), "b64")), "wyh4");
+  cr_assert(json_is_string(json_object_get(json_object_get(j, "cwdBytes"), "b64")));
+  json_decref(j);
+
+  char err[256];
+  cr_assert_eq(tfs_record_parse(json, strlen(json), &b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(b.argc, 7);
+  for (int i = 0; i < 7; i++)
+    cr_assert_str_eq(b.argv[i], argv[i], "argv[%d] did not survive byte-exact", i);
+  cr_assert_null(b.argv[7]);
+  cr_assert_str_eq(b.cwd, cwd, "the cwd did not survive byte-exact");
+  char *json2 = tfs_record_dump(&b);
+  cr_assert_str_eq(json, json2, "a second dump drifts");
+  free(json);
+  free(json2);
+  tfs_record_free(&a);
+  tfs_record_free(&b);
+
+  /* All valid UTF-8: no byte forms at all. */
+  char *plain[] = {"echo", "caf\xc3\xa9", NULL};
+  tfs_record_init(&a);
+  strcpy(a.id, "mi4x7k2p-3fz9qa");
+  cr_assert_eq(tfs_record_set_command(&a, plain, "/tmp"), 0);
+  json = tfs_record_dump(&a);
+  cr_assert_null(strstr(json, "Bytes"), "%s", json);
+  free(json);
+  tfs_record_free(&a);
+}
+
+/* The byte forms win over the display forms, and bad ones are refused with
+ * a message naming the field. */
+Test(record, exact_bytes_parse) {
+  tfs_record_t r;
+  char err[256];
+  const char *ok = "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"x\",\"?\"],"
+                   "\"commandBytes\":[\"printf\",{\"b64\":\"/w==\"}],\"cwd\":\"/?\","
+                   "\"cwdBytes\":{\"b64\":\"L/8=\"},\"state\":\"queued\"}";
+  cr_assert_eq(tfs_record_parse(ok, strlen(ok), &r, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(r.argc, 2);
+  cr_assert_str_eq(r.argv[0], "printf");
+  cr_assert_str_eq(r.argv[1], "\xff");
+  cr_assert_str_eq(r.cwd, "/\xff");
+  tfs_record_free(&r);
+  const char *bad[] = {
+      /* not base64 */
+      "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"x\"],\"commandBytes\":[{\"b64\":\"@@@@\"}"
+      "],"
+      "\"state\":\"queued\"}",
+      /* decodes to a NUL byte */
+      "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"x\"],\"commandBytes\":[\"x\",{\"b64\":"
+      "\"AA==\"}],\"state\":\"queued\"}",
+      /* an empty program */
+      "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"x\"],\"commandBytes\":[\"\"],"
+      "\"state\":\"queued\"}",
+      /* wrong types */
+      "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"x\"],\"commandBytes\":[3],"
+      "\"state\":\"queued\"}",
+      "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"x\"],\"cwdBytes\":{\"b64\":\"L/8\"},"
+      "\"state\":\"queued\"}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cr_assert_eq(tfs_record_parse(bad[i], strlen(bad[i]), &r, err, sizeof err), TFS_ECORRUPT,
+                 "case %zu parsed", i);
+    cr_assert(strstr(err, "commandBytes") || strstr(err, "cwdBytes"), "case %zu: %s", i, err);
+  }
 }
 
 Test(record, empty_record_nulls) {

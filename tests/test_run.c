@@ -4,6 +4,8 @@
  * disk. */
 #include "tests/sup_fixture.h"
 
+#include <jansson.h>
+
 TestSuite(run, .init = sx_setup, .fini = sx_teardown, .timeout = 60);
 
 /* Runs `cd TMP && taskfs ARGS` (a shell fragment); captures stdout and
@@ -247,6 +249,54 @@ Test(run, env_values_stay_off_the_disk) {
   free(seen);
   cr_assert_eq(tu_sh(NULL, "grep -r -q -a v4lu3-0f '%s'", sx_state), 1);
   cr_assert_eq(tu_sh(NULL, "grep -r -q -a TFS_CLI_SECRET '%s'", sx_state), 0, "the name is kept");
+}
+
+/* Arguments and a cwd that are not valid UTF-8 reach the worker byte for
+ * byte: the supervisor runs what the record holds, so the record must hold
+ * the exact bytes, not their display form. */
+Test(run, arguments_and_cwd_that_are_not_utf8_arrive_exactly) {
+  char dir[PATH_MAX], path[PATH_MAX + 16], *out, *err, id[TFS_ID_MAX + 1];
+  snprintf(dir, sizeof dir, "%s/d\xff\xfe", sx_tmp);
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  /* The shell makes the bytes: sh is dash, which has no $'\xff'. */
+  const char *script = "run --wait --key bytes --cwd \"$(printf '%%s/d\\377\\376' '%s')\" "
+                       "--state-dir '%s' -- sh -c 'printf %%s \"$1\" > out; pwd > where' sh "
+                       "\"$(printf 'a\\377\\376b\\303(')\"";
+  cr_assert_eq(taskfs(&out, &err, script, sx_tmp, sx_state), 0, "stderr: %s", err);
+  free(err);
+  first_id(out, id);
+  free(out);
+  size_t len;
+  snprintf(path, sizeof path, "%s/out", dir);
+  char *got = tu_read_file(path, &len);
+  cr_assert(got && len == 6 &&
+                !memcmp(got,
+                        "a\xff\xfe"
+                        "b\xc3(",
+                        6),
+            "the worker got different argument bytes (%zu bytes: %s)", len, got ? got : "none");
+  free(got);
+  snprintf(path, sizeof path, "%s/where", dir);
+  got = tu_read_file(path, &len);
+  cr_assert(got && len == strlen(dir) + 1 && !memcmp(got, dir, strlen(dir)),
+            "the worker ran in %s, not in the non-UTF-8 directory", got ? got : "?");
+  free(got);
+  /* The same bytes again under the key: the same task, not a conflict. */
+  cr_assert_eq(taskfs(&out, NULL, script, sx_tmp, sx_state), 0);
+  char id2[TFS_ID_MAX + 1];
+  first_id(out, id2);
+  free(out);
+  cr_assert_str_eq(id2, id);
+  /* The record on disk stays strict JSON, with the display form in "command". */
+  char *raw = sx_task_file(id, "record.json", NULL);
+  json_error_t jerr;
+  json_t *j = json_loads(raw, 0, &jerr);
+  cr_assert_not_null(j, "record.json is not strict JSON: %s", jerr.text);
+  cr_assert(json_is_string(json_array_get(json_object_get(j, "command"), 3)));
+  cr_assert(json_is_array(json_object_get(j, "commandBytes")));
+  cr_assert(json_is_object(json_object_get(j, "cwdBytes")));
+  json_decref(j);
+  free(raw);
 }
 
 Test(run, help_and_usage_errors) {

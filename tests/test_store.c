@@ -834,7 +834,12 @@ Test(store, key_idempotent_with_invalid_utf8) {
   cr_assert_str_eq(a, b);
   char *other[] = {"printf", "\xfe\xff", NULL};
   spec.argv = other;
-  /* Both sanitize to the same text: U+FFFD twice. The key says "same". */
-  cr_assert_eq(tfs_task_create(fx_store, &spec, b, &existed), 0);
-  cr_assert_eq(existed, 1);
+  /* Both display as the same text (U+FFFD twice), but the record keeps the
+   * exact bytes: they are different commands, and the key says so. */
+  cr_assert_eq(tfs_task_create(fx_store, &spec, b, &existed), TFS_EKEYCONFLICT);
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(fx_store, a, &rec), 0);
+  cr_assert_str_eq(rec.argv[1], "\xff\xfe");
+  cr_assert_str_eq(rec.cwd, "/tmp/\xc3");
+  tfs_record_free(&rec);
 }

@@ -772,3 +772,169 @@ Test(supervisor, task_start_runs_a_key_once_and_unwedges_it) {
   cr_assert_str_eq(side, "ran\n");
   free(side);
 }
+
+/* ---- the doorbell ----------------------------------------------------- */
+
+/* How many inotify instances pid holds (its fds that read anon_inode:inotify). */
+static int inotify_fds(pid_t pid) {
+  char dir[64], link[PATH_MAX + 64], target[256];
+  snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    snprintf(link, sizeof link, "%s/%s", dir, de->d_name);
+    ssize_t len = readlink(link, target, sizeof target - 1);
+    if (len > 0) {
+      target[len] = '\0';
+      n += strstr(target, "inotify") != NULL;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+static char g_log_needle[64];
+static const char *g_log_id;
+static int log_says(void *arg) {
+  char *log = sx_task_file(g_log_id, "supervisor.log", NULL);
+  int hit = log && strstr(log, g_log_needle);
+  free(log);
+  return hit;
+}
+
+/* Asserts that supervisor.log of id says how the stop request was noticed. */
+static void assert_noticed_via(const char *id, const char *via) {
+  g_log_id = id;
+  snprintf(g_log_needle, sizeof g_log_needle, "noticed via %s", via);
+  char *log = NULL;
+  if (!tu_wait_until(log_says, NULL, 10000))
+    log = sx_task_file(id, "supervisor.log", NULL);
+  cr_assert_null(log, "supervisor.log of %s does not say '%s': %s", id, g_log_needle, log);
+}
+
+static int doorbell_mode(const char *id, mode_t *mode) {
+  char path[PATH_MAX];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/tasks/%s/%s", sx_state, id, TFS_DOORBELL);
+  if (lstat(path, &st) < 0)
+    return -errno;
+  *mode = st.st_mode;
+  return 0;
+}
+
+/* More supervisors than the default per-user inotify limit (128), with that
+ * limit left as it is: none holds an inotify instance, and a stop request to the last one wakes it
+ * through its doorbell (the poll is made too slow to be the one that notices). */
+Test(supervisor, two_hundred_supervisors_hold_no_inotify_and_wake_by_doorbell, .timeout = 180) {
+  enum { N = 200 };
+  static char ids[N][TFS_ID_MAX + 1];
+  char *env[] = {"TASKFS_CANCEL_POLL_MS=3600000", NULL};
+  for (int i = 0; i < N; i++)
+    sx_start(ids[i], "exec sleep 300.133", NULL, env, NULL);
+  for (int i = 0; i < N; i++) {
+    pid_t sup = supervisor_pid(ids[i]);
+    cr_assert_eq(inotify_fds(sup), 0, "the supervisor of task %d (pid %d) holds inotify", i,
+                 (int)sup);
+    mode_t m;
+    cr_assert_eq(doorbell_mode(ids[i], &m), 0);
+    cr_assert(S_ISFIFO(m), "task %d: the doorbell is not a FIFO", i);
+  }
+  /* Not asserted: other programs of this user (other test runs, mounts)
+   * share the budget. What is asserted above is that ours take none of it. */
+  int ino = inotify_init1(IN_CLOEXEC);
+  cr_log_info("with %d supervisors running, this user %s make an inotify instance", N,
+              ino >= 0 ? "can still" : "cannot");
+  if (ino >= 0)
+    close(ino);
+
+  const char *last = ids[N - 1];
+  cr_assert_eq(tfs_cancel_request(sx_store, last, "doorbell test"), 0);
+  tfs_record_t rec = sx_wait(last, 30000);
+  cr_assert_eq(rec.state, TFS_CANCELLED, "state %s", tfs_state_name(rec.state));
+  tfs_record_free(&rec);
+  assert_noticed_via(last, "doorbell");
+  mode_t m;
+  cr_assert_eq(doorbell_mode(last, &m), -ENOENT, "the doorbell outlived its supervisor");
+
+  for (int i = 0; i < N - 1; i++)
+    cr_assert_eq(tfs_cancel_request(sx_store, ids[i], "cleanup"), 0);
+  for (int i = 0; i < N - 1; i++) {
+    rec = sx_wait(ids[i], 60000);
+    cr_assert_eq(rec.state, TFS_CANCELLED);
+    tfs_record_free(&rec);
+  }
+  cr_assert_eq(sx_procs_with("sleep 300.133"), 0);
+}
+
+/* A regular file or a symlink put in the doorbell's place is never written
+ * to; the stop request still lands (the poll finds the cancel file). */
+Test(supervisor, a_planted_doorbell_is_never_written) {
+  char id[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1], path[PATH_MAX], tmp[PATH_MAX], target[PATH_MAX];
+  sx_start(id, "exec sleep 300.134", NULL, NULL, NULL);
+  sx_start(id2, "exec sleep 300.134", NULL, NULL, NULL);
+
+  /* A regular file renamed over the FIFO. */
+  snprintf(path, sizeof path, "%s/tasks/%s/%s", sx_state, id, TFS_DOORBELL);
+  snprintf(tmp, sizeof tmp, "%s/planted", sx_tmp);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(rename(tmp, path), 0, "%s", strerror(errno));
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "planted file"), 0);
+  tfs_record_t rec = sx_wait(id, 30000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  tfs_record_free(&rec);
+  assert_noticed_via(id, "poll");
+
+  /* A symlink to a file outside the store. */
+  snprintf(path, sizeof path, "%s/tasks/%s/%s", sx_state, id2, TFS_DOORBELL);
+  snprintf(target, sizeof target, "%s/target", sx_tmp);
+  fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(symlink(target, tmp), 0);
+  cr_assert_eq(rename(tmp, path), 0, "%s", strerror(errno));
+  cr_assert_eq(tfs_cancel_request(sx_store, id2, "planted symlink"), 0);
+  rec = sx_wait(id2, 30000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  tfs_record_free(&rec);
+  assert_noticed_via(id2, "poll");
+  struct stat st;
+  cr_assert_eq(stat(target, &st), 0);
+  cr_assert_eq(st.st_size, 0, "the symlink's target was written to");
+  cr_assert_eq(sx_procs_with("sleep 300.134"), 0);
+}
+
+/* A file planted before the supervisor starts is replaced by the FIFO; a
+ * doorbell left by a supervisor killed with SIGKILL does not stop the task
+ * from being forgotten. */
+Test(supervisor, the_doorbell_replaces_a_planted_file_and_is_forgotten_with_the_task) {
+  char id[TFS_ID_MAX + 1], path[PATH_MAX];
+  char *argv[] = {"sh", "-c", "exec sleep 300.135", NULL};
+  sx_create(id, argv, NULL);
+  snprintf(path, sizeof path, "%s/tasks/%s/%s", sx_state, id, TFS_DOORBELL);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "x", 1), 1);
+  close(fd);
+  tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
+  cr_assert_eq(tfs_launch(sx_store, id, &lo, NULL), 0);
+  mode_t m;
+  cr_assert_eq(doorbell_mode(id, &m), 0);
+  cr_assert(S_ISFIFO(m), "the planted file was not replaced by the FIFO");
+
+  pid_t sup = supervisor_pid(id);
+  cr_assert_eq(kill(sup, SIGKILL), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_LOST);
+  tfs_record_free(&rec);
+  sx_kill_procs_with("sleep 300.135");
+  cr_assert_eq(doorbell_mode(id, &m), 0, "the killed supervisor's FIFO should still be there");
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "late"), TFS_EFINISHED);
+  cr_assert_eq(tfs_task_forget(sx_store, id), 0);
+  struct stat st;
+  snprintf(path, sizeof path, "%s/tasks/%s", sx_state, id);
+  cr_assert_eq(lstat(path, &st), -1, "the task dir with a FIFO in it was not removed");
+}

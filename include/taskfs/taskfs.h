@@ -330,7 +330,13 @@ int tfs_task_prune(tfs_store_t *store, size_t keep);
 
 /* ---- stop requests ---------------------------------------------------- */
 
-/* Records a stop request (who: free text, e.g. "cli pid 123 uid 0").
+/* tasks/<id>/doorbell: a FIFO the supervisor reads; a stop request writes
+ * one byte into it after the cancel file, so that no inotify watch is
+ * needed to notice the request at once. */
+#define TFS_DOORBELL "doorbell"
+
+/* Records a stop request (who: free text, e.g. "cli pid 123 uid 0"), then
+ * rings the task's doorbell (never writing to anything but a FIFO).
  * TFS_EFINISHED if the task has already ended (nothing is written). */
 int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who);
 /* 1 if requested (fills who/when if not NULL), 0 if not. */

@@ -217,6 +217,46 @@ static HH_UNUSED void hh_teardown(void) {
   memset(&hh, 0, sizeof hh);
 }
 
+/* A test that Criterion killed on its timeout never ran its .fini: its
+ * processes, mounts and directory stay behind. Each test writes its pid to
+ * <root>/.owner; this sweeps the roots whose test is gone. */
+static HH_UNUSED void hh_reap_stale(void) {
+  const char *base = getenv("TMPDIR");
+  DIR *d = opendir(base && *base ? base : "/tmp");
+  struct dirent *e;
+  if (!d)
+    return;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "taskfs-test-hard", 16))
+      continue;
+    char *root = hh_strdupf("%s/%s", base && *base ? base : "/tmp", e->d_name);
+    char *own = hh_strdupf("%s/.owner", root);
+    char *s = tu_read_file(own, NULL);
+    pid_t pid = s ? (pid_t)atoi(s) : 0;
+    free(s);
+    free(own);
+    if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
+      hh_ctx_t save = hh;
+      memset(&hh, 0, sizeof hh);
+      hh.root = root;
+      hh.store = hh_strdupf("%s/store", root);
+      hh_kill_ours();
+      char *mi = tu_read_file("/proc/self/mountinfo", NULL);
+      for (char *line = mi ? strtok(mi, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        char mp[4096];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && !strncmp(mp, root, strlen(root)))
+          umount2(mp, MNT_DETACH);
+      }
+      free(mi);
+      tu_rmrf(root);
+      free(hh.store);
+      hh = save;
+    }
+    free(root);
+  }
+  closedir(d);
+}
+
 /* Makes the private root and store path and exports them, so that every
  * process the test starts (and every supervisor and worker those start)
  * uses this store and can be found by hh_teardown(). */
@@ -224,7 +264,12 @@ static HH_UNUSED void hh_setup_tag(const char *tag) {
   char self[4096];
   ssize_t n;
   memset(&hh, 0, sizeof hh);
+  hh_reap_stale();
   hh.root = tu_tmpdir(tag);
+  char *own = hh_strdupf("%s/.owner", hh.root), pidbuf[32];
+  snprintf(pidbuf, sizeof pidbuf, "%d\n", (int)getpid());
+  tu_write_file(own, pidbuf, strlen(pidbuf));
+  free(own);
   hh.store = hh_strdupf("%s/store", hh.root);
   n = readlink("/proc/self/exe", self, sizeof self - 1);
   cr_assert(n > 0, "readlink /proc/self/exe: %s", strerror(errno));
@@ -248,7 +293,7 @@ static HH_UNUSED void hh_setup(void) {
  * others are /dev/null, except that err_path (if not NULL) receives
  * stderr. */
 static HH_UNUSED pid_t hh_spawn(const char *const argv[], int *in, int *out, int *err,
-                      const char *err_path) {
+                                const char *err_path) {
   int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
   if ((in && pipe2(pin, O_CLOEXEC)) || (out && pipe2(pout, O_CLOEXEC)) ||
       (err && pipe2(perr, O_CLOEXEC)))
@@ -340,7 +385,7 @@ static HH_UNUSED void hh_res_free(hh_res_t *r) {
 /* Runs argv to completion with input on its stdin, capturing stdout and
  * stderr. */
 static HH_UNUSED hh_res_t hh_run_argv(const char *const argv[], const char *input, size_t inlen,
-                            int64_t timeout_ms) {
+                                      int64_t timeout_ms) {
   int in, out, err;
   hh_res_t r = {0};
   hh_buf_t bo = {0}, be = {0};
@@ -444,7 +489,7 @@ static HH_UNUSED char *hh_chomp(char *s) {
  * buffer copied by the caller) or fails the test. extra and cmd are
  * NULL-terminated arrays. */
 static HH_UNUSED void hh_run_task(const char *const extra[], const char *const cmd[],
-                        char id[TFS_ID_MAX + 1]) {
+                                  char id[TFS_ID_MAX + 1]) {
   const char *argv[64];
   int n = 0;
   argv[n++] = tu_taskfs_bin();
@@ -471,7 +516,7 @@ static HH_UNUSED char *hh_count_path(const char *tag) {
 }
 
 static HH_UNUSED void hh_run_worker(const char *tag, long delay_us, const char *const extra[],
-                          char id[TFS_ID_MAX + 1]) {
+                                    char id[TFS_ID_MAX + 1]) {
   char *cnt = hh_count_path(tag), delay[32];
   snprintf(delay, sizeof delay, "%ld", delay_us);
   const char *cmd[] = {hh.self, "--hh-worker", cnt, delay, NULL};
@@ -600,8 +645,8 @@ static HH_UNUSED hh_store_stats_t hh_check_store(const char *when) {
       st.incomplete++;
       continue;
     }
-    cr_assert_eq(rc, 0, "%s: record.json of %s does not parse (%s): torn or corrupt", when,
-                 ids[i], err);
+    cr_assert_eq(rc, 0, "%s: record.json of %s does not parse (%s): torn or corrupt", when, ids[i],
+                 err);
     tfs_record_free(&raw);
     tfs_record_init(&rec);
     rc = tfs_task_load(store, ids[i], &rec);
@@ -612,8 +657,8 @@ static HH_UNUSED hh_store_stats_t hh_check_store(const char *when) {
       rc = tfs_task_load(store, ids[i], &rec);
       cr_assert_eq(rc, 0);
       cr_assert(rec.state != TFS_RUNNING || hh_supervisor_running(&rec),
-                "%s: task %s reads running but its supervisor (pid %d) is not alive", when,
-                ids[i], (int)rec.supervisor_pid);
+                "%s: task %s reads running but its supervisor (pid %d) is not alive", when, ids[i],
+                (int)rec.supervisor_pid);
     }
     st.tasks++;
     if (rec.state == TFS_RUNNING)
@@ -693,8 +738,7 @@ static HH_UNUSED tfs_state_t hh_wait_ended(const char *id) {
 static HH_UNUSED void hh_wait_running(const char *id) {
   hh_idarg_t a = {id};
   int v = tu_wait_until(hh_cond_running, &a, hh_timeout_ms());
-  cr_assert(v == 1, "task %s did not reach running (state %s)", id,
-            tfs_state_name(hh_state(id)));
+  cr_assert(v == 1, "task %s did not reach running (state %s)", id, tfs_state_name(hh_state(id)));
 }
 
 /* Checks a worker's transcript: lines "seq=1" .. "seq=M" in order, each
@@ -725,8 +769,8 @@ static HH_UNUSED long hh_check_seq(const char *id, long min, long max, const cha
   free(s);
   long m = want - 1;
   cr_assert(m >= min && m <= max,
-            "%s: transcript of %s has %ld lines; the worker wrote between %ld and %ld", when, id,
-            m, min, max);
+            "%s: transcript of %s has %ld lines; the worker wrote between %ld and %ld", when, id, m,
+            min, max);
   return m;
 }
 
@@ -904,7 +948,7 @@ static HH_UNUSED json_t *hh_mcp_read(hh_mcp_t *m, int64_t timeout_ms) {
 /* Sends a request and returns the response with its id (notifications in
  * between are skipped); NULL if the server died or did not answer. */
 static HH_UNUSED json_t *hh_mcp_request(hh_mcp_t *m, const char *method, json_t *params,
-                              int64_t timeout_ms) {
+                                        int64_t timeout_ms) {
   int id = m->next_id++;
   json_t *req = json_pack("{s:s, s:i, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
   if (params)
@@ -940,11 +984,11 @@ static HH_UNUSED void hh_mcp_notify(hh_mcp_t *m, const char *method) {
 }
 
 static HH_UNUSED int hh_mcp_initialize(hh_mcp_t *m) {
-  json_t *r = hh_mcp_request(
-      m, "initialize",
-      json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18", "capabilities",
-                "clientInfo", "name", "taskfs-hardening", "version", "1"),
-      hh_timeout_ms());
+  json_t *r = hh_mcp_request(m, "initialize",
+                             json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
+                                       "capabilities", "clientInfo", "name", "taskfs-hardening",
+                                       "version", "1"),
+                             hh_timeout_ms());
   if (!r)
     return -1;
   int ok = json_object_get(r, "result") != NULL;
@@ -957,9 +1001,9 @@ static HH_UNUSED int hh_mcp_initialize(hh_mcp_t *m) {
  * else the whole result) with *is_error set, or NULL on a protocol error
  * (then *is_error = -1 and *errmsg, if given, gets the error message). */
 static HH_UNUSED json_t *hh_mcp_tool(hh_mcp_t *m, const char *tool, json_t *args, int *is_error,
-                           char **errmsg) {
-  json_t *r = hh_mcp_request(m, "tools/call", json_pack("{s:s, s:o}", "name", tool, "arguments", args),
-                             hh_timeout_ms());
+                                     char **errmsg) {
+  json_t *r = hh_mcp_request(
+      m, "tools/call", json_pack("{s:s, s:o}", "name", tool, "arguments", args), hh_timeout_ms());
   *is_error = -1;
   if (errmsg)
     *errmsg = NULL;
