@@ -747,20 +747,22 @@ row8() {
 
 # ---- run the rows, print the table, write the results ---------------------------
 
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 START=$("$BT" now)
 for r in $ROWS; do
   "row$r"
 done
 ELAPSED=$(calc "($("$BT" now) - $START) / 1e9" 0)
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 {
   echo "# taskfs benchmarks ($MODE)"
   echo
-  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), store on $(df -T "$W" | awk 'NR==2{print $2}') ($(df "$W" | awk 'NR==2{print $1}')); taskfs $("$TASKFS" --version 2>/dev/null | awk '{print $2}'), built with \`make\` (-O2 -g). The whole run took $ELAPSED s."
+  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), store on $(df -T "$W" | awk 'NR==2{print $2}') ($(df "$W" | awk 'NR==2{print $1}')); taskfs $("$TASKFS" --version 2>/dev/null | awk '{print $2}'), built with \`make\` (-O2 -g). The whole run took $ELAPSED s; load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end (anything above 0 is other work sharing the $(nproc) cores: the ratios against same-run baselines absorb most of it, absolute figures and p99s do not)."
   echo
   echo "Reproduce: \`make bench\` (writes this file; needs the Debian packages of .ci/run, which include task-spooler, and node + npm for bench/mcp). \`make bench-quick\` runs the same code at tiny sizes as a smoke test."
   echo
-  echo "Each figure is the median of the runs given (throughput, listing, start: $RUNS-$STARTS runs; latency rows: percentiles over every sample), measured in the same run as its baseline, interleaved with it (order rotated between runs)."
+  echo "How figures are made: throughput, listing and prune figures are the median of $RUNS runs; start latency the median of $STARTS starts; stop and follow latency are p50/p99 over every sample ($STOPS stops per method; $FOLLOW_RUNS tasks × $FOLLOW_LINES lines); MCP round trips the median over $MCP_RUNS runs of each run's p50/p99 ($MCP_CALLS calls per run); idle CPU the median of $IDLE_RUNS windows of $IDLE_S s. Every baseline is measured in the same run as its subject, interleaved with it (order rotated between runs), so ratios compare like with like."
   echo
   echo "| # | figure | taskfs | baseline (same run) | ratio | goal | verdict |"
   echo "|---|---|---|---|---|---|---|"

@@ -172,8 +172,25 @@ int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int fl
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
-  return fd < 0 ? tfs__open_err(errno) : fd;
+  /* O_NONBLOCK so that a FIFO planted in the store cannot hang the open;
+   * then anything but a regular file is refused (the doorbell, a FIFO by
+   * design, is checked by its only user), and the caller's blocking mode is
+   * restored. */
+  int fd = openat(dfd, name, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return tfs__open_err(errno);
+  struct stat st;
+  if (fstat(fd, &st) || (!S_ISREG(st.st_mode) && strcmp(name, TFS_DOORBELL))) {
+    close(fd);
+    return TFS_ECORRUPT;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (!(flags & O_NONBLOCK) && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))) {
+    int e = -errno;
+    close(fd);
+    return e;
+  }
+  return fd;
 }
 
 int tfs__keys_lock(const tfs_store_t *store) {

@@ -57,6 +57,8 @@ typedef struct tfile {
   struct fuse_pollhandle *ph;
   struct tfile *next; /* in the task's list of open transcripts */
   int accepted;       /* cancel: a "1" was accepted on this handle */
+  int for_write;      /* cancel: opened for writing */
+  int wrote;          /* cancel: some write reached this handle */
 } tfile_t;
 
 typedef struct {

@@ -591,6 +591,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   }
   f->kind = t == N_OWNER ? -1 : kind;
   f->task = idx;
+  f->for_write = acc != O_RDONLY;
   f->fd = -1;
   if (t == N_TASK && kind == K_TRANSCRIPT) {
     f->fd = open_transcript(s, m->tasks.v[idx].name);
@@ -684,6 +685,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
     fuse_reply_err(req, EACCES);
     return;
   }
+  f->wrote = 1;
   int one = (size == 1 && buf[0] == '1') || (size == 2 && buf[0] == '1' && buf[1] == '\n');
   if (!one) {
     if (size == 1 && buf[0] == '\n' && f->accepted)
@@ -706,6 +708,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
   mnt_log(m, LOG_INFO, "task %s: stop requested by %s", id, who);
   f->accepted = 1;
   fuse_reply_write(req, size);
+}
+
+/* A cancel opened for writing and closed before anything was written
+ * (`: > cancel`) is empty input: close() reports EINVAL, and nothing is
+ * recorded. A shell that dup2()s the fd closes the original before writing
+ * through the copy; that early close fails too, but shells ignore it and the
+ * write that follows is judged on its own. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  tfile_t *f = (tfile_t *)(uintptr_t)fi->fh;
+  fuse_reply_err(req, f && f->kind == K_CANCEL && f->for_write && !f->wrote ? EINVAL : 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -802,7 +814,9 @@ static int list_keys(tfs_store_t *s, char ***names, size_t *n) {
   size_t cap = 0;
   struct dirent *de;
   while ((de = readdir(dir))) {
-    if (!tfs_key_valid(de->d_name))
+    /* A key is a regular file; anything else planted in keys/ is not one,
+     * and listing it would show a name that lookup then refuses. */
+    if (!tfs_key_valid(de->d_name) || (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
       continue;
     if (*n == cap) {
       cap = cap ? cap * 2 : 64;
@@ -824,8 +838,24 @@ static int dirh_fill(mnt_t *m, dirh_t *d) {
   tfs_store_t *s = mnt_store(m);
   if (!s || (d->t != N_TASKS && d->t != N_BYKEY))
     return 0;
-  if (d->t == N_TASKS)
-    return tfs_task_ids(s, &d->names, &d->n);
+  if (d->t == N_TASKS) {
+    int err = tfs_task_ids(s, &d->names, &d->n);
+    if (err)
+      return err;
+    /* The core lists every well-formed name so that a damaged task can be
+     * forgotten; the mount shows only real directories, the names a lookup
+     * accepts (a symlink planted in tasks/ is not a task). */
+    size_t kept = 0;
+    struct stat st;
+    for (size_t i = 0; i < d->n; i++) {
+      if (task_stat(s, d->names[i], &st) == 0)
+        d->names[kept++] = d->names[i];
+      else
+        free(d->names[i]);
+    }
+    d->n = kept;
+    return 0;
+  }
   return list_keys(s, &d->names, &d->n);
 }
 
@@ -985,6 +1015,7 @@ const struct fuse_lowlevel_ops tfs_fs_ops = {
     .read = op_read,
     .write = op_write,
     .release = op_release,
+    .flush = op_flush,
     .opendir = op_opendir,
     .readdir = op_readdir,
     .releasedir = op_releasedir,

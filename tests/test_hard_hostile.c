@@ -280,7 +280,7 @@ Test(hard_hostile, h04_invalid_utf8) {
   char *t = hh_task_path(id, "transcript");
   size_t len;
   char *out = hh_slurp(t, &len);
-  cr_expect(out && len == 19 && !memcmp(out, "bad\xff\xfe utf8 \xc3\x28\n", 19),
+  cr_expect(out && len == 14 && !memcmp(out, "bad\xff\xfe utf8 \xc3\x28\n", 14),
             "the worker did not get its argv bytes exactly: it printed '%s' (%zu bytes), want "
             "'bad\\xff\\xfe utf8 \\xc3(' (the command ran with different arguments)",
             out ? out : "", len);
@@ -586,8 +586,9 @@ Test(hard_hostile, h06_writes_to_cancel) {
     int fd = open(cancel, O_WRONLY | O_TRUNC);
     cr_assert(fd >= 0);
     int rc = close(fd);
+    int close_errno = errno;
     cr_assert(!cancel_requested(id), "an empty write recorded a stop");
-    cr_expect(rc < 0 && errno == EINVAL,
+    cr_expect(rc < 0 && close_errno == EINVAL,
               "`: > cancel` (an empty write) succeeded; the mount's contract says empty input "
               "fails with EINVAL");
   }
@@ -802,6 +803,42 @@ Test(hard_hostile, h07_planted_symlinks_and_fifos) {
     unlink(p);
     hh_res_t r = hh_tfs("cancel", id, NULL);
     hh_res_free(&r);
+    free(p);
+  }
+
+  /* The doorbell of a running task (the FIFO a stop request rings) as a
+   * symlink to a file outside, and as a regular file: a stop request
+   * still stops the task (by the supervisor's poll) and writes nothing
+   * through. */
+  for (int kind = 0; kind < 2; kind++) {
+    char id[TFS_ID_MAX + 1];
+    sleep_task(id);
+    char *p = hh_task_path(id, "doorbell");
+    /* The supervisor makes its doorbell during start-up. */
+    for (int i = 0; i < 500 && access(p, F_OK); i++)
+      hh_sleep_ms(10);
+    unlink(p);
+    if (kind)
+      cr_assert_eq(tu_write_file(p, "", 0), 0);
+    else
+      cr_assert_eq(symlink(outside, p), 0);
+    hh_res_t r = sh_deadline(hh_strdupf("'%s' cancel %s", tu_taskfs_bin(), id));
+    cr_expect_eq(r.status, 0, "taskfs cancel with a planted doorbell: %d %s", r.status, r.err);
+    hh_res_free(&r);
+    cr_expect_eq(hh_wait_ended(id), TFS_CANCELLED,
+                 "a stop request did not land with the doorbell planted as a %s",
+                 kind ? "regular file" : "symlink");
+    char *sec = hh_slurp(outside, NULL);
+    cr_assert(sec && !strcmp(sec, "TOP-SECRET-OUTSIDE-THE-STORE\n"),
+              "a stop request wrote through a doorbell symlink");
+    free(sec);
+    if (kind) {
+      size_t len = 99;
+      char *c = hh_slurp(p, &len);
+      /* (Gone is fine too: the supervisor removes its doorbell on exit.) */
+      cr_expect(!c || len == 0, "a stop request wrote into a regular file planted as the doorbell");
+      free(c);
+    }
     free(p);
   }
 
@@ -1240,4 +1277,141 @@ Test(hard_hostile, h10_output_with_nul_bytes) {
   free(mp);
   cr_assert_eq(hh_mount_stop(&mt), 0);
   free(mnt);
+}
+
+/* ---- h11: mutated JSON-RPC messages ------------------------------------------------------- */
+
+/* A seeded dumb fuzzer over the real server: valid messages of every kind
+ * the server knows, mutated (bytes flipped, spans cut or doubled, hostile
+ * tokens spliced in, truncated): 20,000 of them (300,000 with TASKFS_FULL=1). Every line the server
+ * writes must be JSON (hh_mcp_read checks), and after every hundred a ping
+ * must be answered. The libFuzzer targets cannot reach the message handler
+ * in-process (it is static and the server is not re-entrant); this does,
+ * under ASan/UBSan in `make asan`. Commands in the seeds are harmless
+ * (/bin/true, /bin/echo); mutations of them name programs that do not
+ * exist. */
+Test(hard_hostile, h11_mutated_jsonrpc) {
+  static const char *const seeds[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+      "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"m\",\"version\":\"1\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"cursor\":null}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"start_managed_task\",\"arguments\":{\"taskKey\":\"mut\",\"command\":[\"/bin/true\"],"
+      "\"waitMs\":10}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"start_managed_task\",\"arguments\":{\"taskKey\":\"mut2\",\"command\":\"/bin/echo hi\","
+      "\"cwd\":\"/\",\"env\":{\"A\":\"b\"},\"restart\":true}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"read_managed_task\",\"arguments\":{\"taskKey\":\"mut\",\"waitMs\":5,\"tailLines\":3,"
+      "\"sinceLine\":1,\"untilPattern\":\"h(i\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"list_managed_tasks\",\"arguments\":{\"state\":\"completed\",\"limit\":2,\"cursor\":\"x\"}}"
+      "}",
+      "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"cancel_managed_task\",\"arguments\":{\"taskKey\":\"mut\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"start_managed_task\",\"arguments\":{\"taskKey\":\"mut3\",\"command\":[\"/bin/true\"]},"
+      "\"task\":{\"ttl\":1000}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tasks/list\",\"params\":{\"cursor\":\"a\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tasks/get\",\"params\":{\"taskId\":"
+      "\"mx2o5jl7-z1uk5h\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tasks/cancel\",\"params\":{\"taskId\":\"x\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"resources/list\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"resources/templates/list\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"resources/read\",\"params\":{\"uri\":"
+      "\"taskfs://tasks/mx2o5jl7-z1uk5h/transcript\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"resources/subscribe\",\"params\":{\"uri\":"
+      "\"taskfs://tasks/mx2o5jl7-z1uk5h/record\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"resources/unsubscribe\",\"params\":{\"uri\":"
+      "\"taskfs://tasks/mx2o5jl7-z1uk5h/record\"}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":6}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+  };
+  static const char *const tokens[] = {
+      "null",
+      "{}",
+      "[]",
+      "-1",
+      "0",
+      "1e999",
+      "-0.0",
+      "99999999999999999999",
+      "\"\"",
+      "\"\\u0000\"",
+      "\"../..\"",
+      "\"a/b\"",
+      "true",
+      "\"\\ud800\"",
+      "[[[[[[[[]]]]]]]]",
+      "\"taskfs://tasks/../../etc/passwd/record\"",
+      "\"mx2o5jl7-z1uk5h\"",
+      ",",
+      ":",
+      "\"",
+  };
+  const char *s = getenv("HH_SEED");
+  unsigned seed = s && *s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)(getpid() ^ time(NULL));
+  srand(seed);
+  cr_log_info("h11 seed %u (replay with HH_SEED=%u)", seed, seed);
+  hh_mcp_t m;
+  start_mcp(&m);
+  size_t nseeds = sizeof seeds / sizeof seeds[0], ntok = sizeof tokens / sizeof tokens[0];
+  int answered = 0, total = hh_full() ? 300000 : 20000;
+  for (int i = 0; i < total; i++) {
+    const char *src = seeds[rand() % nseeds];
+    size_t n = strlen(src), cap = n * 2 + 256;
+    char *b = malloc(cap);
+    memcpy(b, src, n);
+    int muts = 1 + rand() % 4;
+    for (int k = 0; k < muts && n > 0; k++) {
+      size_t at = (size_t)rand() % n;
+      switch (rand() % 5) {
+      case 0: /* flip a byte (never into a newline: that only splits) */
+        b[at] = (char)(rand() % 256);
+        if (b[at] == '\n')
+          b[at] = ' ';
+        break;
+      case 1: { /* cut a span */
+        size_t len = (size_t)rand() % (n - at + 1);
+        memmove(b + at, b + at + len, n - at - len);
+        n -= len;
+        break;
+      }
+      case 2: { /* double a span */
+        size_t len = (size_t)rand() % (n - at + 1);
+        if (n + len < cap) {
+          memmove(b + at + len, b + at, n - at);
+          n += len;
+        }
+        break;
+      }
+      case 3: { /* splice a token */
+        const char *t = tokens[rand() % ntok];
+        size_t tl = strlen(t);
+        if (n + tl < cap) {
+          memmove(b + at + tl, b + at, n - at);
+          memcpy(b + at, t, tl);
+          n += tl;
+        }
+        break;
+      }
+      default: /* truncate */
+        n = at;
+      }
+    }
+    b[n++] = '\n';
+    cr_assert_eq(hh_mcp_send_raw(&m, b, n), 0, "message %d: the server stopped reading", i);
+    free(b);
+    if (i % 100 == 99) {
+      json_t *got = send_then_ping(&m, "", 0);
+      answered += (int)json_array_size(got);
+      json_decref(got);
+    }
+  }
+  cr_log_info("h11: %d mutated messages, %d answers, the server stayed up", total, answered);
+  cr_assert(answered > total / 10, "the server answered only %d of %d messages", answered, total);
+  cr_assert_eq(hh_mcp_close(&m), 0, "the MCP server did not exit cleanly after the mutations");
+  hh_store_stats_t st = hh_check_store("after mutated messages");
+  cr_log_info("h11: the mutations started %zu tasks", st.tasks);
 }

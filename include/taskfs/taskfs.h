@@ -382,7 +382,9 @@ void tfs_follower_close(tfs_follower_t *f);
 
 /* ---- file helpers shared by the faces --------------------------------- */
 
-/* Opens <store>/tasks/<id>/<name> with O_NOFOLLOW|O_CLOEXEC|flags. */
+/* Opens <store>/tasks/<id>/<name> with O_NOFOLLOW|O_CLOEXEC|flags. The open
+ * never blocks, and anything but a regular file (a planted FIFO, device or
+ * directory) is refused with TFS_ECORRUPT, except the doorbell FIFO. */
 int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags,
                     mode_t mode);
 /* Writes data to dirfd/name atomically and durably (temp, fsync, rename,
