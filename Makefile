@@ -76,12 +76,13 @@ test: test-c test-mcp
 run: $(BIN)
 	./scripts/run-main.sh $(abspath $(BIN))
 
-# Benchmark helpers: bt needs only libc; tfsgen uses the core API.
-BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen
+# Benchmark helpers: bt needs only libc; tfsgen and classify_bench use the
+# core API.
+BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench
 $(BUILD)/bench/bt: bench/bt.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
-$(BUILD)/bench/tfsgen: $(BUILD)/bench/tfsgen.o $(LIBS)
+$(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench: $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 bench: $(BIN) $(BENCH_BIN)

@@ -66,11 +66,18 @@ static void append_line(const char *path, const char *line) {
   close(fd);
 }
 
-static pid_t spawn(char **argv) {
+/* Starts argv; with quiet, its stdout goes to /dev/null (the caller's
+ * stdout carries a figure, which the child's words must not mix with). */
+static pid_t spawn(char **argv, int quiet) {
   pid_t pid = fork();
   if (pid < 0)
     die("fork failed%s", "");
   if (pid == 0) {
+    if (quiet) {
+      int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (fd >= 0)
+        dup2(fd, 1);
+    }
     execvp(argv[0], argv);
     fprintf(stderr, "bt: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -110,7 +117,7 @@ static int cmd_time(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGALRM, &sa, NULL);
   int64_t t0 = clock_ns(CLOCK_MONOTONIC);
-  pid_t pid = spawn(argv + 4);
+  pid_t pid = spawn(argv + 4, 0);
   timed_child = pid;
   alarm((unsigned)timeout_s);
   int rc = wait_status(pid);
@@ -246,7 +253,7 @@ static int cmd_stop(int argc, char **argv) {
     }
   } else if (!strcmp(mode, "exec")) {
     t0 = real_ns();
-    pid_t pid = spawn(argv + 3);
+    pid_t pid = spawn(argv + 3, 1);
     int rc = wait_status(pid);
     if (rc) {
       fprintf(stderr, "bt stop: %s exited %d\n", argv[3], rc);
@@ -452,7 +459,14 @@ static int cmd_stats(int argc, char **argv) {
     }
     if (!last)
       continue;
-    x = atof(last) / div;
+    /* Only numbers count: a stray word must never pass for a zero. */
+    char *end;
+    x = strtod(last, &end);
+    if (end == last || *end) {
+      fprintf(stderr, "bt stats: ignoring a line that does not end in a number: %s\n", last);
+      continue;
+    }
+    x /= div;
     if (n == cap)
       v = realloc(v, (cap *= 2) * sizeof *v);
     v[n++] = x;

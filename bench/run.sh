@@ -32,9 +32,10 @@ esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build}
-TASKFS=${TASKFS_BIN:-$ROOT/$BUILD/taskfs}
-BT=$ROOT/$BUILD/bench/bt
-GEN=$ROOT/$BUILD/bench/tfsgen
+case "$BUILD" in /*) BDIR=$BUILD ;; *) BDIR=$ROOT/$BUILD ;; esac
+TASKFS=${TASKFS_BIN:-$BDIR/taskfs}
+BT=$BDIR/bench/bt
+GEN=$BDIR/bench/tfsgen
 ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8}
 
 if [ "$MODE" = full ]; then
@@ -68,7 +69,7 @@ else
   IDLE_RUNS=1
   MCP_CALLS=50
   MCP_RUNS=5
-  OUT=${BENCH_OUT:-$ROOT/$BUILD/bench/results-quick.md}
+  OUT=${BENCH_OUT:-$BDIR/bench/results-quick.md}
 fi
 export BT_TIMEOUT_S=600
 
@@ -283,6 +284,14 @@ row1() {
     row "1" "capture throughput, $label, $(mib $CAP) MiB" "$tt MiB/s" "redirect $tr MiB/s; tsp $ts MiB/s" \
       "${ratio}× redirect, $(calc "$tt / $ts" 2)× tsp" "≥ ${goal}× redirect" "$(verdict "$ratio >= $goal")"
   done
+  # The classifier on its own (bench/classify_bench.c, by the important
+  # lines engineer): what the per-line work costs without pipes and files.
+  local cb=$BDIR/bench/classify_bench cbout
+  if [ -x "$cb" ]; then
+    cbout=$("$cb" "$([ "$MODE" = full ] && echo 200 || echo 20)" | head -n 1) || die "classify_bench failed"
+    note "Row 1 context: the important-line classifier alone on a mixed build/test log: ${cbout#classify_bench: }."
+    cmd "row 1 context: \`$BUILD/bench/classify_bench $([ "$MODE" = full ] && echo 200 || echo 20)\` (tfs_important_feed over a generated log, best of 3)."
+  fi
   cmd "row 1: \`taskfs run --state-dir S --wait -- sh -c 'yes | head -c $CAP'\` vs \`sh -c 'yes | head -c $CAP > FILE'\` vs \`tsp sh -c '...'; tsp -w\`; the same with \`yes <4095 x>\` (4 KiB lines). Wall time per run by \`bt time\`; $RUNS runs each, order rotated; throughput from the median."
 }
 
@@ -414,7 +423,7 @@ row4() {
     t_tm=$!
     tail -f "$T" >"$W/fifo.tf" &
     t_tf=$!
-    KILLPIDS+=("$t_tm" "$t_tf")
+    KILLPIDS+=("$t_tm" "$t_tf" "$p_logs" "$p_poll" "$p_tm" "$p_tf")
     sleep 1.5 # every follower is in place, tail -f on the mount past its first poll
     touch "$W/go"
     local failed=""
@@ -711,7 +720,7 @@ row7() {
     "$(verdict "$priv_med <= 1024")"
   row "7" "concurrency: CPU of all $CONC supervisors while idle" "$cpu_ticks ticks in ${IDLE_S} s = ${cpu_pct}% of one core (median of $IDLE_RUNS windows)" "—" "—" "≈ 0 (no busy polling)" \
     "$(verdict "$cpu_pct < 1")"
-  note "Row 7 context: starting $CONC tasks (\`taskfs run\`, 2 at a time) took $start_s s; stopping all $CONC through the store (one cancel file each) until all read cancelled took $(calc "($t1 - $t0) / 1e9" 1) s. fs.inotify.max_user_instances is $inot on this machine: supervisors beyond that many cannot get an inotify instance and rely on the slow poll."
+  note "Row 7 context: starting $CONC tasks (\`taskfs run\`, 2 at a time) took $start_s s; stopping all $CONC through the store (one cancel file each) until all read cancelled took $(calc "($t1 - $t0) / 1e9" 1) s. (fs.inotify.max_user_instances is $inot here; supervisors learn of stop requests through a doorbell FIFO, so that limit does not bind them.)"
   cmd "row 7: \`taskfs run --state-dir S -- sleep 100000\` × $CONC (xargs -P 2); per supervisor (pid from its record) Private_Clean+Private_Dirty+Private_Hugetlb of /proc/PID/smaps_rollup; CPU = sum of utime+stime (/proc/PID/stat) of every supervisor across $IDLE_S s, $IDLE_RUNS windows; then a stop request for each (tfs_cancel_request) and a wait until all read cancelled."
   forget_finished "$s"
 }
@@ -723,9 +732,6 @@ row8() {
   new_store s8
   s=$S
   log "row 8: MCP round trip, $MCP_RUNS runs of $MCP_CALLS calls"
-  if [ ! -d "$ROOT/bench/mcp/node_modules" ]; then
-    (cd "$ROOT/bench/mcp" && npm ci --no-audit --no-fund >/dev/null) || die "npm ci in bench/mcp failed"
-  fi
   id=$("$TASKFS" run --state-dir "$s" --wait -- sh -c 'for i in $(seq 100); do echo "line $i"; done; echo "error: something failed"' 2>"$W/run.err") ||
     die "taskfs run --wait failed: $(cat "$W/run.err")"
   id=$(echo "$id" | head -n 1)
@@ -746,6 +752,16 @@ row8() {
 }
 
 # ---- run the rows, print the table, write the results ---------------------------
+
+# Rows 6 and 8 drive MCP servers with the SDK client pinned in bench/mcp.
+case " $ROWS " in
+*" 6 "* | *" 8 "*)
+  if [ ! -d "$ROOT/bench/mcp/node_modules/@modelcontextprotocol/server-everything" ]; then
+    log "installing the MCP client and reference server (npm ci in bench/mcp)"
+    (cd "$ROOT/bench/mcp" && npm ci --no-audit --no-fund >/dev/null) || die "npm ci in bench/mcp failed"
+  fi
+  ;;
+esac
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 START=$("$BT" now)

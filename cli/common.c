@@ -253,6 +253,10 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
  *
  * Both waits watch the task directory with inotify: the supervisor appends
  * to transcript (IN_MODIFY) and replaces record.json by rename (IN_MOVED_TO).
+ * Each wait asks only for the events it acts on: the end of a task is always
+ * a rename of record.json, so cli_wait_end() does not listen to transcript
+ * writes (during a flood of output they would wake it, and make it reparse
+ * the record, a thousand times a second); cli_follow() needs them.
  * A 1 s poll covers what inotify cannot see (network file systems, a full
  * inotify queue, a watch limit). SIGINT and SIGTERM are blocked except
  * inside ppoll(), so a signal can never slip in between the check of the
@@ -308,15 +312,20 @@ typedef struct {
   int ifd; /* inotify fd, -1 if unavailable: poll only */
 } task_watch_t;
 
-static void watch_open(tfs_store_t *store, const char *id, task_watch_t *w) {
+/* What cli_wait_end() watches: every state change renames a new
+ * record.json into place (IN_MOVED_TO; its temp file's IN_CREATE comes just
+ * before), and a pruned or moved task directory ends the wait. */
+#define WATCH_STATE (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+/* What cli_follow() watches: the transcript's appends as well. */
+#define WATCH_FOLLOW (WATCH_STATE | IN_MODIFY | IN_CLOSE_WRITE)
+
+static void watch_open(tfs_store_t *store, const char *id, uint32_t mask, task_watch_t *w) {
   char path[PATH_MAX];
   w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (w->ifd < 0)
     return;
   if (snprintf(path, sizeof path, "%s/tasks/%s", tfs_store_path(store), id) >= (int)sizeof path ||
-      inotify_add_watch(w->ifd, path,
-                        IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF |
-                            IN_MOVE_SELF | IN_DONT_FOLLOW | IN_ONLYDIR) < 0) {
+      inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW | IN_ONLYDIR) < 0) {
     close(w->ifd);
     w->ifd = -1;
   }
@@ -384,7 +393,7 @@ int cli_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_rec
   int64_t deadline = timeout_ms >= 0 ? tfs_now_ms() + timeout_ms : 0;
   int rc;
   sig_guard_enter(&g, 0);
-  watch_open(store, id, &w);
+  watch_open(store, id, WATCH_STATE, &w);
   for (;;) {
     rc = load_fresh(store, id, rec);
     if (rc < 0)
@@ -492,7 +501,7 @@ int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out) {
     code = cli_exit_for(rc);
     goto out;
   }
-  watch_open(store, id, &w);
+  watch_open(store, id, WATCH_FOLLOW, &w);
   for (;;) {
     rc = load_fresh(store, id, &rec);
     if (rc == TFS_ENOTASK) {

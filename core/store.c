@@ -132,6 +132,37 @@ int tfs_store_open_existing(const char *dir, tfs_store_t **out) {
   return store_open(dir, 0, out);
 }
 
+/* A long-lived reader (the mount, the MCP server) holds directory fds; if
+ * the store is removed and recreated under it, those fds name the old,
+ * deleted directories. This compares them with what the path names now and
+ * swaps in fresh fds, so the store pointer stays valid for its users. */
+int tfs_store_refresh(tfs_store_t *store) {
+  char path[PATH_MAX];
+  struct stat now, held;
+  if (snprintf(path, sizeof path, "%s/tasks", store->path) >= (int)sizeof path)
+    return -ENAMETOOLONG;
+  if (stat(path, &now))
+    return -errno;
+  if (!S_ISDIR(now.st_mode))
+    return -ENOTDIR;
+  if (fstat(store->tasks_fd, &held) == 0 && held.st_dev == now.st_dev &&
+      held.st_ino == now.st_ino && held.st_nlink > 0)
+    return 0;
+  tfs_store_t *fresh;
+  int err = store_open(store->path, 0, &fresh);
+  if (err)
+    return err;
+  int old[3] = {store->fd, store->tasks_fd, store->keys_fd};
+  store->fd = fresh->fd;
+  store->tasks_fd = fresh->tasks_fd;
+  store->keys_fd = fresh->keys_fd;
+  fresh->fd = old[0];
+  fresh->tasks_fd = old[1];
+  fresh->keys_fd = old[2];
+  tfs_store_close(fresh);
+  return 1;
+}
+
 void tfs_store_close(tfs_store_t *store) {
   if (!store)
     return;

@@ -64,6 +64,7 @@ struct mcp_server {
   uv_timer_t flush_timer; /* bounds the final flush */
   mcp_pending_t *pending;
   mcp_watch_t *watches;
+  int store_state; /* 0 when the store was there at the last request, else its error */
 };
 
 tfs_store_t *mcp_store(mcp_server_t *srv) {
@@ -481,6 +482,18 @@ static void handle_notification(mcp_server_t *srv, const char *method, json_t *p
 }
 
 static void handle_request(mcp_server_t *srv, json_t *id, const char *method, json_t *params) {
+  /* The store may have been removed and recreated under a server that runs
+   * for days: serve what the path names now. If it is gone, requests get
+   * the store's errors (no such task, an empty list) until it returns. */
+  int moved = tfs_store_refresh(srv->store);
+  if (moved != srv->store_state) {
+    if (moved < 0)
+      fprintf(stderr, "taskfs mcp: the store %s is unavailable (%s); waiting for it to return\n",
+              tfs_store_path(srv->store), tfs_strerror(moved));
+    else if (moved == 1 || srv->store_state < 0)
+      fprintf(stderr, "taskfs mcp: serving the store %s again\n", tfs_store_path(srv->store));
+    srv->store_state = moved < 0 ? moved : 0;
+  }
   if (!strcmp(method, "initialize"))
     handle_initialize(srv, id, params);
   else if (!strcmp(method, "ping"))

@@ -1415,3 +1415,249 @@ Test(hard_hostile, h11_mutated_jsonrpc) {
   hh_store_stats_t st = hh_check_store("after mutated messages");
   cr_log_info("h11: the mutations started %zu tasks", st.tasks);
 }
+
+/* ---- h12: stop requests from every face at once ------------------------------------------ */
+
+/* Three `taskfs cancel`, two writers of the mount's cancel file and two
+ * MCP servers (cancel_managed_task and tasks/cancel) all stop one task at
+ * the same moment: it ends cancelled once, its record parses, every
+ * requester gets an answer (done, or already ended), and nothing hangs. */
+Test(hard_hostile, h12_stop_requests_from_every_face_at_once) {
+  hh_mount_t mt = {0};
+  char *mnt = start_mount(&mt);
+  for (int round = 0; round < 5; round++) {
+    char id[TFS_ID_MAX + 1];
+    sleep_task(id);
+    hh_mcp_t m[2];
+    for (int i = 0; i < 2; i++)
+      start_mcp(&m[i]);
+    char *cancel = hh_strdupf("%s/tasks/%s/cancel", mnt, id);
+    pid_t kids[5];
+    for (int i = 0; i < 5; i++) {
+      char *cmd = i < 3 ? hh_strdupf("exec '%s' cancel %s", tu_taskfs_bin(), id)
+                        : hh_strdupf("echo 1 > '%s'", cancel);
+      const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+      kids[i] = hh_spawn(argv, NULL, NULL, NULL, NULL);
+      free(cmd);
+    }
+    char *l0 = hh_strdupf("{\"jsonrpc\":\"2.0\",\"id\":71,\"method\":\"tools/call\",\"params\":{"
+                          "\"name\":\"cancel_managed_task\",\"arguments\":{\"taskId\":\"%s\"}}}\n",
+                          id);
+    char *l1 = hh_strdupf("{\"jsonrpc\":\"2.0\",\"id\":72,\"method\":\"tasks/cancel\",\"params\":{"
+                          "\"taskId\":\"%s\"}}\n",
+                          id);
+    cr_assert_eq(hh_mcp_send_raw(&m[0], l0, strlen(l0)), 0);
+    cr_assert_eq(hh_mcp_send_raw(&m[1], l1, strlen(l1)), 0);
+    for (int i = 0; i < 5; i++) {
+      int st = hh_wait(kids[i], hh_timeout_ms());
+      cr_assert(st != -1, "round %d: requester %d hung", round, i);
+      if (i < 3)
+        cr_assert_eq(st, 0, "round %d: taskfs cancel exited %d", round, st);
+    }
+    for (int i = 0; i < 2; i++) {
+      json_t *v;
+      do {
+        v = hh_mcp_read(&m[i], hh_timeout_ms());
+        cr_assert(v, "round %d: MCP server %d did not answer its stop request", round, i);
+        if (json_object_get(v, "id"))
+          break;
+        json_decref(v);
+      } while (1);
+      /* tasks/cancel of a task that ended meanwhile is -32602 by the
+       * spec; anything else must be a result. */
+      cr_assert(json_object_get(v, "result") || error_code(v) == -32602,
+                "round %d: MCP server %d answered %s", round, i, json_dumps(v, JSON_COMPACT));
+      json_decref(v);
+      cr_assert_eq(hh_mcp_close(&m[i]), 0);
+    }
+    cr_assert_eq(hh_wait_ended(id), TFS_CANCELLED, "round %d: the task did not end cancelled",
+                 round);
+    hh_check_store("concurrent stop requests");
+    free(l0);
+    free(l1);
+    free(cancel);
+  }
+  cr_assert(mount_alive(&mt));
+  cr_assert_eq(hh_mount_stop(&mt), 0);
+  free(mnt);
+}
+
+/* ---- h13: one key started from every face at once -------------------------------------------- */
+
+/* Four `taskfs run --key K` and three MCP servers' start_managed_task with
+ * the same key and command, all at the same moment: exactly one task
+ * exists for the key, every starter was told its id, and the command ran
+ * once (it appends a line to a file). Five rounds, a fresh key each. */
+Test(hard_hostile, h13_one_key_started_from_every_face_at_once) {
+  for (int round = 0; round < 5; round++) {
+    char key[32];
+    snprintf(key, sizeof key, "race-%d", round);
+    char *side = hh_strdupf("%s/ran-%d", hh.root, round);
+    char *script = hh_strdupf("echo ran >> '%s'", side);
+    hh_mcp_t m[3];
+    for (int i = 0; i < 3; i++)
+      start_mcp(&m[i]);
+    int outs[4];
+    pid_t kids[4];
+    for (int i = 0; i < 4; i++) {
+      const char *argv[] = {tu_taskfs_bin(), "run", "--key", key, "--",
+                            "/bin/sh",       "-c",  script,  NULL};
+      kids[i] = hh_spawn(argv, NULL, &outs[i], NULL, NULL);
+    }
+    json_t *cmd = json_pack("[s, s, s]", "/bin/sh", "-c", script);
+    for (int i = 0; i < 3; i++) {
+      json_t *req = json_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:O}}}", "jsonrpc", "2.0", "id", 81,
+                              "method", "tools/call", "params", "name", "start_managed_task",
+                              "arguments", "taskKey", key, "command", cmd);
+      char *line = json_dumps(req, JSON_COMPACT);
+      json_decref(req);
+      char *nl = hh_strdupf("%s\n", line);
+      cr_assert_eq(hh_mcp_send_raw(&m[i], nl, strlen(nl)), 0);
+      free(nl);
+      free(line);
+    }
+    json_decref(cmd);
+    char ids[7][TFS_ID_MAX + 1];
+    for (int i = 0; i < 4; i++) {
+      char buf[256];
+      ssize_t n = 0, r;
+      while ((r = read(outs[i], buf + n, sizeof buf - 1 - (size_t)n)) > 0)
+        n += r;
+      close(outs[i]);
+      buf[n > 0 ? n : 0] = 0;
+      int st = hh_wait(kids[i], hh_timeout_ms());
+      cr_assert_eq(st, 0, "round %d: taskfs run --key exited %d", round, st);
+      snprintf(ids[i], sizeof ids[i], "%s", hh_chomp(buf));
+    }
+    for (int i = 0; i < 3; i++) {
+      json_t *v;
+      for (;;) {
+        v = hh_mcp_read(&m[i], hh_timeout_ms());
+        cr_assert(v, "round %d: MCP server %d did not answer", round, i);
+        if (json_object_get(v, "id"))
+          break;
+        json_decref(v);
+      }
+      json_t *res = json_object_get(v, "result");
+      json_t *sc = json_object_get(res, "structuredContent");
+      const char *id = json_string_value(json_object_get(sc, "taskId"));
+      cr_assert(id, "round %d: MCP server %d: %s", round, i, json_dumps(v, JSON_COMPACT));
+      snprintf(ids[4 + i], sizeof ids[4 + i], "%s", id);
+      json_decref(v);
+      cr_assert_eq(hh_mcp_close(&m[i]), 0);
+    }
+    for (int i = 1; i < 7; i++)
+      cr_assert_str_eq(ids[i], ids[0], "round %d: starter %d was given %s, starter 0 %s", round, i,
+                       ids[i], ids[0]);
+    hh_wait_ended(ids[0]);
+    size_t len = 0;
+    char *ran = hh_slurp(side, &len);
+    cr_assert(ran && !strcmp(ran, "ran\n"), "round %d: the command ran %zu times, not once", round,
+              len / 4);
+    free(ran);
+    free(script);
+    free(side);
+  }
+  hh_check_store("after the key races");
+}
+
+/* ---- h14: a pathological untilPattern ------------------------------------------------------- */
+
+/* read_managed_task's untilPattern is a POSIX extended regex from the
+ * client, matched against lines the task wrote, inside the server's one
+ * event loop. With back-references glibc's matcher is exponential:
+ * `(a*)*\1b` against 200 'a's takes seconds, against 2000 for ever. One
+ * such request must not freeze the server for every other request: a ping
+ * sent after it is answered (bound: 15 s), and so is the read itself. */
+Test(hard_hostile, h14_pathological_until_pattern) {
+  char id[TFS_ID_MAX + 1];
+  const char *cmd[] = {"/bin/sh", "-c", "head -c 2000 /dev/zero | tr '\\0' a; echo; exec sleep 300",
+                       NULL};
+  hh_run_task(NULL, cmd, id);
+  hh_mcp_t m;
+  start_mcp(&m);
+  char *req = hh_strdupf("{\"jsonrpc\":\"2.0\",\"id\":91,\"method\":\"tools/call\",\"params\":{"
+                         "\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\","
+                         "\"waitMs\":2000,\"sinceLine\":0,\"untilPattern\":\"(a*)*\\\\1b\"}}}\n"
+                         "{\"jsonrpc\":\"2.0\",\"id\":92,\"method\":\"ping\"}\n",
+                         id);
+  cr_assert_eq(hh_mcp_send_raw(&m, req, strlen(req)), 0);
+  free(req);
+  int got_ping = 0, got_read = 0;
+  int64_t end = hh_now_ms() + 15000;
+  while ((!got_ping || !got_read) && hh_now_ms() < end) {
+    json_t *v = hh_mcp_read(&m, end - hh_now_ms());
+    if (!v)
+      break;
+    json_t *vid = json_object_get(v, "id");
+    if (json_is_integer(vid) && json_integer_value(vid) == 92)
+      got_ping = 1;
+    if (json_is_integer(vid) && json_integer_value(vid) == 91)
+      got_read = 1;
+    json_decref(v);
+  }
+  cr_expect(got_ping, "a ping sent after a read with untilPattern '(a*)*\\1b' over a 2000-byte "
+                      "line was not answered within 15 s: the pattern froze the server");
+  cr_expect(got_read, "the read with a pathological untilPattern was not answered within 15 s");
+  hh_mcp_kill9(&m);
+  hh_res_t r = hh_tfs("cancel", id, NULL);
+  hh_res_free(&r);
+}
+
+/* ---- h15: environment overrides meant for the loader ---------------------------------------- */
+
+/* `--env NAME=VALUE` is for the worker. Names the dynamic loader or taskfs
+ * itself reads (LD_PRELOAD, LD_LIBRARY_PATH, TASKFS_*) must not change the
+ * supervisor that runs it: an LD_PRELOAD for the user's program would
+ * otherwise be loaded into the supervisor too, and an LD_LIBRARY_PATH
+ * with other libuv/jansson builds could stop it from starting at all. The
+ * worker gets every override; the supervisor's own environment holds none. */
+Test(hard_hostile, h15_env_overrides_reach_only_the_worker) {
+  char *lib = hh_strdupf("%s/no-such-preload.so", hh.root);
+  char *pre = hh_strdupf("LD_PRELOAD=%s", lib);
+  char *lpath = hh_strdupf("LD_LIBRARY_PATH=%s/nolibs", hh.root);
+  const char *extra[] = {"--env", pre, "--env", lpath, "--env", "TASKFS_CANCEL_POLL_MS=86400000",
+                         NULL};
+  const char *cmd[] = {"/bin/sh", "-c",
+                       "echo \"pre=$LD_PRELOAD\"; echo \"poll=$TASKFS_CANCEL_POLL_MS\"; "
+                       "exec sleep 300",
+                       NULL};
+  char id[TFS_ID_MAX + 1];
+  hh_run_task(extra, cmd, id);
+  pid_t sup = hh_supervisor_pid(id);
+  cr_assert(sup > 0);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/environ", (int)sup);
+  size_t len;
+  char *env = hh_slurp(path, &len);
+  cr_assert(env);
+  for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+    if (!strncmp(env + i, "LD_PRELOAD=", 11) || !strncmp(env + i, "LD_LIBRARY_PATH=", 16) ||
+        !strncmp(env + i, "TASKFS_CANCEL_POLL_MS=", 22)) {
+      cr_expect(0, "the supervisor of %s runs with the worker's override %s", id, env + i);
+    }
+  free(env);
+  /* The worker got them. */
+  char *tp = hh_task_path(id, "transcript");
+  int64_t end = hh_now_ms() + hh_timeout_ms();
+  char *t = NULL;
+  while (hh_now_ms() < end) {
+    free(t);
+    t = hh_slurp(tp, NULL);
+    if (t && strstr(t, "poll="))
+      break;
+    hh_sleep_ms(20);
+  }
+  cr_assert(t && strstr(t, lib) && strstr(t, "poll=86400000"), "the worker did not get its env: %s",
+            t ? t : "");
+  free(t);
+  free(tp);
+  /* And a stop request is still acted on promptly (the supervisor did not
+   * take the worker's poll interval). */
+  hh_res_t r = hh_tfs("cancel", id, NULL);
+  hh_res_free(&r);
+  cr_assert_eq(hh_wait_ended(id), TFS_CANCELLED);
+  free(lib);
+  free(pre);
+  free(lpath);
+}

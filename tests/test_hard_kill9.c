@@ -158,8 +158,21 @@ Test(hard_kill9, supervisor) {
     char id[TFS_ID_MAX + 1], tag[32], when[64];
     snprintf(tag, sizeof tag, "sup%d", r);
     snprintf(when, sizeof when, "supervisor round %d", r);
-    int phase = rnd(4);
-    if (phase == 3) {
+    int phase = rnd(5);
+    if (phase == 4) {
+      /* During restart back-off: a worker that ends after 20 lines under
+       * --restart always, restarted with growing delays. */
+      char *cnt = hh_count_path(tag);
+      const char *cmd[] = {hh.self, "--hh-worker", cnt, "200", "20", NULL};
+      const char *extra[] = {"--restart", "always", "--min-uptime", "60000", "--max-restarts",
+                             "100",       NULL};
+      hh_run_task(extra, cmd, id);
+      free(cnt);
+      hh_sleep_ms(rnd(400));
+      pid_t sup = hh_supervisor_pid(id);
+      if (sup > 0)
+        kill(sup, SIGKILL);
+    } else if (phase == 3) {
       /* During start-up: kill as soon as the supervisor shows up. */
       char *cnt = hh_count_path(tag);
       const char *argv[] = {tu_taskfs_bin(), "run", "--", hh.self, "--hh-worker", cnt, "200", NULL};
@@ -256,9 +269,11 @@ Test(hard_kill9, supervisor) {
     char *cnt = hh_count_path(tag);
     long c = hh_count_read(cnt);
     free(cnt);
-    long m = hh_check_seq(id, s == TFS_LOST ? 0 : c, c + 1, when);
-    if (m < c)
-      in_pipe += c - m;
+    if (phase != 4) { /* (restarts repeat the numbers) */
+      long m = hh_check_seq(id, s == TFS_LOST ? 0 : c, c + 1, when);
+      if (m < c)
+        in_pipe += c - m;
+    }
   }
   hh_res_t ls = hh_tfs("ls", NULL);
   cr_assert_eq(ls.status, 0, "taskfs ls after the rounds: %s", ls.err);
@@ -755,4 +770,101 @@ Test(hard_kill9, mcp_server) {
   stop_all();
   hh_check_store("mcp: after stopping everything");
   check_all_transcripts("mcp: after stopping everything");
+}
+
+/* ---- a killed supervisor's worker ---------------------------------------------------------- */
+
+/* When a supervisor is killed -9 its task reads lost, and from then on
+ * nothing in taskfs can stop the worker: `taskfs cancel` says "already
+ * ended (lost); nothing to stop", and no PID from the record is ever
+ * signalled. A worker that does not write (a dev server, `sleep`) would run
+ * on unsupervised for ever, holding its ports and files. So the worker must
+ * not outlive its supervisor: checked for a quiet worker, and for one that
+ * left a grandchild in its process group. */
+Test(hard_kill9, a_killed_supervisor_takes_its_worker_along) {
+  static const char *const cmds[][4] = {
+      {"/bin/sleep", "300", NULL, NULL},
+      {"/bin/sh", "-c", "(sleep 300 &); sleep 300", NULL},
+  };
+  for (int i = 0; i < 2; i++) {
+    char id[TFS_ID_MAX + 1];
+    hh_run_task(NULL, cmds[i], id);
+    pid_t sup = hh_supervisor_pid(id);
+    cr_assert(sup > 0);
+    tfs_record_t rec;
+    char err[256];
+    cr_assert_eq(hh_record_raw(id, &rec, err, sizeof err), 0, "%s", err);
+    pid_t pgid = rec.worker_pgid;
+    tfs_record_free(&rec);
+    cr_assert(pgid > 1);
+    kill(sup, SIGKILL);
+    wait_not_alive(id);
+    cr_assert_eq(hh_state(id), TFS_LOST);
+    int gone = wait_group_gone(pgid, 10000);
+    cr_expect(gone,
+              "%s: the worker (process group %d) outlived its killed supervisor; the task reads "
+              "lost and `taskfs cancel` can no longer stop it",
+              cmds[i][2] ? cmds[i][2] : cmds[i][0], (int)pgid);
+  }
+}
+
+/* A long-poll on a task whose supervisor is killed in the middle: nothing
+ * is written (a dead supervisor writes no record), yet read_managed_task
+ * and tasks/result must come back with `lost` soon after, not at the end
+ * of their wait. */
+Test(hard_kill9, a_long_poll_sees_its_supervisor_die) {
+  char id[TFS_ID_MAX + 1];
+  const char *cmd[] = {"/bin/sleep", "300", NULL};
+  hh_run_task(NULL, cmd, id);
+  hh_mcp_t m;
+  hh_mcp_start(&m);
+  cr_assert_eq(hh_mcp_initialize(&m), 0);
+  char *req = hh_strdupf("{\"jsonrpc\":\"2.0\",\"id\":51,\"method\":\"tools/call\",\"params\":{"
+                         "\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\","
+                         "\"waitMs\":45000}}}\n"
+                         "{\"jsonrpc\":\"2.0\",\"id\":52,\"method\":\"tasks/result\",\"params\":{"
+                         "\"taskId\":\"%s\"}}\n",
+                         id, id);
+  cr_assert_eq(hh_mcp_send_raw(&m, req, strlen(req)), 0);
+  free(req);
+  hh_sleep_ms(300);
+  tfs_record_t rec;
+  char err[256];
+  cr_assert_eq(hh_record_raw(id, &rec, err, sizeof err), 0, "%s", err);
+  pid_t pgid = rec.worker_pgid;
+  tfs_record_free(&rec);
+  pid_t sup = hh_supervisor_pid(id);
+  cr_assert(sup > 0);
+  int64_t t0 = hh_now_ms();
+  kill(sup, SIGKILL);
+  int got = 0;
+  const char *state51 = NULL;
+  json_t *keep[2] = {NULL, NULL};
+  while (got < 2 && hh_now_ms() - t0 < 20000) {
+    json_t *v = hh_mcp_read(&m, 20000 - (hh_now_ms() - t0));
+    if (!v)
+      break;
+    json_t *vid = json_object_get(v, "id");
+    if (json_is_integer(vid) && (json_integer_value(vid) == 51 || json_integer_value(vid) == 52)) {
+      keep[json_integer_value(vid) - 51] = v;
+      got++;
+      continue;
+    }
+    json_decref(v);
+  }
+  int64_t took = hh_now_ms() - t0;
+  cr_expect(keep[0], "read_managed_task did not come back within 20 s of its task's supervisor "
+                     "dying (it waits for 45 s)");
+  if (keep[0]) {
+    json_t *sc = json_object_get(json_object_get(keep[0], "result"), "structuredContent");
+    state51 = json_string_value(json_object_get(sc, "state"));
+    cr_expect(state51 && !strcmp(state51, "lost"), "read_managed_task says %s, want lost",
+              state51 ? state51 : json_dumps(keep[0], JSON_COMPACT));
+  }
+  cr_expect(keep[1], "tasks/result did not come back within 20 s of its task's supervisor dying");
+  cr_log_info("a long-poll saw its supervisor die after %lld ms", (long long)took);
+  json_decref(keep[0]);
+  json_decref(keep[1]);
+  hh_mcp_kill9(&m);
+  wait_group_gone(pgid, 1);
 }

@@ -231,3 +231,41 @@ Test(hard_security, mount_is_for_its_owner_only) {
   free(cancel);
   free(mnt);
 }
+
+/* A store directory that already exists but is open to others (made by
+ * hand, or planted in a shared place such as /tmp by another user) must
+ * not be used as it is: taskfs either tightens it to 0700 (if it is ours)
+ * or refuses it with a clear error. Otherwise any local user could plant
+ * records, keys and stop requests in it. */
+Test(hard_security, an_open_or_foreign_store_is_tightened_or_refused) {
+  char *tasks = hh_strdupf("%s/tasks", hh.store), *keys = hh_strdupf("%s/keys", hh.store);
+  cr_assert_eq(mkdir(hh.store, 0700), 0);
+  cr_assert_eq(mkdir(tasks, 0700), 0);
+  cr_assert_eq(mkdir(keys, 0700), 0);
+  chmod(hh.store, 0777);
+  chmod(tasks, 0777);
+  chmod(keys, 0777);
+  hh_res_t r = hh_tfs("run", "--", "/bin/true", NULL);
+  struct stat st, st_t, st_k;
+  cr_assert_eq(stat(hh.store, &st), 0);
+  cr_assert_eq(stat(tasks, &st_t), 0);
+  cr_assert_eq(stat(keys, &st_k), 0);
+  int tightened = (st.st_mode & 077) == 0 && (st_t.st_mode & 077) == 0 && (st_k.st_mode & 077) == 0;
+  cr_expect(tightened || (r.status != 0 && strlen(r.err) > 10),
+            "taskfs used a world-writable store as it was (modes %o %o %o, exit %d)",
+            st.st_mode & 0777, st_t.st_mode & 0777, st_k.st_mode & 0777, r.status);
+  hh_res_free(&r);
+
+  /* Owned by someone else: refused. */
+  chmod(hh.store, 0700);
+  chmod(tasks, 0700);
+  chmod(keys, 0700);
+  cr_assert_eq(chown(hh.store, 65534, 65534), 0);
+  r = hh_tfs("run", "--", "/bin/true", NULL);
+  cr_expect(r.status != 0 && strlen(r.err) > 10,
+            "taskfs used a store directory owned by another user (uid 65534): exit %d", r.status);
+  hh_res_free(&r);
+  chown(hh.store, 0, 0);
+  free(tasks);
+  free(keys);
+}

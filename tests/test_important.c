@@ -584,3 +584,24 @@ Test(kept, idempotent) {
     free(once);
   }
 }
+
+/* tfs_classify_line() calls every line of one or two bytes plain before it
+ * looks at them; that shortcut is only right while no marker is shorter than
+ * three bytes. This walks all such lines, and checks that the three-byte
+ * markers still count, so a new short marker cannot slip past the shortcut. */
+Test(classify, short_lines) {
+  unsigned char b[2];
+  for (unsigned v = 0; v < 256; v++) {
+    b[0] = (unsigned char)v;
+    cr_assert_eq(tfs_classify_line((const char *)b, 1), TFS_LINE_PLAIN, "byte %02x", v);
+  }
+  for (unsigned v = 0; v < 65536; v++) {
+    b[0] = (unsigned char)(v & 0xff);
+    b[1] = (unsigned char)(v >> 8);
+    cr_assert_eq(tfs_classify_line((const char *)b, 2), TFS_LINE_PLAIN, "bytes %02x %02x", b[0],
+                 b[1]);
+  }
+  cr_assert_eq(tfs_classify_line("ERR", 3), TFS_LINE_ERROR);
+  cr_assert_eq(tfs_classify_line("\xe2\x9c\x97", 3), TFS_LINE_FAILURE);
+  cr_assert_eq(tfs_classify_line("\xe2\x9c\x98", 3), TFS_LINE_FAILURE);
+}

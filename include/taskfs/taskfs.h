@@ -233,6 +233,11 @@ int tfs_store_open(const char *dir, tfs_store_t **out);
 /* Opens an existing store without creating anything (-ENOENT if absent). */
 int tfs_store_open_existing(const char *dir, tfs_store_t **out);
 void tfs_store_close(tfs_store_t *store);
+/* For long-lived readers: if the store's directory was removed and
+ * recreated since it was opened, reopens it in place. Returns 1 if it
+ * reopened, 0 if nothing changed, a negative error if the store is gone
+ * now (the store keeps its old fds then; call again later). */
+int tfs_store_refresh(tfs_store_t *store);
 const char *tfs_store_path(const tfs_store_t *store);
 int tfs_store_fd(const tfs_store_t *store);       /* <state> dir fd */
 int tfs_store_tasks_fd(const tfs_store_t *store); /* <state>/tasks dir fd */
