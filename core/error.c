@@ -18,6 +18,8 @@ const char *tfs_strerror(int err) {
     return "the task key already names a task with a different command or directory";
   case TFS_EFINISHED:
     return "the task has already ended";
+  case TFS_EFOREIGN:
+    return "the store belongs to another user; use a store of your own (--state-dir)";
   case TFS_ESYMLINK:
     return "a symlink or foreign file was found where a store file belongs; refusing to follow "
            "it";

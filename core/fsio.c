@@ -57,6 +57,14 @@ static int fsync_dir(int dirfd) {
  * filesystem) and starts with '.', which no id or key can, so no reader
  * mistakes it for a record, a task or a key. */
 int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) {
+  return tfs__write_atomic_flags(dirfd, name, data, len, 0);
+}
+
+/* The one body of both: with TFS__WRITE_NOSYNC the two fsyncs are left out,
+ * and everything else (symlink refusal, O_EXCL temp file, rename) stays. */
+int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
+                            unsigned flags) {
+  int sync = !(flags & TFS__WRITE_NOSYNC);
   char tmp[300], rnd[8];
   struct stat st;
   int err;
@@ -78,7 +86,7 @@ int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) 
       return tfs__open_err(errno);
     }
     err = write_all(fd, data, len);
-    if (!err && fsync(fd))
+    if (!err && sync && fsync(fd))
       err = -errno;
     if (close(fd) && !err)
       err = -errno;
@@ -88,7 +96,7 @@ int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) 
       unlinkat(dirfd, tmp, 0);
       return err;
     }
-    return fsync_dir(dirfd);
+    return sync ? fsync_dir(dirfd) : 0;
   }
 }
 

@@ -40,6 +40,16 @@ int tfs__id_generate(char buf[TFS_ID_MAX + 1]);
  * but has no record.json (a task being created). */
 int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec);
 
+/* tfs__write_atomic_flags() flags. TFS__WRITE_NOSYNC replaces the file
+ * atomically (temp file and rename: a reader sees the old or the new content,
+ * never a part) but skips the fsync of the file and of the directory, for
+ * files that must be visible at once but need not survive a crash. */
+#define TFS__WRITE_NOSYNC 1u
+
+/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). */
+int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
+                            unsigned flags);
+
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);

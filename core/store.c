@@ -86,6 +86,22 @@ static int sub_dir(int fd, const char *name, int create) {
   return sfd < 0 ? tfs__open_err(errno) : sfd;
 }
 
+/* A writer only uses directories it owns, and keeps them private: a store
+ * another user can write to could be fed records, keys and symlinks, and
+ * one owned by another user is theirs, not ours. Group and other bits are
+ * taken away rather than refused, so a store made under a loose umask by an
+ * older tool heals itself. */
+static int check_private(int fd) {
+  struct stat st;
+  if (fstat(fd, &st))
+    return -errno;
+  if (st.st_uid != geteuid())
+    return TFS_EFOREIGN;
+  if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700))
+    return -errno;
+  return 0;
+}
+
 static int store_open(const char *dir, int create, tfs_store_t **out) {
   char path[PATH_MAX];
   int err = tfs_store_resolve(dir, path, sizeof path);
@@ -117,6 +133,9 @@ static int store_open(const char *dir, int create, tfs_store_t **out) {
     err = s->keys_fd;
     goto fail;
   }
+  if (create && ((err = check_private(s->fd)) || (err = check_private(s->tasks_fd)) ||
+                 (err = check_private(s->keys_fd))))
+    goto fail;
   *out = s;
   return 0;
 fail:

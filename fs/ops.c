@@ -6,8 +6,9 @@
  * polls st_size on FUSE) and `ls -l` need. Small files (record.json, owner,
  * cancel) are rendered at open and kept for that open file; every file is
  * opened with direct_io, so a read never stops at a stale cached size.
- * Transcripts are read straight from the backing file with pread() on an fd
- * opened at open(), one reusable buffer for the whole mount. */
+ * Transcripts are read straight from the backing file through an fd opened
+ * at open(): each read is answered with fuse_reply_data() on that fd, which
+ * splices the bytes into /dev/fuse when the kernel allows it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -604,7 +605,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     if (f->fd < 0)
       f->fd = -1;
     watch_attach(m, f);
-  } else {
+  } else if (acc != O_WRONLY) {
+    /* A write-only open (`echo 1 > cancel`) never reads, so the file is
+     * rendered only for a read open: rendering cancel loads record.json and
+     * probes the lock, work a stop request should not wait for. */
     err = render(m, t, idx, kind, &f->buf, &f->len);
     if (err) {
       if (err == TFS_ECORRUPT)
@@ -653,23 +657,30 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   if (size > READ_MAX)
     size = READ_MAX;
-  if (size > m->rbuf_cap) {
-    char *b = realloc(m->rbuf, size);
-    if (!b) {
-      fuse_reply_err(req, ENOMEM);
-      return;
-    }
-    m->rbuf = b;
-    m->rbuf_cap = size;
-  }
-  ssize_t n = pread(f->fd, m->rbuf, size, off);
-  if (n < 0) {
+  /* The reply names the transcript's fd and offset instead of carrying the
+   * bytes: libfuse splices them from the page cache into /dev/fuse when the
+   * kernel allows it (one copy instead of two), and otherwise reads them
+   * itself. The size is clipped to what the file holds now, so the reply
+   * never promises bytes that are not there (the transcript only grows),
+   * and a read at the end gets an empty reply (EOF). */
+  struct stat st;
+  if (fstat(f->fd, &st)) {
     fuse_reply_err(req, errno);
     return;
   }
-  if ((uint64_t)off + (uint64_t)n > f->seen)
-    f->seen = (uint64_t)off + (uint64_t)n;
-  fuse_reply_buf(req, m->rbuf, (size_t)n);
+  if (off < 0 || off >= st.st_size) {
+    fuse_reply_buf(req, NULL, 0);
+    return;
+  }
+  if ((uint64_t)size > (uint64_t)(st.st_size - off))
+    size = (size_t)(st.st_size - off);
+  if ((uint64_t)off + size > f->seen)
+    f->seen = (uint64_t)off + size;
+  struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+  bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+  bv.buf[0].fd = f->fd;
+  bv.buf[0].pos = off;
+  fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 }
 
 /* Writes to cancel: exactly "1" or "1\n" in one write records a stop
@@ -996,6 +1007,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   /* Nothing is cached, so there is nothing to invalidate. */
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  /* Transcript reads are answered from the backing fd (fuse_reply_data);
+   * splice lets those bytes go to /dev/fuse without a copy through our
+   * memory. Every file keeps direct_io, so `tail -f` never stops at a stale
+   * size. */
+  if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+    conn->want |= FUSE_CAP_SPLICE_WRITE;
+  if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+    conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
 const struct fuse_lowlevel_ops tfs_fs_ops = {

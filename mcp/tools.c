@@ -6,6 +6,7 @@
  * State mapping (taskfs -> MCP task status): queued, running -> working;
  * completed -> completed; failed, lost -> failed; cancelled -> cancelled. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,14 +308,18 @@ int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], c
                s);
       return TFS_EBADID;
     }
-    tfs_record_t rec;
-    int err = tfs_task_load(store, s, &rec);
-    if (err == TFS_ENOTASK) {
+    /* Only whether the task exists is asked here; the tool loads the
+     * record itself. One fstatat instead of a load (open, read, parse) that
+     * would be thrown away. A task dir without record.json yet is no task,
+     * as tfs_task_load says; anything else (a planted symlink, a corrupt
+     * record) is left for the tool's own load to report. */
+    char rel[TFS_ID_MAX + 16];
+    struct stat st;
+    snprintf(rel, sizeof rel, "%s/record.json", s);
+    if (fstatat(tfs_store_tasks_fd(store), rel, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT) {
       snprintf(msg, msglen, "no task with id %s in this store; use list_managed_tasks", s);
-      return err;
+      return TFS_ENOTASK;
     }
-    if (!err)
-      tfs_record_free(&rec);
     snprintf(id, TFS_ID_MAX + 1, "%s", s);
     return 0;
   }
@@ -584,19 +589,21 @@ static json_t *task_payload(json_t *structured, const tfs_record_t *rec) {
   return r;
 }
 
-static int check_read(mcp_pending_t *p, int timed_out) {
-  read_args_t *ra = p->data;
-  mcp_server_t *srv = p->srv;
+/* Answers a read (or the answer of a start) if it can be answered now: the
+ * task has ended, the pattern matched, or the wait is over (timed_out).
+ * Returns 1 if it replied, 0 to look again later. */
+static int read_answer(mcp_server_t *srv, json_t *id, const char *task_id, read_args_t *ra,
+                       int64_t started_ms, int timed_out) {
   tfs_record_t rec;
-  int err = tfs_task_load(mcp_store(srv), p->task_id, &rec);
+  int err = tfs_task_load(mcp_store(srv), task_id, &rec);
   if (err) {
     if (!timed_out && err != TFS_ENOTASK)
       return 0; /* e.g. caught mid-write by a non-atomic reader: look again */
     if (ra->task_result)
-      mcp_reply_error(srv, p->id, RPC_INTERNAL_ERROR, "cannot read task %s: %s", p->task_id,
+      mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "cannot read task %s: %s", task_id,
                       tfs_strerror(err));
     else
-      tool_error(srv, p->id, "cannot read task %s: %s", p->task_id, tfs_strerror(err));
+      tool_error(srv, id, "cannot read task %s: %s", task_id, tfs_strerror(err));
     return 1;
   }
   int terminal = tfs_state_terminal(rec.state);
@@ -608,20 +615,24 @@ static int check_read(mcp_pending_t *p, int timed_out) {
   }
   if (ra->task_result && !terminal) {
     /* Shutting down while tasks/result waits: the task goes on; say so. */
-    mcp_reply_error(srv, p->id, RPC_INTERNAL_ERROR,
+    mcp_reply_error(srv, id, RPC_INTERNAL_ERROR,
                     "the server is shutting down; task %s is still running: call tasks/result "
                     "again after reconnecting",
-                    p->task_id);
+                    task_id);
     tfs_record_free(&rec);
     return 1;
   }
-  json_t *o = build_output(srv, &rec, ra, tfs_now_ms() - p->started_ms, !done);
+  json_t *o = build_output(srv, &rec, ra, tfs_now_ms() - started_ms, !done);
   if (ra->task_result)
-    mcp_reply(srv, p->id, task_payload(o, &rec));
+    mcp_reply(srv, id, task_payload(o, &rec));
   else
-    mcp_reply(srv, p->id, call_result(o, 0));
+    mcp_reply(srv, id, call_result(o, 0));
   tfs_record_free(&rec);
   return 1;
+}
+
+static int check_read(mcp_pending_t *p, int timed_out) {
+  return read_answer(p->srv, p->id, p->task_id, p->data, p->started_ms, timed_out);
 }
 
 /* Parses the read arguments shared by read_managed_task and the answer of
@@ -671,6 +682,15 @@ static void read_park(mcp_server_t *srv, json_t *id, const char *task_id, read_a
     int64_t last_n = (ra->since_line >= 0 || (ra->is_start && !ra->existing)) ? -1 : 0;
     if (tfs_follower_open(mcp_store(srv), task_id, last_n, &ra->fol) == 0 && last_n == 0)
       tfs_follower_next(ra->fol, 0, scan_line, &(scan_t){.ra = ra, .after = INT64_MAX});
+  }
+  /* Most reads are answered at once (no waitMs, or the task has ended):
+   * answer those here, without the pending request and its inotify watch
+   * (an inotify_add_watch and rm_watch per call). Only a read that has to
+   * wait is parked; parking watches first and then looks again, so a change
+   * after this look is not missed. */
+  if (read_answer(srv, id, task_id, ra, tfs_now_ms(), wait_ms == 0 || mcp_closing(srv))) {
+    read_args_free(ra);
+    return;
   }
   mcp_pending_t *p = mcp_pending_new(srv, id, task_id, wait_ms);
   if (!p) {

@@ -37,6 +37,7 @@ extern "C" {
 #define TFS_EKEYCONFLICT (-4004) /* key already names a different command/cwd */
 #define TFS_EFINISHED  (-4005) /* the task has already ended */
 #define TFS_ESYMLINK   (-4006) /* a symlink was planted where a file belongs */
+#define TFS_EFOREIGN   (-4007) /* the store belongs to another user */
 
 const char *tfs_strerror(int err);
 
