@@ -5,11 +5,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A task dir without record.json younger than this is being created. */
 #define CREATING_GRACE_MS 5000
@@ -28,18 +31,117 @@ int tfs__record_claims_live(const tfs_record_t *rec) {
 
 /* ---- records --------------------------------------------------------------- */
 
-int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec) {
-  char *text = NULL;
-  size_t len;
-  memset(rec, 0, sizeof *rec);
+/* Records up to this size are read into a stack buffer with one read(). */
+#define RECORD_STACK 8192
+
+/* Set once openat2 turned out to be missing (ENOSYS: kernels before 5.6,
+ * or a seccomp filter that does not know it), so it is not tried again. */
+static int no_openat2;
+
+/* Opens tasks/<id>/record.json for reading. Loading is what `taskfs ls`
+ * does for every task, so the common case is one openat2() call: it refuses
+ * a symlink on any component (RESOLVE_NO_SYMLINKS: the task dir or the
+ * record) and any escape from tasks/ (RESOLVE_BENEATH), which is what the
+ * two O_NOFOLLOW opens guarantee. Both refusals are TFS_ESYMLINK. Every
+ * other failure (ENOENT above all: is the task missing, or only its
+ * record?) and a kernel without openat2 take the two-step path, which
+ * tells the cases apart as before. O_NONBLOCK: a planted FIFO never hangs
+ * the open; the caller refuses anything but a regular file. */
+static int record_open(const tfs_store_t *store, const char *id) {
+  if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
+    char path[TFS_ID_MAX + sizeof "/record.json"];
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+    };
+    snprintf(path, sizeof path, "%s/record.json", id);
+    long fd = syscall(SYS_openat2, tfs_store_tasks_fd(store), path, &how, sizeof how);
+    if (fd >= 0)
+      return (int)fd;
+    if (errno == ELOOP || errno == EXDEV)
+      return TFS_ESYMLINK;
+    if (errno == ENOSYS)
+      __atomic_store_n(&no_openat2, 1, __ATOMIC_RELAXED);
+  }
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  int err = tfs_read_small(dfd, "record.json", TFS_RECORD_MAX, &text, &len);
+  int fd = openat(dfd, "record.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  return fd < 0 ? tfs__open_err(errno) : fd;
+}
+
+/* Reads the whole record from fd: a regular file of at most TFS_RECORD_MAX
+ * bytes (anything else is TFS_ECORRUPT). A record that fits in stack (most
+ * are 1-3 KiB) costs one read(): a short read of a regular file is its end,
+ * and a record is never written in place (saves rename a new file over it).
+ * Only when stack fills do the rest go to *heap, read until EOF.
+ * On success *text points into stack or *heap, NUL-terminated. */
+static int record_read(int fd, char stack[RECORD_STACK + 1], char **heap, const char **text,
+                       size_t *len) {
+  struct stat st;
+  if (fstat(fd, &st))
+    return -errno;
+  if (!S_ISREG(st.st_mode) || st.st_size > TFS_RECORD_MAX)
+    return TFS_ECORRUPT;
+  ssize_t r;
+  while ((r = read(fd, stack, RECORD_STACK)) < 0 && errno == EINTR) {
+  }
+  if (r < 0)
+    return -errno;
+  if (r < RECORD_STACK) {
+    stack[r] = '\0';
+    *text = stack;
+    *len = (size_t)r;
+    return 0;
+  }
+  size_t n = RECORD_STACK;
+  size_t cap = (size_t)st.st_size + 1 > 2 * n ? (size_t)st.st_size + 1 : 2 * n;
+  char *buf = malloc(cap + 1);
+  if (!buf)
+    return -ENOMEM;
+  *heap = buf;
+  memcpy(buf, stack, n);
+  for (;;) {
+    if (n > TFS_RECORD_MAX)
+      return TFS_ECORRUPT;
+    if (n == cap) {
+      size_t ncap = cap * 2 > TFS_RECORD_MAX + 1 ? TFS_RECORD_MAX + 1 : cap * 2;
+      char *nb = realloc(buf, ncap + 1);
+      if (!nb)
+        return -ENOMEM;
+      *heap = buf = nb;
+      cap = ncap;
+    }
+    r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return -errno;
+    if (r == 0)
+      break;
+    n += (size_t)r;
+  }
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
+  return 0;
+}
+
+int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec) {
+  char stack[RECORD_STACK + 1];
+  char *heap TFS_AUTOFREE = NULL;
+  const char *text = NULL;
+  size_t len = 0;
+  memset(rec, 0, sizeof *rec);
+  if (!tfs_id_valid(id))
+    return TFS_EBADID;
+  int fd TFS_AUTOCLOSE = record_open(store, id);
+  if (fd < 0)
+    return fd;
+  int err = record_read(fd, stack, &heap, &text, &len);
   if (err)
-    return err == -EFBIG ? TFS_ECORRUPT : err;
+    return err;
   err = tfs_record_parse(text, len, rec, NULL, 0);
-  free(text);
   if (err) {
     memset(rec, 0, sizeof *rec);
     return err;

@@ -104,7 +104,8 @@ static const char tools_json[] =
     "again\"},"
     "\"waitMs\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":50000},"
     "\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX extended regex: answer "
-    "as soon as an output line matches (e.g. a dev server's 'listening on')\"}},"
+    "as soon as an output line matches (e.g. a dev server's 'listening on'); matched against "
+    "the first 4 KiB of each line; back-references (\\\\1..\\\\9) are refused\"}},"
     "\"required\":[\"taskKey\",\"command\"]},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{" STATE_PROPS "," OUTPUT_PROPS ","
     "\"existing\":{\"type\":\"boolean\"},\"started\":{\"type\":\"boolean\"}},"
@@ -131,7 +132,8 @@ static const char tools_json[] =
     "\"sinceLine\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Return the lines after "
     "this line number (0: from the start)\"},"
     "\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX extended regex; return when "
-    "a new line matches\"},"
+    "a new line matches (only the first 4 KiB of each line is matched; back-references "
+    "\\\\1..\\\\9 are refused)\"},"
     "\"maxBytes\":{\"type\":\"integer\",\"minimum\":1024,\"maximum\":262144,\"description\":"
     "\"Size bound of the response, default 4096\"}}},"
     "\"outputSchema\":{\"type\":\"object\",\"properties\":{" STATE_PROPS "," OUTPUT_PROPS "},"
@@ -530,6 +532,26 @@ static json_t *build_output(mcp_server_t *srv, const tfs_record_t *rec, read_arg
   return o;
 }
 
+/* Bytes of each output line that untilPattern is matched against. */
+#define UNTIL_MATCH_MAX 4096
+
+/* Whether an untilPattern holds a back-reference (\1..\9). glibc matches
+ * those by backtracking, exponential in the line length ('(a*)*\1b' over
+ * 2000 'a's never ends), which would freeze the server's loop. A backslash
+ * inside a bracket expression is literal in an ERE, but such a pattern is
+ * refused too: rare, and '[1]' says the same. */
+static int has_backref(const char *p) {
+  for (; *p; p++) {
+    if (*p != '\\')
+      continue;
+    if (p[1] >= '1' && p[1] <= '9')
+      return 1;
+    if (p[1])
+      p++; /* an escaped character, e.g. "\\\\1" is a backslash then '1' */
+  }
+  return 0;
+}
+
 /* Scans the lines that are new since the previous call for the pattern. */
 typedef struct {
   read_args_t *ra;
@@ -542,6 +564,10 @@ static int scan_line(int64_t lineno, const char *line, size_t len, int partial, 
   scan_t *s = arg;
   if (lineno <= s->after)
     return 0;
+  /* Only a line's first UNTIL_MATCH_MAX bytes are matched: the matcher runs
+   * in the server's one loop, so its cost per line must stay bounded. */
+  if (len > UNTIL_MATCH_MAX)
+    len = UNTIL_MATCH_MAX;
   if (len + 1 > s->cap) {
     char *b = realloc(s->buf, len + 1);
     if (!b)
@@ -656,6 +682,13 @@ static int read_args_parse(json_t *args, read_args_t *ra, int64_t *wait_ms, int6
   if (pat && !json_is_null(pat)) {
     if (!json_is_string(pat)) {
       snprintf(msg, msglen, "untilPattern must be a string (a POSIX extended regex)");
+      return -1;
+    }
+    if (has_backref(json_string_value(pat))) {
+      snprintf(msg, msglen,
+               "untilPattern: back-references (\\1..\\9) are not supported; their matching "
+               "time can grow exponentially with the line length. Use a pattern without them "
+               "(e.g. 'listening on [0-9]+')");
       return -1;
     }
     int rc = regcomp(&ra->re, json_string_value(pat), REG_EXTENDED | REG_NOSUB);

@@ -82,12 +82,22 @@ void tfs_capture_flush_side(tfs_capture_t *c);
  * a regular file is refused (-EINVAL); O_NONBLOCK is cleared again. */
 int tfs_sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags);
 
+/* ---- the worker's environment ---------------------------------------- */
+
+/* A new NULL-terminated array of borrowed pointers: base with each
+ * "NAME=VALUE" of over replacing the entry of the same name, or added (a
+ * later override of a name wins). -EINVAL if an override is not
+ * NAME=VALUE, -ENOMEM. */
+int tfs_sup_env_merge(char *const *base, char *const *over, char ***out);
+
 /* ---- the process tree ------------------------------------------------ */
 
 /* Sends sig to every descendant of the calling process (found by walking
  * /proc: processes whose parent chain leads here). Returns how many were
  * signalled, or a negative errno. */
 int tfs_kill_descendants(int sig);
+/* pid (0: none) is left out by tfs_kill_descendants*: the sentinel. */
+void tfs_proctree_spare(pid_t pid);
 /* The same by reading every /proc/<pid>/stat: the fallback when the kernel
  * has no /proc/<pid>/task/<tid>/children files. */
 int tfs_kill_descendants_scan(int sig);

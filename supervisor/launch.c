@@ -8,11 +8,19 @@
  * tasks/<id>/supervisor.log, marks every other fd close-on-exec, resets
  * signal dispositions and the mask, and execs `taskfs supervise`.
  *
- * Everything the children need (argv, the environment with the overrides
- * applied, open fds) is prepared before fork: between fork and exec only
- * async-signal-safe calls are made, so a multithreaded launcher (the MCP
- * server, the mount) is safe. Environment values travel only in the
- * supervisor's environment; the record holds names only.
+ * Everything the children need (argv, open fds) is prepared before fork:
+ * between fork and exec only async-signal-safe calls are made, so a
+ * multithreaded launcher (the MCP server, the mount) is safe.
+ *
+ * Environment overrides are for the worker only: the supervisor runs with
+ * the launcher's environment, untouched (an LD_PRELOAD or LD_LIBRARY_PATH
+ * meant for the user's program must not load into the supervisor, and a
+ * TASKFS_* variable must not reconfigure it). The overrides travel as
+ * "NAME=VALUE\0" records in an anonymous memory file (memfd: no path, never
+ * on disk, no pipe capacity to deadlock on) whose fd is inherited and named
+ * by `--env-fd N`; the supervisor reads it once at start, closes it, and
+ * applies the records only in the worker's environment. The record holds
+ * names only.
  *
  * An O_CLOEXEC status pipe tells the launcher whether the exec worked. Then
  * the launcher waits (inotify on the task directory, 50 ms re-checks) until
@@ -31,6 +39,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,12 +61,9 @@ static size_t env_name_len(const char *s) {
   return s[i] == '=' ? i : 0;
 }
 
-/* The environment for the supervisor: ours, with each override replacing
- * an entry of the same name or added. Returns a malloc'ed array of borrowed
- * pointers. */
-static int build_env(char *const *over, char ***out) {
+int tfs_sup_env_merge(char *const *base, char *const *over, char ***out) {
   size_t n = 0, nover = 0;
-  while (environ && environ[n])
+  while (base && base[n])
     n++;
   while (over && over[nover]) {
     if (!env_name_len(over[nover]))
@@ -72,10 +78,10 @@ static int build_env(char *const *over, char ***out) {
     int replaced = 0;
     for (size_t j = 0; j < nover && !replaced; j++) {
       size_t l = env_name_len(over[j]);
-      replaced = !strncmp(environ[i], over[j], l + 1);
+      replaced = !strncmp(base[i], over[j], l + 1);
     }
     if (!replaced)
-      env[m++] = environ[i];
+      env[m++] = base[i];
   }
   for (size_t j = 0; j < nover; j++) {
     /* A later override of the same name wins. */
@@ -88,6 +94,45 @@ static int build_env(char *const *over, char ***out) {
   }
   env[m] = NULL;
   *out = env;
+  return 0;
+}
+
+/* Writes the overrides as "NAME=VALUE\0" records into a new memfd (close on
+ * exec; the grandchild clears that for itself) rewound to its start, in
+ * *fd (-1 when there is nothing to hand over). Returns 0, -EINVAL if an
+ * override is not NAME=VALUE, or another negative errno. */
+static int env_memfd(char *const *over, int *fd) {
+  *fd = -1;
+  if (!over || !over[0])
+    return 0;
+  for (size_t i = 0; over[i]; i++)
+    if (!env_name_len(over[i]))
+      return -EINVAL;
+  int m = memfd_create("taskfs-worker-env", MFD_CLOEXEC);
+  if (m < 0)
+    return -errno;
+  for (size_t i = 0; over[i]; i++) {
+    const char *p = over[i];
+    size_t left = strlen(p) + 1; /* the record ends with its NUL */
+    while (left) {
+      ssize_t w = write(m, p, left);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0) {
+        int err = w < 0 ? -errno : -EIO;
+        close(m);
+        return err;
+      }
+      p += w;
+      left -= (size_t)w;
+    }
+  }
+  if (lseek(m, 0, SEEK_SET) < 0) {
+    int err = -errno;
+    close(m);
+    return err;
+  }
+  *fd = m;
   return 0;
 }
 
@@ -221,12 +266,20 @@ int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts
   if (state != TFS_QUEUED)
     return -EALREADY;
 
-  char **env = NULL;
-  err = build_env(opts ? opts->env : NULL, &env);
+  int envfd = -1;
+  err = env_memfd(opts ? opts->env : NULL, &envfd);
   if (err)
     return err;
-  char *argv[] = {"taskfs",   "supervise", "--state-dir", (char *)tfs_store_path(store),
-                  (char *)id, NULL};
+  char envarg[16];
+  snprintf(envarg, sizeof envarg, "%d", envfd);
+  char *argv[] = {"taskfs", "supervise", "--state-dir", (char *)tfs_store_path(store),
+                  NULL,     NULL,        NULL,          NULL};
+  int ai = 4;
+  if (envfd >= 0) {
+    argv[ai++] = "--env-fd";
+    argv[ai++] = envarg;
+  }
+  argv[ai] = (char *)id;
 
   int devnull = -1, logfd = -1, ino = -1, st[2] = {-1, -1};
   devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -282,7 +335,13 @@ int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts
       for (int fd = 3; fd < 1024; fd++)
         if (fd != st[1])
           fcntl(fd, F_SETFD, FD_CLOEXEC);
-    execve(exe, argv, env);
+    /* The one fd the supervisor inherits on purpose. */
+    if (envfd >= 0 && fcntl(envfd, F_SETFD, 0) < 0) {
+      int e = errno;
+      (void)!write(st[1], &e, sizeof e);
+      _exit(1);
+    }
+    execve(exe, argv, environ);
     int e = errno;
     (void)!write(st[1], &e, sizeof e);
     _exit(127);
@@ -306,7 +365,8 @@ int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts
   err = wait_started(store, id, ino, wait_ms, rec_out);
 
 out:
-  free(env);
+  if (envfd >= 0)
+    close(envfd);
   for (int i = 0; i < 2; i++)
     if (st[i] >= 0)
       close(st[i]);

@@ -23,6 +23,14 @@ typedef struct {
   pid_t pid, ppid;
 } proc_t;
 
+/* The one descendant never signalled: the supervisor's sentinel, which
+ * must outlive the group it guards until the supervisor ends it. */
+static pid_t spared;
+
+void tfs_proctree_spare(pid_t pid) {
+  spared = pid;
+}
+
 /* Reads the parent pid from /proc/<pid>/stat. The command name in
  * parentheses may hold spaces and ')', so parse after the last ')'. */
 static int read_ppid(int procfd, const char *name, pid_t *ppid) {
@@ -127,7 +135,7 @@ static int kill_walk(int sig) {
   int count = 0;
   if (!err)
     for (i = 0; i < n; i++)
-      if (v[i] > 0 && v[i] != getpid() && kill(v[i], sig) == 0)
+      if (v[i] > 0 && v[i] != getpid() && v[i] != spared && kill(v[i], sig) == 0)
         count++;
   free(v);
   return err ? err : count;
@@ -194,7 +202,7 @@ int tfs_kill_descendants_scan(int sig) {
     }
   }
   for (size_t i = 0; i < n; i++)
-    if (mark[i] && ps[i].pid != self && kill(ps[i].pid, sig) == 0)
+    if (mark[i] && ps[i].pid != self && ps[i].pid != spared && kill(ps[i].pid, sig) == 0)
       count++;
   free(mark);
   free(ps);

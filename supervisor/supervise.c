@@ -36,19 +36,22 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
-#define SAVE_TICK_MS 250    /* counters are saved at most this often */
+extern char **environ;
+
+#define SAVE_TICK_MS 250     /* counters are saved at most this often */
 #define ALIVE_EVERY_MS 30000 /* aliveAt is refreshed at least this often */
 /* The poll for stop requests: the fallback when there is no doorbell, and
  * otherwise only for a cancel file written by hand, so it can be slow and
  * cost nothing while a task idles. */
 #define CANCEL_POLL_MS 1000
 #define CANCEL_POLL_BELL_MS 10000
-#define KILL_REPEAT_MS 100  /* after the grace period: SIGKILL rounds */
-#define DRAIN_MS 1000       /* pipes still open once the tree is gone */
-#define HOLD_MAX_MS 1000    /* a stream held back by a long line waits at most this */
+#define KILL_REPEAT_MS 100 /* after the grace period: SIGKILL rounds */
+#define DRAIN_MS 1000      /* pipes still open once the tree is gone */
+#define HOLD_MAX_MS 1000   /* a stream held back by a long line waits at most this */
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define LOG_MAX (256 * 1024) /* supervisor.log stops growing past this */
@@ -77,6 +80,9 @@ typedef struct {
 
   phase_t phase;
   pid_t worker;
+  pid_t sentinel;    /* this worker's sentinel (our child), or 0 */
+  char **worker_env; /* environ plus the overrides from --env-fd, or NULL */
+  char *env_buf;     /* the "NAME=VALUE\0" records worker_env points into */
   int worker_reaped;
   int worker_status;
   int exit_requested; /* a stop had been requested when the worker exited */
@@ -202,12 +208,101 @@ static void arm_kill(sup_t *s) {
     uv_timer_start(&s->kill_timer, on_kill_timer, (uint64_t)s->rec.grace_ms, KILL_REPEAT_MS);
 }
 
+/* ---- the sentinel ------------------------------------------------------ */
+
+/* The longest a sentinel waits between SIGTERM and SIGKILL. */
+#define SENTINEL_GRACE_MAX_MS 5000
+
+/* The sentinel's body, in a child forked right after the worker. If this
+ * supervisor is killed (-9, OOM) nobody would stop the worker's process
+ * group any more: the task reads lost, and no PID from the record is ever
+ * signalled. The worker itself dies with us (PR_SET_PDEATHSIG in the
+ * worker), but what it left in its group would run on. So the sentinel
+ * sleeps until the kernel tells it its parent died (its own death signal),
+ * then stops the group it knows from memory: SIGTERM, a grace, SIGKILL.
+ *
+ * It runs on the memory it shares with us: no allocation, no stdio, only
+ * system calls, so it dirties a page or two of stack. Every signal stays
+ * blocked (it is spared by tfs_kill_descendants, and a stray signal is
+ * checked against getppid() and ignored). The group id cannot have been
+ * recycled when it acts: the worker, its leader, was alive a moment ago
+ * (it dies of its own death signal now, so its id stays pinned while any
+ * other member of the group lives). */
+static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, int64_t grace_ms) {
+  if (close_range(0, ~0U, 0) < 0)
+    for (int fd = 0; fd < 1024; fd++)
+      close(fd);
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  prctl(PR_SET_NAME, "taskfs-sentinel");
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  /* The parent may have died before the death signal was set. */
+  while (getppid() == parent) {
+    int sig;
+    sigwait(&all, &sig);
+  }
+  kill(-pgid, SIGTERM);
+  kill(-pgid, SIGCONT); /* a stopped process would not see SIGTERM */
+  if (grace_ms > SENTINEL_GRACE_MAX_MS)
+    grace_ms = SENTINEL_GRACE_MAX_MS;
+  for (int64_t waited = 0; waited < grace_ms && kill(-pgid, 0) == 0; waited += 50) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  kill(-pgid, SIGKILL);
+  _exit(0);
+}
+
+/* Forks the sentinel for the worker just started (its process group is
+ * its pid). Without one the task still runs: only the guard against our
+ * own sudden death is missing, which is logged. */
+static void start_sentinel(sup_t *s) {
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t self = getpid();
+  pid_t pid = fork();
+  if (pid == 0)
+    sentinel_main(self, s->worker, s->rec.grace_ms);
+  int e = errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (pid < 0) {
+    logmsg(s,
+           "cannot start the sentinel of worker %d (%s): should this supervisor be killed, "
+           "what the worker left in its process group would run on",
+           (int)s->worker, strerror(e));
+    return;
+  }
+  s->sentinel = pid;
+  tfs_proctree_spare(pid);
+}
+
+/* Ends the sentinel: its worker's group is finished. It is our child (live
+ * knowledge, not a PID from disk), killed and reaped at once. */
+static void end_sentinel(sup_t *s) {
+  pid_t pid = s->sentinel;
+  if (pid <= 0)
+    return;
+  s->sentinel = 0;
+  tfs_proctree_spare(0);
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+}
+
 static void on_sigchld(uv_signal_t *h, int signum) {
   sup_t *s = h->data;
   for (;;) {
     int st;
     pid_t p = waitpid(-1, &st, WNOHANG);
     if (p > 0) {
+      if (p == s->sentinel) {
+        /* Not a worker exit: killed by us, or by someone else (then the
+         * group is unguarded should this process die). */
+        s->sentinel = 0;
+        continue;
+      }
       if (p == s->worker && !s->worker_reaped) {
         s->worker_reaped = 1;
         s->worker_status = st;
@@ -219,6 +314,13 @@ static void on_sigchld(uv_signal_t *h, int signum) {
     if (p < 0 && errno == EINTR)
       continue;
     s->tree_empty = p < 0; /* ECHILD: no child, hence no descendant at all */
+    /* The sentinel is a child too, so while it lives ECHILD never comes:
+     * once the worker is reaped and the sentinel is all that is left, its
+     * job is done; it is ended and the wait goes round again. */
+    if (!s->tree_empty && s->sentinel > 0 && s->worker_reaped && tfs_kill_descendants(0) == 0) {
+      end_sentinel(s);
+      continue;
+    }
     break;
   }
   if (!s->worker_reaped || s->phase == PH_DONE)
@@ -381,8 +483,14 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t self = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    /* The worker dies with this supervisor (even killed -9): unsupervised,
+     * nothing could stop it any more. If we died before this was set,
+     * the worker must not start at all. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != self)
+      _exit(127);
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++)
       sigaction(sig, &dfl, NULL);
@@ -396,6 +504,10 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
     } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
       e.stage = 1;
     } else {
+      /* The overrides apply here only; execvp then also searches an
+       * overridden PATH, as the worker's own environment says. */
+      if (s->worker_env)
+        environ = s->worker_env;
       execvp(cmd, s->rec.argv);
       e.stage = 2;
     }
@@ -448,6 +560,7 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
   s->worker_ended_ms = 0;
   s->rec.worker_pid = pid;
   s->rec.worker_pgid = pid;
+  start_sentinel(s);
   int fds[2] = {out[0], err[0]};
   for (int i = 0; i < 2; i++) {
     uv_pipe_init(&s->loop, &s->pipe[i], 0);
@@ -758,8 +871,70 @@ static void finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
 
 /* ---- main ------------------------------------------------------------- */
 
+/* Reads the worker's environment overrides, "NAME=VALUE\0" records, from
+ * the fd the launcher handed over (an anonymous memfd, see launch.c), then
+ * closes it, and builds the worker's environment: ours with the overrides
+ * applied. Our own environment is left as it is. Returns 0 or a negative
+ * errno. */
+static int read_env_fd(sup_t *s, int fd) {
+  size_t len = 0, cap = 4096;
+  char *buf = malloc(cap);
+  int err = 0;
+  for (;;) {
+    if (!buf) {
+      err = -ENOMEM;
+      break;
+    }
+    if (cap - len < 2) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        continue;
+      }
+      buf = nb;
+    }
+    ssize_t n = pread(fd, buf + len, cap - len - 1, (off_t)len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      err = -errno;
+      break;
+    }
+    if (n == 0)
+      break;
+    len += (size_t)n;
+  }
+  close(fd);
+  if (err) {
+    free(buf);
+    return err;
+  }
+  buf[len] = 0;
+  size_t nrec = 0;
+  for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+    nrec++;
+  char **over = calloc(nrec + 1, sizeof *over);
+  if (!over) {
+    free(buf);
+    return -ENOMEM;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+    if (buf[i])
+      over[k++] = buf + i;
+  err = tfs_sup_env_merge(environ, over, &s->worker_env);
+  free(over);
+  if (err) {
+    free(buf);
+    return err;
+  }
+  s->env_buf = buf;
+  return 0;
+}
+
 static void usage(FILE *out) {
-  fprintf(out, "usage: taskfs supervise --state-dir DIR ID\n\n"
+  fprintf(out, "usage: taskfs supervise --state-dir DIR [--env-fd N] ID\n\n"
                "Internal: owns one queued task (started by 'taskfs run', the MCP server or\n"
                "the mount). Not meant to be run by hand.\n");
 }
@@ -873,15 +1048,24 @@ static int fail_setup(sup_t *s, const char *fmt, ...) {
 
 int tfs_supervise_main(int argc, char **argv) {
   static const struct option opts[] = {{"state-dir", required_argument, NULL, 'd'},
+                                       {"env-fd", required_argument, NULL, 'e'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *dir = NULL;
-  int c;
+  int c, env_fd = -1;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
     if (c == 'd') {
       dir = optarg;
+    } else if (c == 'e') {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || v < 0 || v > INT_MAX) {
+        usage(stderr);
+        return 100;
+      }
+      env_fd = (int)v;
     } else if (c == 'h') {
       usage(stdout);
       return 0;
@@ -901,6 +1085,14 @@ int tfs_supervise_main(int argc, char **argv) {
   s->id = argv[optind];
   s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->bell_fd = -1;
   s->backoff_ms = BACKOFF_FIRST_MS;
+  if (env_fd >= 0) {
+    /* First, so the values are in no fd of ours for longer than needed. */
+    int e = read_env_fd(s, env_fd);
+    if (e) {
+      logmsg(s, "cannot read the worker's environment from fd %d: %s", env_fd, strerror(-e));
+      return 111;
+    }
+  }
 
   /* Immune to the terminal closing and to a reader going away. */
   signal(SIGHUP, SIG_IGN);
@@ -969,6 +1161,9 @@ int tfs_supervise_main(int argc, char **argv) {
   /* Handles closed by finish(); run the close callbacks out. */
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
+  end_sentinel(s); /* normally ended with its group already */
+  free(s->worker_env);
+  free(s->env_buf);
   if (s->bell_fd >= 0)
     close(s->bell_fd);
   tfs_capture_free(&s->cap);

@@ -843,3 +843,54 @@ Test(store, key_idempotent_with_invalid_utf8) {
   cr_assert_str_eq(rec.cwd, "/tmp/\xc3");
   tfs_record_free(&rec);
 }
+
+/* Loading reads a record of up to 8 KiB with one read() into a stack buffer
+ * and only larger ones in more reads: records around that size (one byte
+ * short, exactly, one byte past, much larger) load the same, one past
+ * TFS_RECORD_MAX is corrupt, and a FIFO in the record's place is refused
+ * without hanging. The padding is JSON whitespace, so the record is the
+ * same one. */
+Test(store, load_records_of_every_size) {
+  char id[TFS_ID_MAX + 1], p[128];
+  fx_create("sized", NULL, id);
+  snprintf(p, sizeof p, "tasks/%s/record.json", id);
+  size_t base_len;
+  char *base = tu_read_file(fx_path(p), &base_len);
+  cr_assert_not_null(base);
+  while (base_len > 0 && base[base_len - 1] != '}')
+    base_len--;
+  cr_assert_gt(base_len, 1);
+  size_t sizes[] = {8191, 8192, 8193, 16384, 100000, (size_t)TFS_RECORD_MAX};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    size_t want = sizes[i];
+    cr_assert_gt(want, base_len);
+    char *text = malloc(want + 1);
+    cr_assert_not_null(text);
+    memcpy(text, base, base_len - 1);
+    memset(text + base_len - 1, ' ', want - base_len);
+    text[want - 1] = '}';
+    text[want] = '\0';
+    fx_write(p, text);
+    tfs_record_t rec;
+    cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0, "size %zu", want);
+    cr_assert_str_eq(rec.id, id);
+    cr_assert_str_eq(rec.argv[0], "sized");
+    tfs_record_free(&rec);
+    free(text);
+  }
+  /* One byte over the limit. */
+  char *text = malloc((size_t)TFS_RECORD_MAX + 2);
+  cr_assert_not_null(text);
+  memcpy(text, base, base_len - 1);
+  memset(text + base_len - 1, ' ', (size_t)TFS_RECORD_MAX + 1 - base_len);
+  text[TFS_RECORD_MAX] = '}';
+  text[TFS_RECORD_MAX + 1] = '\0';
+  fx_write(p, text);
+  free(text);
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(fx_store, id, &rec), TFS_ECORRUPT);
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
+  cr_assert_eq(tfs_task_load(fx_store, id, &rec), TFS_ECORRUPT, "a FIFO never hangs");
+  free(base);
+}

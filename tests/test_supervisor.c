@@ -625,15 +625,20 @@ static int not_alive(void *arg) {
   return tfs_task_alive(sx_store, arg) == 0;
 }
 
+/* The worker itself dies with its supervisor (its death signal, and the
+ * sentinel for its process group), but a process that left the group and
+ * the session (setsid, as a daemon does) is out of reach of both and runs
+ * on: the task must read lost all the same, because no process of the task
+ * ever held the lock. */
 Test(supervisor, a_killed_supervisor_leaves_a_lost_task_even_if_its_worker_lives) {
   char id[TFS_ID_MAX + 1];
-  sx_start(id, "sleep 300.125", NULL, NULL, NULL);
+  sx_start(id, "setsid sleep 300.125 & wait", NULL, NULL, NULL);
   wait_procs("sleep 300.125", 1);
   cr_assert_eq(tfs_task_alive(sx_store, id), 1);
   cr_assert_eq(kill(supervisor_pid(id), SIGKILL), 0);
-  /* The worker keeps running, but it never held the lock. */
+  /* The escaped process keeps running, but it never held the lock. */
   cr_assert(tu_wait_until(not_alive, id, 20000), "the task still reads alive");
-  cr_assert_geq(sx_procs_with("sleep 300.125"), 1, "the worker should still run");
+  cr_assert_geq(sx_procs_with("sleep 300.125"), 1, "the escaped process should still run");
   tfs_record_t rec = sx_load(id);
   cr_assert_eq(rec.state, TFS_LOST);
   cr_assert_gt(rec.alive_ms, 0);

@@ -13,9 +13,10 @@
 extern "C" {
 #endif
 
-/* Environment overrides for the worker: "NAME=VALUE" strings. Values are
- * handed to the supervisor through its own environment and never written
- * to disk; only the names go into the record. */
+/* Environment overrides for the worker: "NAME=VALUE" strings. They reach
+ * the worker only, not the supervisor's own environment: values are handed
+ * to the supervisor in an inherited memfd (`supervise --env-fd N`) and
+ * never written to disk; only the names go into the record. */
 typedef struct {
   char *const *env; /* NULL-terminated or NULL */
   int64_t wait_ms;  /* how long to wait for the task to leave queued;
