@@ -59,6 +59,7 @@ typedef struct tfile {
   int accepted;       /* cancel: a "1" was accepted on this handle */
   int for_write;      /* cancel: opened for writing */
   int wrote;          /* cancel: some write reached this handle */
+  struct tfile *all_prev, *all_next; /* every open file, freed at unmount */
 } tfile_t;
 
 typedef struct {
@@ -84,7 +85,12 @@ typedef struct {
 
   char *rbuf; /* transcript read buffer, reused */
   size_t rbuf_cap;
+  tfile_t *open_files; /* handles the kernel has not released yet */
 } mnt_t;
+
+/* Frees the handles still open when the session ends (an unmount does not
+ * release the files that are open at that moment). */
+void ops_free_open_files(mnt_t *m);
 
 void mnt_log(mnt_t *m, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The current store, reopened if the store directory was replaced. */

@@ -170,12 +170,22 @@ int tfs_mount_run(const tfs_mount_opts_t *opts) {
    * through itself: every request would wait for itself forever. */
   char real_state[PATH_MAX], real_mnt[PATH_MAX];
   if (realpath(m->state_dir, real_state) && realpath(opts->mountpoint, real_mnt)) {
-    size_t n = strlen(real_mnt);
+    size_t n = strlen(real_mnt), ns = strlen(real_state);
     if (!strncmp(real_state, real_mnt, n) &&
         (real_state[n] == '/' || real_state[n] == 0 || !strcmp(real_mnt, "/"))) {
       err = -EINVAL;
       snprintf(msg, sizeof msg, "the store %s is inside the mount point %s; choose another one",
                m->state_dir, opts->mountpoint);
+      goto fail;
+    }
+    /* A mount point inside the store hides part of it (tasks/, keys/) from
+     * every process, the mount itself included, whose reads would then
+     * wait for themselves. */
+    if (!strncmp(real_mnt, real_state, ns) && (real_mnt[ns] == '/' || real_mnt[ns] == 0)) {
+      err = -EINVAL;
+      snprintf(msg, sizeof msg,
+               "the mount point %s is inside the store %s; choose a directory outside it",
+               opts->mountpoint, m->state_dir);
       goto fail;
     }
   }
@@ -251,6 +261,7 @@ int tfs_mount_run(const tfs_mount_opts_t *opts) {
   uv_loop_close(&m->loop);
   fuse_session_unmount(m->se);
   fuse_session_destroy(m->se);
+  ops_free_open_files(m);
   if (m->inotify_fd >= 0)
     close(m->inotify_fd);
   watch_close(m);

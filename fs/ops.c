@@ -554,6 +554,36 @@ static int open_transcript(tfs_store_t *s, const char *id) {
   return fd;
 }
 
+/* Every open handle is on the mount's list until the kernel releases it, so
+ * that the ones still open at unmount are freed too. */
+static void file_track(mnt_t *m, tfile_t *f) {
+  f->all_prev = NULL;
+  f->all_next = m->open_files;
+  if (m->open_files)
+    m->open_files->all_prev = f;
+  m->open_files = f;
+}
+
+static void file_free(mnt_t *m, tfile_t *f) {
+  if (f->all_prev)
+    f->all_prev->all_next = f->all_next;
+  else if (m->open_files == f)
+    m->open_files = f->all_next;
+  if (f->all_next)
+    f->all_next->all_prev = f->all_prev;
+  if (f->kind == K_TRANSCRIPT)
+    watch_detach(m, f);
+  if (f->fd >= 0)
+    close(f->fd);
+  free(f->buf);
+  free(f);
+}
+
+void ops_free_open_files(mnt_t *m) {
+  while (m->open_files)
+    file_free(m, m->open_files);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   mnt_t *m = M(req);
   size_t idx = 0;
@@ -622,14 +652,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   fi->direct_io = 1;
   fi->keep_cache = 0;
   fi->fh = (uintptr_t)f;
+  file_track(m, f);
   if (fuse_reply_open(req, fi) == -ENOENT) {
     /* The caller was interrupted; nobody will release this handle. */
-    if (f->kind == K_TRANSCRIPT)
-      watch_detach(m, f);
-    if (f->fd >= 0)
-      close(f->fd);
-    free(f->buf);
-    free(f);
+    file_free(m, f);
   }
 }
 
@@ -734,14 +760,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   mnt_t *m = M(req);
   tfile_t *f = (tfile_t *)(uintptr_t)fi->fh;
-  if (f) {
-    if (f->kind == K_TRANSCRIPT)
-      watch_detach(m, f);
-    if (f->fd >= 0)
-      close(f->fd);
-    free(f->buf);
-    free(f);
-  }
+  if (f)
+    file_free(m, f);
   fuse_reply_err(req, 0);
 }
 
