@@ -32,7 +32,7 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 
-.PHONY: all test test-c test-mcp run clean install bench bench-quick format asan
+.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -70,6 +70,14 @@ test-mcp: $(BIN)
 	fi
 
 test: test-c test-mcp
+
+# What CI runs: the tests, then the C tests again under ASan + UBSan, the
+# long-lived processes under valgrind, and each fuzzer for FUZZ_SECONDS.
+check:
+	$(MAKE) test
+	$(MAKE) asan
+	$(MAKE) valgrind
+	$(MAKE) fuzz
 
 # The main job: build, then show the default store (the mount arrives with
 # the mount verb; see README).

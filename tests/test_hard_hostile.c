@@ -1661,3 +1661,34 @@ Test(hard_hostile, h15_env_overrides_reach_only_the_worker) {
   free(pre);
   free(lpath);
 }
+
+/* ---- h16: a mount point inside the store ---------------------------------------------------- */
+
+/* `taskfs mount <store>/tasks` (or any directory in the store) would hide
+ * the store from everything that reaches it by path -- supervisors write
+ * tasks/<id>/... -- and the mount's own look-ups would come back into
+ * itself. It must be refused with a clear error, before mounting. */
+Test(hard_hostile, h16_mount_point_inside_the_store) {
+  char id[TFS_ID_MAX + 1];
+  done_task("inside", id);
+  static const char *const where[] = {"tasks", "keys", ""};
+  for (int i = 0; i < 3; i++) {
+    char *mp = hh_strdupf("%s/%s", hh.store, where[i]);
+    if (mp[strlen(mp) - 1] == '/')
+      mp[strlen(mp) - 1] = 0;
+    hh_mount_t mt = {0};
+    int rc = hh_mount_start_ex(&mt, mp, NULL);
+    char *log = hh_slurp(mt.log, NULL);
+    if (rc == 0) {
+      /* (Not even a stat of it is tried: on tasks/ it never returns.) */
+      cr_expect(0, "taskfs mount accepted %s, inside its own store", mp);
+      hh_mount_kill9(&mt);
+    } else {
+      cr_expect(log && strstr(log, hh.store), "the refusal does not say why: %s", log ? log : "");
+    }
+    free(log);
+    free(mp);
+    free(mt.mnt);
+    free(mt.log);
+  }
+}
