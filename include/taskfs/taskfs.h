@@ -31,19 +31,19 @@ extern "C" {
 
 /* Error codes of our own, beyond errno. Like libuv's, they are negative and
  * far from any errno value. */
-#define TFS_ENOTASK    (-4001) /* no task with that id or key */
-#define TFS_EBADID     (-4002) /* id or key is not well formed */
-#define TFS_ECORRUPT   (-4003) /* a file in the store does not parse */
+#define TFS_ENOTASK (-4001)      /* no task with that id or key */
+#define TFS_EBADID (-4002)       /* id or key is not well formed */
+#define TFS_ECORRUPT (-4003)     /* a file in the store does not parse */
 #define TFS_EKEYCONFLICT (-4004) /* key already names a different command/cwd */
-#define TFS_EFINISHED  (-4005) /* the task has already ended */
-#define TFS_ESYMLINK   (-4006) /* a symlink was planted where a file belongs */
-#define TFS_EFOREIGN   (-4007) /* the store belongs to another user */
+#define TFS_EFINISHED (-4005)    /* the task has already ended */
+#define TFS_ESYMLINK (-4006)     /* a symlink was planted where a file belongs */
+#define TFS_EFOREIGN (-4007)     /* the store belongs to another user */
 
 const char *tfs_strerror(int err);
 
 /* Limits. */
-#define TFS_ID_MAX 32        /* task ids are much shorter; see tfs_id_valid */
-#define TFS_KEY_MAX 128      /* [A-Za-z0-9._:-], 1..128 chars, not "." / ".." */
+#define TFS_ID_MAX 32   /* task ids are much shorter; see tfs_id_valid */
+#define TFS_KEY_MAX 128 /* [A-Za-z0-9._:-], 1..128 chars, not "." / ".." */
 #define TFS_RECORD_VERSION 1
 #define TFS_RECORD_MAX (4 << 20) /* record.json larger than this is corrupt */
 #define TFS_IMPORTANT_K_DEFAULT 20
@@ -68,7 +68,7 @@ char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len);
 
 /* Task ids: 8 base36 chars of creation time in ms, '-', 6 random base36
  * chars, e.g. "mi4x7k2p-3fz9qa". Lexical order is creation order. */
-int tfs_id_valid(const char *id);  /* 1 if well formed, else 0 */
+int tfs_id_valid(const char *id); /* 1 if well formed, else 0 */
 int tfs_key_valid(const char *key);
 /* The same checks for counted strings (e.g. a JSON string with its length):
  * an embedded NUL byte makes the id or key invalid. */
@@ -88,13 +88,9 @@ typedef enum {
 
 const char *tfs_state_name(tfs_state_t s);
 int tfs_state_parse(const char *name, tfs_state_t *out); /* 0 or TFS_EBADID */
-int tfs_state_terminal(tfs_state_t s); /* completed, failed, cancelled, lost */
+int tfs_state_terminal(tfs_state_t s);                   /* completed, failed, cancelled, lost */
 
-typedef enum {
-  TFS_RESTART_NO = 0,
-  TFS_RESTART_ON_FAILURE,
-  TFS_RESTART_ALWAYS
-} tfs_restart_t;
+typedef enum { TFS_RESTART_NO = 0, TFS_RESTART_ON_FAILURE, TFS_RESTART_ALWAYS } tfs_restart_t;
 
 const char *tfs_restart_name(tfs_restart_t r);
 int tfs_restart_parse(const char *name, tfs_restart_t *out);
@@ -104,10 +100,10 @@ int tfs_restart_parse(const char *name, tfs_restart_t *out);
 /* What made a line important. 0 means "not important". */
 typedef enum {
   TFS_LINE_PLAIN = 0,
-  TFS_LINE_ERROR,    /* error:, fatal, panic, Traceback, exception, segfault */
+  TFS_LINE_ERROR, /* error:, fatal, panic, Traceback, exception, segfault */
   TFS_LINE_WARNING,
-  TFS_LINE_FAILURE,  /* a test or build failure marker */
-  TFS_LINE_SUMMARY,  /* a test runner's or build tool's summary / success */
+  TFS_LINE_FAILURE, /* a test or build failure marker */
+  TFS_LINE_SUMMARY, /* a test runner's or build tool's summary / success */
 } tfs_line_kind_t;
 
 const char *tfs_line_kind_name(tfs_line_kind_t k);
@@ -118,12 +114,12 @@ int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out);
 tfs_line_kind_t tfs_classify_line(const char *line, size_t len);
 
 typedef struct {
-  int64_t line;          /* 1-based line number in the transcript */
+  int64_t line; /* 1-based line number in the transcript */
   tfs_line_kind_t kind;
-  char *text;            /* NUL-terminated, at most TFS_IMPORTANT_TEXT_MAX bytes,
-                            cut lines end in "..."; ANSI colour sequences and a
-                            trailing '\r' removed; valid UTF-8 (tfs_utf8_sanitize)
-                            with C0 controls but tab also as U+FFFD */
+  char *text; /* NUL-terminated, at most TFS_IMPORTANT_TEXT_MAX bytes,
+                 cut lines end in "..."; ANSI colour sequences and a
+                 trailing '\r' removed; valid UTF-8 (tfs_utf8_sanitize)
+                 with C0 controls but tab also as U+FFFD */
 } tfs_important_line_t;
 
 /* First K and last K important lines. "last" never repeats a line that is
@@ -131,7 +127,7 @@ typedef struct {
  * tfs_important_last(). */
 typedef struct {
   int k;
-  int64_t total;               /* important lines seen in all */
+  int64_t total; /* important lines seen in all */
   size_t nfirst;
   tfs_important_line_t *first; /* k slots */
   size_t nlast;                /* ring buffer of k slots */
@@ -146,8 +142,8 @@ void tfs_important_free(tfs_important_t *imp);
 /* Feeds one line; classifies it and keeps it if important. */
 int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len);
 /* Adds an already classified line (used when loading a record). */
-int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
-                      const char *text, size_t len);
+int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *text,
+                      size_t len);
 /* The i-th of the last lines, oldest first (0 <= i < nlast). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i);
 
@@ -156,9 +152,9 @@ const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_
 typedef struct {
   int64_t started_ms;
   int64_t ended_ms;
-  int exit_code;  /* -1 if killed by a signal */
-  int signal;     /* 0 if it exited */
-  int requested;  /* 1 if a stop request caused this exit */
+  int exit_code; /* -1 if killed by a signal */
+  int signal;    /* 0 if it exited */
+  int requested; /* 1 if a stop request caused this exit */
 } tfs_exit_t;
 
 typedef struct {
@@ -167,14 +163,14 @@ typedef struct {
   char **argv;               /* NULL-terminated */
   int argc;
   char *cwd;
-  char **env_names;          /* names only, never values; NULL-terminated */
+  char **env_names; /* names only, never values; NULL-terminated */
   int env_count;
   tfs_state_t state;
-  int exit_code;             /* -1 if none (yet) */
-  int signal;                /* 0 if none */
-  char *reason;              /* why it ended, in words; NULL while running */
+  int exit_code;                            /* -1 if none (yet) */
+  int signal;                               /* 0 if none */
+  char *reason;                             /* why it ended, in words; NULL while running */
   int64_t created_ms, started_ms, ended_ms; /* 0 = not yet */
-  int64_t alive_ms;          /* last time the supervisor was known alive */
+  int64_t alive_ms;                         /* last time the supervisor was known alive */
 
   /* The supervisor. */
   pid_t supervisor_pid;
@@ -191,8 +187,8 @@ typedef struct {
   int64_t min_uptime_ms;
   int max_restarts;
   int64_t grace_ms;
-  int restarts;              /* workers started after the first */
-  int nexits;                /* newest last, at most TFS_LAST_EXITS */
+  int restarts; /* workers started after the first */
+  int nexits;   /* newest last, at most TFS_LAST_EXITS */
   tfs_exit_t exits[TFS_LAST_EXITS];
 
   /* Stop request that ended the task, if any. */
@@ -212,8 +208,7 @@ void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
  * message in err (if not NULL) when the JSON is not a valid v1 record. */
 char *tfs_record_dump(const tfs_record_t *rec); /* malloc'ed JSON, or NULL */
-int tfs_record_parse(const char *json, size_t len, tfs_record_t *rec,
-                     char *err, size_t errlen);
+int tfs_record_parse(const char *json, size_t len, tfs_record_t *rec, char *err, size_t errlen);
 /* Sets argv/cwd/env names (copies). */
 int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cwd);
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name);
@@ -247,12 +242,12 @@ int tfs_store_tasks_fd(const tfs_store_t *store); /* <state>/tasks dir fd */
 typedef struct {
   pid_t pid;
   int64_t started_ms;
-  uint64_t start_ticks;   /* /proc/<pid>/stat starttime: defeats PID reuse */
+  uint64_t start_ticks; /* /proc/<pid>/stat starttime: defeats PID reuse */
   char boot_id[40];
   char exe[256];
   char host[256];
-  char role[32];          /* "mcp", "mount", "cli", ... */
-  int alive;              /* computed on read, never stored */
+  char role[32]; /* "mcp", "mount", "cli", ... */
+  int alive;     /* computed on read, never stored */
 } tfs_owner_t;
 
 /* Records this process as the store's owner. Never refuses: if a live
@@ -273,12 +268,12 @@ typedef struct {
   const char *key;        /* NULL or "" for none */
   char *const *env_names; /* NULL-terminated or NULL */
   tfs_restart_t restart;
-  int64_t min_uptime_ms;  /* < 0: default */
-  int max_restarts;       /* < 0: default */
-  int64_t grace_ms;       /* < 0: default */
-  int important_k;        /* <= 0: default */
-  int rerun;              /* with a key whose task has ended: make a new task
-                             and point the key at it */
+  int64_t min_uptime_ms; /* < 0: default */
+  int max_restarts;      /* < 0: default */
+  int64_t grace_ms;      /* < 0: default */
+  int important_k;       /* <= 0: default */
+  int rerun;             /* with a key whose task has ended: make a new task
+                            and point the key at it */
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
@@ -288,14 +283,13 @@ typedef struct {
  *    which case a new task is made and the key now names it (*existed = 0).
  *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT.
  * When N processes race on one key, exactly one creates the task. */
-int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec,
-                    char id_out[TFS_ID_MAX + 1], int *existed);
+int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out[TFS_ID_MAX + 1],
+                    int *existed);
 
 /* Looks a key up: fills id_out, or TFS_ENOTASK. */
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
 /* Accepts an id or a key (ids are tried first). */
-int tfs_task_resolve(tfs_store_t *store, const char *id_or_key,
-                     char id_out[TFS_ID_MAX + 1]);
+int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_ID_MAX + 1]);
 
 /* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
@@ -346,8 +340,7 @@ int tfs_task_prune(tfs_store_t *store, size_t keep);
  * TFS_EFINISHED if the task has already ended (nothing is written). */
 int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who);
 /* 1 if requested (fills who/when if not NULL), 0 if not. */
-int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t wholen,
-                     int64_t *at_ms);
+int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t wholen, int64_t *at_ms);
 int tfs_cancel_clear(tfs_store_t *store, const char *id);
 
 /* ---- transcript -------------------------------------------------------- */
@@ -365,8 +358,7 @@ int tfs_transcript_append(int fd, const char *data, size_t len, int add_newline)
  * last comes with partial = 2 and the same lineno; the last piece carries
  * partial = 0 (or 1 if the line has no newline yet). Return non-zero to
  * stop. */
-typedef int (*tfs_line_cb)(int64_t lineno, const char *line, size_t len,
-                           int partial, void *arg);
+typedef int (*tfs_line_cb)(int64_t lineno, const char *line, size_t len, int partial, void *arg);
 
 /* Reads lines [from_line, from_line + max_lines) (1-based). A trailing
  * partial line is delivered with partial = 1. Returns lines delivered. */
@@ -380,8 +372,7 @@ int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_lin
  * task has ended). A file that shrank is read again from the start; a file
  * that vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
-int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n,
-                      tfs_follower_t **out);
+int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
 int64_t tfs_follower_lineno(const tfs_follower_t *f); /* last line delivered */
 void tfs_follower_close(tfs_follower_t *f);
@@ -391,8 +382,7 @@ void tfs_follower_close(tfs_follower_t *f);
 /* Opens <store>/tasks/<id>/<name> with O_NOFOLLOW|O_CLOEXEC|flags. The open
  * never blocks, and anything but a regular file (a planted FIFO, device or
  * directory) is refused with TFS_ECORRUPT, except the doorbell FIFO. */
-int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags,
-                    mode_t mode);
+int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode);
 /* Writes data to dirfd/name atomically and durably (temp, fsync, rename,
  * fsync dir). */
 int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len);
