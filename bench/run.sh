@@ -385,7 +385,7 @@ row3() {
     "p99 $(calc "$fp99 - $kp99" 2) ms over kill(2)" "p99 ≤ 10 ms" "$(verdict "$fp99 <= 10")"
   row "3" "stop latency, \`taskfs cancel\` ($STOPS stops)" "p50 $(calc $cp50 2) ms, p99 $(calc $cp99 2) ms" \
     "(same)" "p99 $(calc "$cp99 - $bp99" 2) ms over /bin/kill" "p99 ≤ 10 ms" "$(verdict "$cp99 <= 10")"
-  cmd "row 3: worker \`taskfs run -- bt trapworker READY STAMPS\` (traps SIGTERM, its handler appends CLOCK_REALTIME ns); t0 (CLOCK_REALTIME) taken by \`bt stop\` just before: open(MNT/tasks/ID/cancel, O_TRUNC) + write \"1\\\\n\" (what \`echo 1 > cancel\` does) | exec of \`taskfs cancel ID\` | kill(2) of the worker pid | exec of \`/bin/kill -TERM PID\`; figure = stamp - t0; $STOPS stops per method, methods rotated each round; each task then checked ended (cancelled, or completed after a direct kill)."
+  cmd "row 3: worker \`taskfs run -- bt trapworker READY STAMPS\` (traps SIGTERM, its handler appends CLOCK_REALTIME ns); t0 (CLOCK_REALTIME) taken by \`bt stop\` just before: open(MNT/tasks/ID/cancel, O_TRUNC) + write of \"1\" and a newline (what \`echo 1 > cancel\` does) | exec of \`taskfs cancel ID\` | kill(2) of the worker pid | exec of \`/bin/kill -TERM PID\`; figure = stamp - t0; $STOPS stops per method, methods rotated each round; each task then checked ended (cancelled, or completed after a direct kill)."
   unmount_store "$m" "$mpid"
   forget_finished "$s"
 }
@@ -774,7 +774,7 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 {
   echo "# taskfs benchmarks ($MODE)"
   echo
-  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), store on $(df -T "$W" | awk 'NR==2{print $2}') ($(df "$W" | awk 'NR==2{print $1}')); taskfs $("$TASKFS" --version 2>/dev/null | awk '{print $2}'), built with \`make\` (-O2 -g). The whole run took $ELAPSED s; load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end (anything above 0 is other work sharing the $(nproc) cores: the ratios against same-run baselines absorb most of it, absolute figures and p99s do not)."
+  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, Linux $(uname -r), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), store on $(df -T "$W" | awk 'NR==2{print $2}') ($(df "$W" | awk 'NR==2{print $1}')); taskfs $("$TASKFS" --version 2>/dev/null | awk '{print $2}') from tree $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "?")$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo " with uncommitted changes"), built with \`make\` (-O2 -g). The whole run took $ELAPSED s; load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end (anything above 0 is other work sharing the $(nproc) cores: the ratios against same-run baselines absorb most of it, absolute figures and p99s do not)."
   echo
   echo "Reproduce: \`make bench\` (writes this file; needs the Debian packages of .ci/run, which include task-spooler, and node + npm for bench/mcp). \`make bench-quick\` runs the same code at tiny sizes as a smoke test."
   echo
