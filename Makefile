@@ -72,12 +72,15 @@ test-mcp: $(BIN)
 test: test-c test-mcp
 
 # What CI runs: the tests, then the C tests again under ASan + UBSan, the
-# long-lived processes under valgrind, and each fuzzer for FUZZ_SECONDS.
+# long-lived processes under valgrind, each fuzzer for FUZZ_SECONDS, and the
+# benchmarks at tiny sizes as a smoke test (it fails on a broken component,
+# never on a timing).
 check:
 	$(MAKE) test
 	$(MAKE) asan
 	$(MAKE) valgrind
 	$(MAKE) fuzz
+	$(MAKE) bench-quick
 
 # The main job: build, then show the default store (the mount arrives with
 # the mount verb; see README).
