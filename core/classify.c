@@ -37,8 +37,9 @@
 
 #define TFS__CLASSIFY_SCAN 4096
 
-/* Lines shorter than this are plain whatever their bytes. */
-#define TFS__CLASSIFY_MIN 3
+/* Lines shorter than this are plain whatever their bytes (shared with the
+ * capture loop, which skips the call for them). */
+#define TFS__CLASSIFY_MIN TFS_CLASSIFY_MIN_LEN
 
 /* ---- character classes -------------------------------------------------- */
 

@@ -96,6 +96,10 @@ typedef struct mcp_listener mcp_listener_t;
 
 /* Sends one message (steals msg). */
 void mcp_send(mcp_server_t *srv, json_t *msg);
+/* Sends one message already serialised as one line: data (malloc'd, stolen)
+ * holds len bytes of compact JSON ending in '\n'. For answers built as text
+ * so a large result is not serialised twice. */
+void mcp_send_raw(mcp_server_t *srv, char *data, size_t len);
 /* Sends a result / an error for request id (id is borrowed; result stolen). */
 void mcp_reply(mcp_server_t *srv, json_t *id, json_t *result);
 void mcp_reply_error(mcp_server_t *srv, json_t *id, int code, const char *fmt, ...)

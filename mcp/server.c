@@ -130,6 +130,10 @@ void mcp_send(mcp_server_t *srv, json_t *msg) {
   }
   data[len++] = '\n';
   data[len] = 0;
+  mcp_send_raw(srv, data, len);
+}
+
+void mcp_send_raw(mcp_server_t *srv, char *data, size_t len) {
   if (!srv->out_open) {
     free(data);
     return;

@@ -247,6 +247,123 @@ static json_t *call_result(json_t *structured, int is_error) {
   return r;
 }
 
+/* Bytes that n bytes of s take inside a JSON string as json_escape()
+ * writes them: quote and backslash take two, the control characters two
+ * (\b \f \n \r \t) or six (\u00XX), every other byte (UTF-8 included) one,
+ * as in jansson's compact dump. */
+static size_t json_escaped_len(const char *s, size_t n) {
+  size_t len = n;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
+      len += 1;
+    else if (c < 0x20)
+      len += 5;
+  }
+  return len;
+}
+
+/* Writes n bytes of s escaped for a JSON string at o; returns the end. */
+static char *json_escape(char *o, const char *s, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    char e = 0;
+    switch (c) {
+    case '"':
+      e = '"';
+      break;
+    case '\\':
+      e = '\\';
+      break;
+    case '\b':
+      e = 'b';
+      break;
+    case '\f':
+      e = 'f';
+      break;
+    case '\n':
+      e = 'n';
+      break;
+    case '\r':
+      e = 'r';
+      break;
+    case '\t':
+      e = 't';
+      break;
+    default:
+      if (c >= 0x20) {
+        *o++ = (char)c;
+        continue;
+      }
+      memcpy(o, "\\u00", 4);
+      o[4] = hex[c >> 4];
+      o[5] = hex[c & 15];
+      o += 6;
+      continue;
+    }
+    *o++ = '\\';
+    *o++ = e;
+  }
+  return o;
+}
+
+/* The pieces of a tools/call result message around its id, the text block
+ * and the structured content. */
+#define RESULT_HEAD "{\"jsonrpc\":\"2.0\",\"id\":"
+#define RESULT_TEXT ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\""
+#define RESULT_STRUCT "\"}],\"structuredContent\":"
+#define RESULT_TAIL "}}\n"
+
+/* Bytes of the compact tools/call result (as call_result() builds it) for
+ * a structured content whose compact dump is text, plus the JSON-RPC
+ * envelope: what the maxBytes bound is checked against. */
+static size_t result_size(const char *text) {
+  size_t n = strlen(text);
+  return sizeof "{\"content\":[{\"type\":\"text\",\"text\":\"\"}],\"structuredContent\":}" - 1 +
+         json_escaped_len(text, n) + n + 48;
+}
+
+/* Replies to id with the tools/call result for structured (stolen), whose
+ * compact dump is text (malloc'd and stolen; NULL to dump it here). The
+ * message is assembled as text around that one dump, so a result of a few
+ * kilobytes is serialised once instead of once per copy (the text block,
+ * structuredContent, the message). */
+static void reply_result(mcp_server_t *srv, json_t *id, json_t *structured, char *text) {
+  if (!text)
+    text = json_dumps(structured, JSON_COMPACT);
+  char *idt = json_dumps(id ? id : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+  size_t n = text ? strlen(text) : 0, in = idt ? strlen(idt) : 0;
+  size_t len = sizeof RESULT_HEAD - 1 + in + sizeof RESULT_TEXT - 1 + json_escaped_len(text, n) +
+               sizeof RESULT_STRUCT - 1 + n + sizeof RESULT_TAIL - 1;
+  char *m = text && idt ? malloc(len + 1) : NULL;
+  if (!m) {
+    free(text);
+    free(idt);
+    mcp_reply(srv, id, call_result(structured, 0));
+    return;
+  }
+  char *o = m;
+  memcpy(o, RESULT_HEAD, sizeof RESULT_HEAD - 1);
+  o += sizeof RESULT_HEAD - 1;
+  memcpy(o, idt, in);
+  o += in;
+  memcpy(o, RESULT_TEXT, sizeof RESULT_TEXT - 1);
+  o += sizeof RESULT_TEXT - 1;
+  o = json_escape(o, text, n);
+  memcpy(o, RESULT_STRUCT, sizeof RESULT_STRUCT - 1);
+  o += sizeof RESULT_STRUCT - 1;
+  memcpy(o, text, n);
+  o += n;
+  memcpy(o, RESULT_TAIL, sizeof RESULT_TAIL - 1);
+  o += sizeof RESULT_TAIL - 1;
+  *o = 0;
+  free(text);
+  free(idt);
+  json_decref(structured);
+  mcp_send_raw(srv, m, (size_t)(o - m));
+}
+
 /* A tool failure: an isError result whose text says what to do. */
 static void tool_error(mcp_server_t *srv, json_t *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -414,21 +531,14 @@ typedef struct {
   int task_result;
 } read_args_t;
 
-static size_t result_size(json_t *structured) {
-  json_t *r = call_result(json_incref(structured), 0);
-  char *s = json_dumps(r, JSON_COMPACT);
-  size_t n = s ? strlen(s) : 0;
-  free(s);
-  json_decref(r);
-  return n + 48; /* the JSON-RPC envelope */
-}
-
 /* Builds the read/start answer: compact state, important lines, tail or
  * page, then trims it until the whole tools/call result fits max_bytes:
  * first the oldest tail lines (newest page lines when paging), then the
- * important lines, keeping the very first one (usually the root cause). */
+ * important lines, keeping the very first one (usually the root cause).
+ * *text gets the compact dump of the answer (malloc'd, or NULL), made for
+ * the size check and reused for the reply. */
 static json_t *build_output(mcp_server_t *srv, const tfs_record_t *rec, read_args_t *ra,
-                            int64_t waited_ms, int timed_out) {
+                            int64_t waited_ms, int timed_out, char **text) {
   tfs_store_t *store = mcp_store(srv);
   json_t *o = mcp_record_compact(rec);
   int terminal = tfs_state_terminal(rec->state);
@@ -497,6 +607,7 @@ static json_t *build_output(mcp_server_t *srv, const tfs_record_t *rec, read_arg
   /* Trim to the bound. */
   size_t dropped_tail = 0, dropped_imp = 0;
   json_t *impo = json_object_get(o, "important");
+  *text = NULL;
   for (;;) {
     json_object_set_new(o, "tailFrom", out.n ? json_integer(tail_from) : json_null());
     json_object_set_new(o, "nextLine", json_integer(next_line));
@@ -505,7 +616,9 @@ static json_t *build_output(mcp_server_t *srv, const tfs_record_t *rec, read_arg
                           json_pack("{s:I, s:I, s:s}", "tailLines", (json_int_t)dropped_tail,
                                     "importantLines", (json_int_t)dropped_imp, "why",
                                     "response size bound (maxBytes); page with sinceLine"));
-    if (result_size(o) <= (size_t)ra->max_bytes)
+    free(*text);
+    *text = json_dumps(o, JSON_COMPACT);
+    if (!*text || result_size(*text) <= (size_t)ra->max_bytes)
       break;
     size_t ntail = json_array_size(tail);
     json_t *jfirst = json_object_get(impo, "first"), *jlast = json_object_get(impo, "last");
@@ -648,11 +761,14 @@ static int read_answer(mcp_server_t *srv, json_t *id, const char *task_id, read_
     tfs_record_free(&rec);
     return 1;
   }
-  json_t *o = build_output(srv, &rec, ra, tfs_now_ms() - started_ms, !done);
-  if (ra->task_result)
+  char *text;
+  json_t *o = build_output(srv, &rec, ra, tfs_now_ms() - started_ms, !done, &text);
+  if (ra->task_result) {
+    free(text);
     mcp_reply(srv, id, task_payload(o, &rec));
-  else
-    mcp_reply(srv, id, call_result(o, 0));
+  } else {
+    reply_result(srv, id, o, text);
+  }
   tfs_record_free(&rec);
   return 1;
 }

@@ -19,6 +19,9 @@
 #include "supervisor/internal.h"
 
 #include <errno.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,14 +125,59 @@ void tfs_capture_space(tfs_capture_t *c, int st, char **p, size_t *n) {
   *n = TFS_CAPTURE_BUF - s->len;
 }
 
-/* The next '\n' at or after p, where one is known to follow: short lines
- * (the common case in floods) are found without a call, long ones with
- * the vectorized search. */
-static inline const char *next_newline(const char *p) {
-  for (int i = 0; i < 16; i++)
-    if (p[i] == '\n')
-      return p + i;
-  return rawmemchr(p + 16, '\n');
+/* Notes that lines first..last came from stderr, extending the open range
+ * when they follow it (what note_line() does one line at a time). */
+static void note_err_range(tfs_capture_t *c, int64_t first, int64_t last) {
+  if (c->err_first && c->err_last + 1 == first) {
+    c->err_last = last;
+    return;
+  }
+  tfs_capture_flush_side(c);
+  c->err_first = first;
+  c->err_last = last;
+}
+
+/* Feeds a line to the important-line tracker if it can classify as
+ * anything: the length test is inline so that floods of short lines ("y"
+ * from yes, progress dots) cost no call per line. */
+static inline void feed_line(tfs_capture_t *c, int64_t lineno, const char *line, size_t len) {
+  if (len >= TFS_CLASSIFY_MIN_LEN)
+    tfs_important_feed(c->imp, lineno, line,
+                       len > TFS_CAPTURE_FEED_MAX ? TFS_CAPTURE_FEED_MAX : len);
+}
+
+/* Counts the lines in [p, stop), where stop[-1] is a newline, feeding them
+ * to the tracker as lines first, first + 1, ... Newlines are found 16 bytes
+ * at a time with a compare mask whose set bits are visited in order, rather
+ * than byte by byte or with a call per line. Returns the count. */
+static int64_t scan_lines(tfs_capture_t *c, const char *p, const char *stop, int64_t first) {
+  int64_t n = 0;
+  const char *line = p;
+  if (!c->imp) {
+    for (; (p = memchr(p, '\n', (size_t)(stop - p))) != NULL; p++)
+      n++;
+    return n;
+  }
+#if defined(__SSE2__)
+  const __m128i nlv = _mm_set1_epi8('\n');
+  for (; stop - p >= 16; p += 16) {
+    unsigned m = (unsigned)_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), nlv));
+    while (m) {
+      const char *nl = p + __builtin_ctz(m);
+      m &= m - 1;
+      feed_line(c, first + n++, line, (size_t)(nl - line));
+      line = nl + 1;
+    }
+  }
+#endif
+  for (; p < stop; p++) {
+    if (*p == '\n') {
+      feed_line(c, first + n++, line, (size_t)(p - line));
+      line = p + 1;
+    }
+  }
+  return n;
 }
 
 /* Writes the complete lines at the start of stream st's buffer (up to and
@@ -140,14 +188,13 @@ static void write_lines(tfs_capture_t *c, int st, size_t end) {
   int continuing = c->open_stream == st;
   if (put(c, s->buf, end) == 0) {
     const char *p = s->buf, *stop = s->buf + end;
-    while (p < stop) {
-      const char *nl = next_newline(p);
-      if (continuing)
-        continuing = 0; /* the end of a long line: counted when it began */
-      else
-        note_line(c, st, ++c->lines, p, (size_t)(nl - p));
-      p = nl + 1;
-    }
+    if (continuing) /* the end of a long line: counted when it began */
+      p = (const char *)rawmemchr(p, '\n') + 1;
+    int64_t first = c->lines + 1;
+    int64_t n = scan_lines(c, p, stop, first);
+    c->lines += n;
+    if (n && st == TFS_STDERR)
+      note_err_range(c, first, first + n - 1);
   }
   c->open_stream = -1;
   memmove(s->buf, s->buf + end, s->len - end);

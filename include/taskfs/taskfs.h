@@ -113,6 +113,11 @@ int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out);
  * examines at most the first 4 KiB. See docs/ARCHITECTURE.md. */
 tfs_line_kind_t tfs_classify_line(const char *line, size_t len);
 
+/* Lines shorter than this many bytes always classify as TFS_LINE_PLAIN (the
+ * shortest markers, "ERR" and the UTF-8 crosses, take three), so a caller
+ * feeding floods of short lines may skip tfs_classify_line() for them. */
+#define TFS_CLASSIFY_MIN_LEN 3
+
 typedef struct {
   int64_t line; /* 1-based line number in the transcript */
   tfs_line_kind_t kind;
