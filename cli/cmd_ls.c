@@ -2,11 +2,14 @@
  * log. It must stay fast with 100,000 tasks: the ids come from one
  * directory listing, each record is read exactly once, rows are kept in a
  * compact form only so that the KEY column can be sized, and output goes
- * through one large stdio buffer. With --limit N the ids are walked from
+ * through one large stdio buffer. A full listing parses records on two
+ * threads (load_all) and prints them in id order. With --limit N the ids are walked from
  * the newest end and the walk stops at the N-th match, so a small limit
  * reads only the records it shows. */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +241,155 @@ static void put_json(const char *dump) {
   fwrite(dump, 1, n, stdout);
 }
 
+/* One loaded id of a chunk: what the loader found, in id order, so that
+ * the chunk can be printed in order whatever thread loaded it. */
+enum { SLOT_SKIP, SLOT_OK, SLOT_BAD, SLOT_NOMEM };
+
+typedef struct {
+  int status;
+  row_t row;  /* text listing */
+  char *dump; /* --json */
+} slot_t;
+
+/* A per-thread bump arena for jansson while the text listing parses: a
+ * record's parse allocates dozens of small nodes that are all freed before
+ * tfs_task_load returns, so they are carved from one buffer that is reset
+ * after each record instead of going through malloc and free. Anything
+ * bigger than what is left goes to malloc; free tells the two apart by
+ * address. Only for the text listing: --json hands out json_dumps strings
+ * that callers free() themselves. */
+#define ARENA_SIZE (256 * 1024)
+
+static __thread char *arena_base;
+static __thread size_t arena_used;
+
+static void *arena_malloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (arena_base && n <= ARENA_SIZE - arena_used) {
+    void *p = arena_base + arena_used;
+    arena_used += n;
+    return p;
+  }
+  return malloc(n);
+}
+
+static void arena_free(void *p) {
+  if (arena_base && (char *)p >= arena_base && (char *)p < arena_base + ARENA_SIZE)
+    return;
+  free(p);
+}
+
+typedef struct {
+  char *arena; /* NULL: plain malloc */
+  tfs_store_t *store;
+  char **ids;
+  slot_t *slots;
+  size_t from, to;
+  unsigned mask;
+  int json;
+  int64_t now;
+} job_t;
+
+/* Loads ids[from, to) into their slots. Runs on two threads at once over
+ * the halves of a chunk: the store is only read, and each thread writes
+ * only its own slots. */
+static void *load_range(void *arg) {
+  job_t *j = arg;
+  arena_base = j->arena;
+  for (size_t k = j->from; k < j->to; k++) {
+    arena_used = 0;
+    slot_t *s = &j->slots[k - j->from];
+    tfs_record_t rec;
+    memset(&rec, 0, sizeof rec);
+    int rc = tfs_task_load(j->store, j->ids[k], &rec);
+    if (rc == TFS_ENOTASK || (rc >= 0 && !(j->mask & (1u << rec.state))))
+      s->status = SLOT_SKIP; /* pruned while we listed, or filtered out */
+    else if (rc < 0)
+      s->status = SLOT_BAD;
+    else if (j->json)
+      s->status = (s->dump = tfs_record_dump(&rec)) ? SLOT_OK : SLOT_NOMEM;
+    else {
+      fill_row(&s->row, &rec, j->now);
+      s->status = SLOT_OK;
+    }
+    tfs_record_free(&rec);
+  }
+  arena_base = NULL;
+  return NULL;
+}
+
+#define LS_CHUNK 2048
+
+/* Loads every id in order, in chunks of LS_CHUNK: the second half of each
+ * chunk on a second thread while this one loads the first half, since the
+ * JSON parse, not the disk, is what a full listing waits on. Memory stays
+ * bounded by a chunk of dumps for --json; text rows are kept compact.
+ * TASKFS_LS_THREADS=1 forces one thread (the tests compare both). */
+static int load_all(tfs_store_t *store, char **ids, size_t nids, unsigned mask, int json,
+                    int64_t now, rows_t *rows, size_t *shown, size_t *corrupt, char *first_bad,
+                    size_t first_bad_len) {
+  const char *env = getenv("TASKFS_LS_THREADS");
+  int threads = (env && !strcmp(env, "1")) || sysconf(_SC_NPROCESSORS_ONLN) < 2 ? 1 : 2;
+  slot_t *slots = calloc(LS_CHUNK, sizeof *slots);
+  if (!slots)
+    return -ENOMEM;
+  /* Set before the worker threads exist and kept: the arena functions fall
+   * back to malloc on any thread that has no arena. */
+  char *arenas = json ? NULL : malloc(2 * (size_t)ARENA_SIZE);
+  if (arenas)
+    json_set_alloc_funcs(arena_malloc, arena_free);
+  /* jansson seeds its hash on the first object; do it here, on one thread. */
+  json_object_seed(0);
+  int err = 0;
+  for (size_t base = 0; base < nids && !err; base += LS_CHUNK) {
+    size_t end = nids - base > LS_CHUNK ? base + LS_CHUNK : nids;
+    size_t mid = threads > 1 && end - base >= 64 ? base + (end - base) / 2 : end;
+    job_t a = {arenas, store, ids, slots, base, mid, mask, json, now};
+    job_t b = {arenas ? arenas + ARENA_SIZE : NULL,
+               store,
+               ids,
+               slots + (mid - base),
+               mid,
+               end,
+               mask,
+               json,
+               now};
+    pthread_t t;
+    int spawned = mid < end && pthread_create(&t, NULL, load_range, &b) == 0;
+    load_range(&a);
+    if (spawned)
+      pthread_join(t, NULL);
+    else if (mid < end)
+      load_range(&b);
+    for (size_t k = base; k < end; k++) {
+      slot_t *s = &slots[k - base];
+      if (s->status == SLOT_BAD && !(*corrupt)++)
+        snprintf(first_bad, first_bad_len, "%s", ids[k]);
+      if (s->status == SLOT_NOMEM ||
+          (s->status == SLOT_OK && !err && !json && (err = rows_grow(rows)) < 0)) {
+        err = -ENOMEM;
+      } else if (s->status == SLOT_OK && !err) {
+        if (json) {
+          fputs(*shown ? ",\n" : "\n", stdout);
+          put_json(s->dump);
+        } else {
+          rows->json[rows->n] = NULL;
+          rows->rows[rows->n++] = s->row;
+          s->row.key = s->row.cmd = NULL;
+        }
+        (*shown)++;
+      }
+      free(s->dump);
+      free(s->row.key);
+      free(s->row.cmd);
+      memset(s, 0, sizeof *s);
+    }
+  }
+  free(slots);
+  free(arenas); /* the arena functions stay set but see no arena from now on */
+  return err;
+}
+
 static int parse_states(const char *arg, unsigned *mask) {
   char *copy = strdup(arg), *save = NULL, *tok;
   int rc = 0, n = 0;
@@ -342,6 +494,15 @@ int cmd_ls(int argc, char **argv) {
     fputs("[", stdout);
 
   size_t total = nids;
+  if (limit < 0 && nids) {
+    /* The whole listing: loaded in parallel, printed in order. */
+    if (load_all(store, ids, nids, mask, json, now, &rows, &shown, &corrupt, first_bad,
+                 sizeof first_bad) < 0) {
+      code = CLI_EXIT_SYSTEM;
+      cli_error("ls", "out of memory");
+    }
+    total = 0;
+  }
   for (size_t k = 0; k < total; k++) {
     if (limit >= 0 && shown >= (size_t)limit)
       break;
