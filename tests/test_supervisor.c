@@ -630,10 +630,25 @@ static int not_alive(void *arg) {
  * the session (setsid, as a daemon does) is out of reach of both and runs
  * on: the task must read lost all the same, because no process of the task
  * ever held the lock. */
+/* Counts processes that are the escaped sleep itself, in a session of their
+ * own: until setsid(1) has called setsid() and exec'd, the process still
+ * belongs to the worker's group, and the sentinel would rightly take it. */
+static int escaped_cmd(pid_t pid, const char *name, void *arg) {
+  char buf[4096];
+  if (sx_cmdline(name, buf, sizeof buf) || sx_zombie(name))
+    return 0;
+  return !strncmp(buf, (const char *)arg, strlen(arg)) && getsid(pid) == pid;
+}
+static int escaped_present(void *arg) {
+  return sx_each_proc(escaped_cmd, arg) >= 1;
+}
+
 Test(supervisor, a_killed_supervisor_leaves_a_lost_task_even_if_its_worker_lives) {
   char id[TFS_ID_MAX + 1];
   sx_start(id, "setsid sleep 300.125 & wait", NULL, NULL, NULL);
   wait_procs("sleep 300.125", 1);
+  cr_assert(tu_wait_until(escaped_present, "sleep 300.125", 20000),
+            "the escaped sleep never ran in a session of its own");
   cr_assert_eq(tfs_task_alive(sx_store, id), 1);
   cr_assert_eq(kill(supervisor_pid(id), SIGKILL), 0);
   /* The escaped process keeps running, but it never held the lock. */
