@@ -65,8 +65,6 @@ typedef struct tfile {
 typedef struct {
   char *state_dir;
   tfs_store_t *store; /* NULL while the store directory is absent */
-  dev_t tasks_dev;
-  ino_t tasks_ino;
   uid_t uid; /* owner of <state>/tasks: owns every file */
   gid_t gid;
   struct timespec mount_time;

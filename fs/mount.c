@@ -35,47 +35,30 @@ void mnt_log(mnt_t *m, int prio, const char *fmt, ...) {
 }
 
 /* Returns the store, reopening it when its directory was removed (and maybe
- * recreated) under the mount: the tasks/ directory's identity is checked at
- * every call (one stat), so a replaced store is picked up at the next
- * request and a missing one reads as empty. */
+ * recreated) under the mount: tfs_store_refresh() checks the tasks/
+ * directory's identity at every call, so a replaced store is picked up at
+ * the next request and a missing one reads as empty. */
 tfs_store_t *mnt_store(mnt_t *m) {
-  char path[PATH_MAX];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/tasks", m->state_dir);
-  if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
-    if (m->store) {
-      mnt_log(m, LOG_WARNING, "the store %s is gone; the mount shows it empty until it returns",
-              m->state_dir);
-      tfs_store_close(m->store);
-      m->store = NULL;
-    }
-    return NULL;
-  }
-  /* Files belong to whoever owns the store; a chown shows at once. */
-  m->uid = st.st_uid;
-  m->gid = st.st_gid;
-  if (m->store && st.st_dev == m->tasks_dev && st.st_ino == m->tasks_ino)
-    return m->store;
-  if (m->store) {
+  if (m->store && tfs_store_refresh(m->store) < 0) {
+    mnt_log(m, LOG_WARNING, "the store %s is gone; the mount shows it empty until it returns",
+            m->state_dir);
     tfs_store_close(m->store);
     m->store = NULL;
   }
-  tfs_store_t *s;
-  int err = tfs_store_open_existing(m->state_dir, &s);
-  if (err) {
-    mnt_log(m, LOG_ERR, "cannot reopen the store %s: %s", m->state_dir, tfs_strerror(err));
-    return NULL;
+  if (!m->store) {
+    if (tfs_store_open_existing(m->state_dir, &m->store)) {
+      m->store = NULL;
+      return NULL;
+    }
+    mnt_log(m, LOG_INFO, "serving the store %s", m->state_dir);
   }
-  struct stat tst;
-  if (fstat(tfs_store_tasks_fd(s), &tst)) {
-    tfs_store_close(s);
-    return NULL;
+  /* Files belong to whoever owns the store; a chown shows at once. */
+  struct stat st;
+  if (fstat(tfs_store_tasks_fd(m->store), &st) == 0) {
+    m->uid = st.st_uid;
+    m->gid = st.st_gid;
   }
-  m->store = s;
-  m->tasks_dev = tst.st_dev;
-  m->tasks_ino = tst.st_ino;
-  mnt_log(m, LOG_INFO, "serving the store %s", m->state_dir);
-  return s;
+  return m->store;
 }
 
 /* Reads every request waiting on the FUSE fd. The fd is non-blocking, so
