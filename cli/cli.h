@@ -1,5 +1,6 @@
 /* Shared pieces of the taskfs command line: exit codes, option parsing for
- * the options every verb takes, and error reporting. */
+ * the options every verb takes, error reporting, opening the store and the
+ * task an argument names (cli/common.c), and the waits (cli/follow.c). */
 #ifndef TASKFS_CLI_H
 #define TASKFS_CLI_H
 
@@ -7,10 +8,10 @@
 
 /* Exit codes, fixed and documented in docs/cli.md. */
 #define CLI_EXIT_OK 0
-#define CLI_EXIT_USAGE 100     /* bad command line */
-#define CLI_EXIT_NOTASK 101    /* no task with that id or key */
-#define CLI_EXIT_SYSTEM 111    /* system failure (I/O, out of memory, ...) */
-#define CLI_EXIT_TIMEOUT 124   /* taskfs wait --timeout ran out */
+#define CLI_EXIT_USAGE 100   /* bad command line */
+#define CLI_EXIT_NOTASK 101  /* no task with that id or key */
+#define CLI_EXIT_SYSTEM 111  /* system failure (I/O, out of memory, ...) */
+#define CLI_EXIT_TIMEOUT 124 /* taskfs wait --timeout ran out */
 
 /* How `wait`, `logs -f` and `run --wait/--follow` report a task's end:
  * completed 0; failed: the worker's exit code (at least 1), 128+N if killed
@@ -49,7 +50,63 @@ int cli_exit_for(int err);
 /* Parses a non-negative integer; returns 0 or -1. */
 int cli_parse_i64(const char *s, int64_t *out);
 
-/* ---- added by the cli engineer (additive) ------------------------------ */
+/* ---- options ------------------------------------------------------------ */
+
+#include <getopt.h>
+
+/* The option parser every verb shares: getopt_long() over the verb's own
+ * options plus --state-dir DIR and -h/--help, which it handles itself, with
+ * one way of reporting a bad option. A verb fills the first fields
+ * (CLI_OPTS below) and loops:
+ *
+ *   cli_opts_t o = CLI_OPTS("logs", usage_text, "n:f", opts);
+ *   while ((c = cli_getopt(&o, argc, argv)) > 0)
+ *     switch (c) { ... }
+ *   if (c < 0)
+ *     return o.code;
+ *
+ * after which optind names the first operand and o.state_dir holds
+ * --state-dir (NULL if not given). */
+#define CLI_OPT_IN_ORDER 1       /* options end at the first operand (run's CMD) */
+#define CLI_OPT_NO_STATE_DIR 2   /* the verb takes no --state-dir (umount) */
+#define CLI_OPT_STATE_DIR 0x1000 /* getopt value of --state-dir (internal) */
+typedef struct {
+  const char *verb;
+  const char *usage;             /* printed on stdout for --help */
+  const char *shortopts;         /* the verb's own, like "n:f"; never h */
+  const struct option *longopts; /* the verb's own, NULL-terminated, or NULL */
+  int flags;                     /* CLI_OPT_* */
+  const char *state_dir;         /* out: --state-dir DIR, or NULL */
+  int code;                      /* out: the exit code once cli_getopt returns -1 */
+  char optstring[32];            /* internal */
+  struct option all[24];         /* internal: longopts + state-dir + help */
+} cli_opts_t;
+#define CLI_OPTS(verb_, usage_, short_, long_)                                                     \
+  { .verb = (verb_), .usage = (usage_), .shortopts = (short_), .longopts = (long_) }
+
+/* Returns the next of the verb's own options (its getopt value), 0 once
+ * the options are read, or -1 when the verb must return o->code: 0 after
+ * printing --help, CLI_EXIT_USAGE after reporting a bad option. */
+int cli_getopt(cli_opts_t *o, int argc, char **argv);
+
+/* For verbs that take no operands: reports the first one (with a hint
+ * about what to do instead, or NULL) and returns CLI_EXIT_USAGE; 0 if
+ * there is none. */
+int cli_no_operands(const char *verb, int argc, char **argv, const char *hint);
+
+/* Flushes stdout; on failure says so and returns CLI_EXIT_SYSTEM, else
+ * code. */
+int cli_flush_stdout(const char *verb, int code);
+
+/* What `wait` and `run --wait` do: waits for the end of task id, settles
+ * a task read as lost, describes on stderr a task that did not complete,
+ * and returns the task's exit code (cli_exit_for_record); CLI_EXIT_TIMEOUT
+ * after timeout_ms (timeout_arg is how the user wrote it), 130 if
+ * interrupted (only the wait stops; the task runs on). */
+int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms,
+                    const char *timeout_arg);
+
+/* ---- errors and arguments ------------------------------------------------ */
 
 /* Prints "taskfs <verb>: <message>" and "try 'taskfs <verb> --help'" on
  * stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
@@ -66,6 +123,8 @@ int cli_parse_seconds(const char *s, int64_t *ms_out);
 /* Copies s into buf for an error message: control and non-ASCII bytes as
  * \xNN, cut with "..." at about 60 bytes. Returns buf. */
 const char *cli_quote(const char *s, char *buf, size_t len);
+
+/* ---- waiting on a task (cli/follow.c) ------------------------------------ */
 
 /* Follows a task's transcript onto fd_out, like `taskfs logs -f`: prints
  * the last last_n complete lines (all of them if last_n < 0), then every

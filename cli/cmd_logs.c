@@ -5,7 +5,6 @@
  * --follow` shares. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +101,8 @@ static int copy_out(int fd, off_t start, off_t end) {
   return 0;
 }
 
+/* Prints the whole transcript, or its last last_n lines (last_n >= 0).
+ * tfs_task_openat refuses anything but a regular file. */
 static int print_transcript(tfs_store_t *store, const char *id, int64_t last_n) {
   struct stat st;
   off_t start = 0;
@@ -114,16 +115,15 @@ static int print_transcript(tfs_store_t *store, const char *id, int64_t last_n) 
               tfs_strerror(fd));
     return CLI_EXIT_SYSTEM;
   }
-  if (fstat(fd, &st) != 0) {
-    rc = -errno;
-    goto fail;
+  rc = fstat(fd, &st) ? -errno : 0;
+  if (!rc && last_n >= 0)
+    rc = tail_offset(fd, st.st_size, last_n, &start);
+  if (rc < 0) {
+    close(fd);
+    cli_error("logs", "cannot read %s/tasks/%s/transcript: %s", tfs_store_path(store), id,
+              strerror(-rc));
+    return CLI_EXIT_SYSTEM;
   }
-  if (!S_ISREG(st.st_mode)) {
-    rc = -EINVAL;
-    goto fail;
-  }
-  if (last_n >= 0 && (rc = tail_offset(fd, st.st_size, last_n, &start)) < 0)
-    goto fail;
   rc = copy_out(fd, start, st.st_size);
   close(fd);
   if (rc < 0) {
@@ -131,50 +131,31 @@ static int print_transcript(tfs_store_t *store, const char *id, int64_t last_n) 
     return CLI_EXIT_SYSTEM;
   }
   return CLI_EXIT_OK;
-fail:
-  close(fd);
-  cli_error("logs", "cannot read %s/tasks/%s/transcript: %s", tfs_store_path(store), id,
-            rc == -EINVAL ? "not a regular file" : strerror(-rc));
-  return CLI_EXIT_SYSTEM;
 }
 
 int cmd_logs(int argc, char **argv) {
   static const struct option opts[] = {
       {"lines", required_argument, NULL, 'n'},
       {"follow", no_argument, NULL, 'f'},
-      {"state-dir", required_argument, NULL, 'S'},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *state_dir = NULL;
+  cli_opts_t o = CLI_OPTS("logs", usage_text, "n:f", opts);
   int64_t last_n = -1;
   int follow = 0;
   char id[TFS_ID_MAX + 1];
   char q[96];
   tfs_store_t *store;
   int c, code;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":hn:f", opts, NULL)) != -1) {
-    switch (c) {
-    case 'n':
-      if (cli_parse_i64(optarg, &last_n))
-        return cli_usage_error("logs", "-n wants a whole number of lines >= 0, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case 'f':
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
+    if (c == 'f')
       follow = 1;
-      break;
-    case 'S':
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      return CLI_EXIT_OK;
-    default:
-      return cli_bad_option("logs", argv, c);
-    }
+    else if (cli_parse_i64(optarg, &last_n)) /* -n */
+      return cli_usage_error("logs", "-n wants a whole number of lines >= 0, not '%s'",
+                             cli_quote(optarg, q, sizeof q));
   }
-  code = cli_open_one_task("logs", state_dir, argc, argv, optind, &store, id);
+  if (c < 0)
+    return o.code;
+  code = cli_open_one_task("logs", o.state_dir, argc, argv, optind, &store, id);
   if (code)
     goto out;
   if (follow) {

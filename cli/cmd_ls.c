@@ -7,7 +7,6 @@
  * the newest end and the walk stops at the N-th match, so a small limit
  * reads only the records it shows. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
@@ -84,6 +83,23 @@ static void rows_free(rows_t *r) {
   }
   free(r->rows);
   free(r->json);
+}
+
+/* What a listing is asked for, and what it has found so far. */
+typedef struct {
+  int json;
+  int64_t limit; /* -1: every task */
+  unsigned mask; /* the states shown, 1 << state */
+  int64_t now;
+  rows_t rows; /* text rows, or (--json with --limit) dumps, to print at the end */
+  size_t shown, corrupt;
+  char first_bad[TFS_ID_MAX + 1];
+} listing_t;
+
+/* Counts an unreadable record, remembering the first for the note. */
+static void note_bad(listing_t *l, const char *id) {
+  if (!l->corrupt++)
+    snprintf(l->first_bad, sizeof l->first_bad, "%s", id);
 }
 
 /* Compact age: one unit, like "45s", "12m", "3h", "9d". */
@@ -320,14 +336,44 @@ static void *load_range(void *arg) {
 
 #define LS_CHUNK 2048
 
+/* Takes the loaded slots [base, end) of a chunk in id order: text rows
+ * are kept, --json dumps are streamed out. Returns -ENOMEM once a record
+ * could not be kept (the rest of the listing is then dropped). */
+static int take_slots(listing_t *l, slot_t *slots, char **ids, size_t base, size_t end, int err) {
+  for (size_t k = base; k < end; k++) {
+    slot_t *s = &slots[k - base];
+    if (s->status == SLOT_BAD)
+      note_bad(l, ids[k]);
+    if (s->status == SLOT_NOMEM ||
+        (s->status == SLOT_OK && !err && !l->json && (err = rows_grow(&l->rows)) < 0)) {
+      err = -ENOMEM;
+    } else if (s->status == SLOT_OK && !err) {
+      if (l->json) {
+        fputs(l->shown ? ",\n" : "\n", stdout);
+        put_json(s->dump);
+      } else {
+        l->rows.json[l->rows.n] = NULL;
+        l->rows.rows[l->rows.n++] = s->row;
+        s->row.key = s->row.cmd = NULL;
+      }
+      l->shown++;
+    }
+    free(s->dump);
+    free(s->row.key);
+    free(s->row.cmd);
+    memset(s, 0, sizeof *s);
+  }
+  return err;
+}
+
 /* Loads every id in order, in chunks of LS_CHUNK: the second half of each
  * chunk on a second thread while this one loads the first half, since the
  * JSON parse, not the disk, is what a full listing waits on. Memory stays
  * bounded by a chunk of dumps for --json; text rows are kept compact.
  * TASKFS_LS_THREADS=1 forces one thread (the tests compare both). */
-static int load_all(tfs_store_t *store, char **ids, size_t nids, unsigned mask, int json,
-                    int64_t now, rows_t *rows, size_t *shown, size_t *corrupt, char *first_bad,
-                    size_t first_bad_len) {
+static int load_all(listing_t *l, tfs_store_t *store, char **ids, size_t nids) {
+  if (!nids)
+    return 0;
   const char *env = getenv("TASKFS_LS_THREADS");
   int threads = (env && !strcmp(env, "1")) || sysconf(_SC_NPROCESSORS_ONLN) < 2 ? 1 : 2;
   slot_t *slots = calloc(LS_CHUNK, sizeof *slots);
@@ -335,7 +381,7 @@ static int load_all(tfs_store_t *store, char **ids, size_t nids, unsigned mask, 
     return -ENOMEM;
   /* Set before the worker threads exist and kept: the arena functions fall
    * back to malloc on any thread that has no arena. */
-  char *arenas = json ? NULL : malloc(2 * (size_t)ARENA_SIZE);
+  char *arenas = l->json ? NULL : malloc(2 * (size_t)ARENA_SIZE);
   if (arenas)
     json_set_alloc_funcs(arena_malloc, arena_free);
   /* jansson seeds its hash on the first object; do it here, on one thread. */
@@ -344,16 +390,16 @@ static int load_all(tfs_store_t *store, char **ids, size_t nids, unsigned mask, 
   for (size_t base = 0; base < nids && !err; base += LS_CHUNK) {
     size_t end = nids - base > LS_CHUNK ? base + LS_CHUNK : nids;
     size_t mid = threads > 1 && end - base >= 64 ? base + (end - base) / 2 : end;
-    job_t a = {arenas, store, ids, slots, base, mid, mask, json, now};
+    job_t a = {arenas, store, ids, slots, base, mid, l->mask, l->json, l->now};
     job_t b = {arenas ? arenas + ARENA_SIZE : NULL,
                store,
                ids,
                slots + (mid - base),
                mid,
                end,
-               mask,
-               json,
-               now};
+               l->mask,
+               l->json,
+               l->now};
     pthread_t t;
     int spawned = mid < end && pthread_create(&t, NULL, load_range, &b) == 0;
     load_range(&a);
@@ -361,32 +407,48 @@ static int load_all(tfs_store_t *store, char **ids, size_t nids, unsigned mask, 
       pthread_join(t, NULL);
     else if (mid < end)
       load_range(&b);
-    for (size_t k = base; k < end; k++) {
-      slot_t *s = &slots[k - base];
-      if (s->status == SLOT_BAD && !(*corrupt)++)
-        snprintf(first_bad, first_bad_len, "%s", ids[k]);
-      if (s->status == SLOT_NOMEM ||
-          (s->status == SLOT_OK && !err && !json && (err = rows_grow(rows)) < 0)) {
-        err = -ENOMEM;
-      } else if (s->status == SLOT_OK && !err) {
-        if (json) {
-          fputs(*shown ? ",\n" : "\n", stdout);
-          put_json(s->dump);
-        } else {
-          rows->json[rows->n] = NULL;
-          rows->rows[rows->n++] = s->row;
-          s->row.key = s->row.cmd = NULL;
-        }
-        (*shown)++;
-      }
-      free(s->dump);
-      free(s->row.key);
-      free(s->row.cmd);
-      memset(s, 0, sizeof *s);
-    }
+    err = take_slots(l, slots, ids, base, end, err);
   }
   free(slots);
   free(arenas); /* the arena functions stay set but see no arena from now on */
+  return err;
+}
+
+/* Keeps one record of a --limit listing: its row, or its dump. */
+static int keep_record(listing_t *l, const tfs_record_t *rec) {
+  char *dump = NULL;
+  if (l->json && !(dump = tfs_record_dump(rec)))
+    return -ENOMEM;
+  if (rows_grow(&l->rows) < 0) {
+    free(dump);
+    return -ENOMEM;
+  }
+  memset(&l->rows.rows[l->rows.n], 0, sizeof l->rows.rows[0]);
+  if (!l->json)
+    fill_row(&l->rows.rows[l->rows.n], rec, l->now);
+  l->rows.json[l->rows.n++] = dump;
+  l->shown++;
+  return 0;
+}
+
+/* --limit N: walks the ids from the newest end and stops at the N-th task
+ * shown, so a small limit reads only the records it shows. The rows are
+ * kept newest first. */
+static int load_newest(listing_t *l, tfs_store_t *store, char **ids, size_t nids) {
+  int err = 0;
+  for (size_t k = 0; k < nids && !err && l->shown < (size_t)l->limit; k++) {
+    const char *id = ids[nids - 1 - k];
+    tfs_record_t rec;
+    memset(&rec, 0, sizeof rec); /* the loader initializes it */
+    int rc = tfs_task_load(store, id, &rec);
+    if (rc == TFS_ENOTASK)
+      ; /* pruned while we listed */
+    else if (rc < 0)
+      note_bad(l, id);
+    else if (l->mask & (1u << rec.state))
+      err = keep_record(l, &rec);
+    tfs_record_free(&rec);
+  }
   return err;
 }
 
@@ -410,181 +472,112 @@ static int parse_states(const char *arg, unsigned *mask) {
   return rc;
 }
 
+/* Takes one of the verb's own options into the listing; returns an exit
+ * code (0: go on). */
+static int ls_option(listing_t *l, int c, const char *arg) {
+  char q[96];
+  switch (c) {
+  case 'j':
+    l->json = 1;
+    break;
+  case 's':
+    if (parse_states(arg, &l->mask))
+      return cli_usage_error("ls", "unknown state '%s'; the states are " STATE_NAMES,
+                             cli_quote(arg, q, sizeof q));
+    break;
+  case 'l':
+    if (cli_parse_i64(arg, &l->limit))
+      return cli_usage_error("ls", "--limit wants a whole number >= 0, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    break;
+  case 'a':
+    l->limit = -1;
+    break;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* The width to cut the COMMAND column at, 0 when stdout is no terminal. */
+static size_t terminal_cols(void) {
+  struct winsize ws;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return 0;
+}
+
+/* Loads and prints the listing. Without a limit --json streams (nothing
+ * is kept); with one, the rows come newest first and print reversed. */
+static int ls_print(listing_t *l, tfs_store_t *store, char **ids, size_t nids) {
+  static char obuf[1 << 16];
+  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  size_t term_cols = l->json ? 0 : terminal_cols();
+  int stream_json = l->json && l->limit < 0, code = CLI_EXIT_OK;
+  l->now = tfs_now_ms();
+  if (stream_json)
+    fputs("[", stdout);
+  if ((l->limit < 0 ? load_all(l, store, ids, nids) : load_newest(l, store, ids, nids)) < 0) {
+    code = CLI_EXIT_SYSTEM;
+    cli_error("ls", "out of memory");
+  }
+  if (stream_json) {
+    fputs(l->shown ? "\n]\n" : "]\n", stdout);
+  } else if (l->json) {
+    fputs("[", stdout);
+    for (size_t k = 0; k < l->rows.n; k++) {
+      fputs(k ? ",\n" : "\n", stdout);
+      put_json(l->rows.json[l->rows.n - 1 - k]);
+    }
+    fputs(l->rows.n ? "\n]\n" : "]\n", stdout);
+  } else {
+    print_rows(&l->rows, l->limit >= 0, term_cols);
+  }
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    cli_error("ls", "cannot write the listing: %s", strerror(errno));
+    code = CLI_EXIT_SYSTEM;
+  }
+  return code;
+}
+
 int cmd_ls(int argc, char **argv) {
   static const struct option opts[] = {
       {"json", no_argument, NULL, 'j'},
       {"state", required_argument, NULL, 's'},
       {"limit", required_argument, NULL, 'l'},
       {"all", no_argument, NULL, 'a'},
-      {"state-dir", required_argument, NULL, 'S'},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *state_dir = NULL;
-  int json = 0;
-  int64_t limit = -1;
-  unsigned mask = 0;
-  char q[96];
-  int c, code = CLI_EXIT_OK;
+  cli_opts_t o = CLI_OPTS("ls", usage_text, "", opts);
+  listing_t l = {.limit = -1};
   tfs_store_t *store = NULL;
   char **ids = NULL;
-  size_t nids = 0, corrupt = 0, shown = 0;
-  char first_bad[TFS_ID_MAX + 1] = "";
-  rows_t rows = {0};
-
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'j':
-      json = 1;
-      break;
-    case 's':
-      if (parse_states(optarg, &mask))
-        return cli_usage_error("ls", "unknown state '%s'; the states are " STATE_NAMES,
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case 'l':
-      if (cli_parse_i64(optarg, &limit))
-        return cli_usage_error("ls", "--limit wants a whole number >= 0, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case 'a':
-      limit = -1;
-      break;
-    case 'S':
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      return CLI_EXIT_OK;
-    default:
-      return cli_bad_option("ls", argv, c);
-    }
-  }
-  if (optind < argc)
-    return cli_usage_error("ls", "unexpected argument '%s' ('taskfs show ID' shows one task)",
-                           cli_quote(argv[optind], q, sizeof q));
-  if (!mask)
-    mask = ~0u;
-
-  code = cli_open_store("ls", state_dir, 0, &store);
+  size_t nids = 0;
+  int c, code;
+  while ((c = cli_getopt(&o, argc, argv)) > 0)
+    if ((code = ls_option(&l, c, optarg)))
+      return code;
+  if (c < 0)
+    return o.code;
+  if ((code = cli_no_operands("ls", argc, argv, "('taskfs show ID' shows one task)")))
+    return code;
+  if (!l.mask)
+    l.mask = ~0u;
+  code = cli_open_store("ls", o.state_dir, 0, &store);
   if (code)
     return code;
-  if (store) {
-    int rc = tfs_task_ids(store, &ids, &nids);
-    if (rc < 0) {
-      cli_error("ls", "cannot list %s/tasks: %s", tfs_store_path(store), tfs_strerror(rc));
-      tfs_store_close(store);
-      return CLI_EXIT_SYSTEM;
-    }
+  int rc = store ? tfs_task_ids(store, &ids, &nids) : 0;
+  if (rc < 0) {
+    cli_error("ls", "cannot list %s/tasks: %s", tfs_store_path(store), tfs_strerror(rc));
+    tfs_store_close(store);
+    return CLI_EXIT_SYSTEM;
   }
-
-  static char obuf[1 << 16];
-  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-  size_t term_cols = 0;
-  if (!json && isatty(STDOUT_FILENO)) {
-    struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-      term_cols = ws.ws_col;
-  }
-  /* Without a limit, --json streams: nothing is kept. */
-  int stream_json = json && limit < 0;
-  int64_t now = tfs_now_ms();
-  if (stream_json)
-    fputs("[", stdout);
-
-  size_t total = nids;
-  if (limit < 0 && nids) {
-    /* The whole listing: loaded in parallel, printed in order. */
-    if (load_all(store, ids, nids, mask, json, now, &rows, &shown, &corrupt, first_bad,
-                 sizeof first_bad) < 0) {
-      code = CLI_EXIT_SYSTEM;
-      cli_error("ls", "out of memory");
-    }
-    total = 0;
-  }
-  for (size_t k = 0; k < total; k++) {
-    if (limit >= 0 && shown >= (size_t)limit)
-      break;
-    const char *id = ids[limit >= 0 ? total - 1 - k : k];
-    tfs_record_t rec;
-    memset(&rec, 0, sizeof rec); /* the loader initializes it */
-    int rc = tfs_task_load(store, id, &rec);
-    if (rc == TFS_ENOTASK) { /* pruned while we listed */
-      tfs_record_free(&rec);
-      continue;
-    }
-    if (rc < 0) {
-      if (!corrupt++)
-        snprintf(first_bad, sizeof first_bad, "%s", id);
-      tfs_record_free(&rec);
-      continue;
-    }
-    if (!(mask & (1u << rec.state))) {
-      tfs_record_free(&rec);
-      continue;
-    }
-    if (json) {
-      char *dump = tfs_record_dump(&rec);
-      if (!dump) {
-        tfs_record_free(&rec);
-        code = CLI_EXIT_SYSTEM;
-        cli_error("ls", "out of memory");
-        break;
-      }
-      if (stream_json) {
-        fputs(shown ? ",\n" : "\n", stdout);
-        put_json(dump);
-        free(dump);
-      } else {
-        if (rows_grow(&rows) < 0) {
-          free(dump);
-          tfs_record_free(&rec);
-          code = CLI_EXIT_SYSTEM;
-          cli_error("ls", "out of memory");
-          break;
-        }
-        memset(&rows.rows[rows.n], 0, sizeof rows.rows[0]);
-        rows.json[rows.n++] = dump;
-      }
-    } else {
-      if (rows_grow(&rows) < 0) {
-        tfs_record_free(&rec);
-        code = CLI_EXIT_SYSTEM;
-        cli_error("ls", "out of memory");
-        break;
-      }
-      rows.json[rows.n] = NULL;
-      fill_row(&rows.rows[rows.n++], &rec, now);
-    }
-    shown++;
-    tfs_record_free(&rec);
-  }
-
-  if (stream_json) {
-    fputs(shown ? "\n]\n" : "]\n", stdout);
-  } else if (json) {
-    fputs("[", stdout);
-    for (size_t k = 0; k < rows.n; k++) {
-      fputs(k ? ",\n" : "\n", stdout);
-      put_json(rows.json[rows.n - 1 - k]);
-    }
-    fputs(rows.n ? "\n]\n" : "]\n", stdout);
-  } else {
-    print_rows(&rows, limit >= 0, term_cols);
-  }
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    cli_error("ls", "cannot write the listing: %s", strerror(errno));
-    code = CLI_EXIT_SYSTEM;
-  }
-  if (corrupt)
+  code = ls_print(&l, store, ids, nids);
+  if (l.corrupt)
     cli_error("ls",
               "%zu unreadable record%s skipped; run 'taskfs show %s' to see what is wrong; "
               "'taskfs prune' or deleting the task directory removes %s",
-              corrupt, corrupt == 1 ? "" : "s", first_bad, corrupt == 1 ? "it" : "them");
-  rows_free(&rows);
-  if (ids)
-    tfs_ids_free(ids, nids);
+              l.corrupt, l.corrupt == 1 ? "" : "s", l.first_bad, l.corrupt == 1 ? "it" : "them");
+  rows_free(&l.rows);
+  tfs_ids_free(ids, nids);
   if (store)
     tfs_store_close(store);
   return code;

@@ -64,7 +64,6 @@ enum {
   OPT_IMPORTANT_K,
   OPT_WAIT,
   OPT_FOLLOW,
-  OPT_STATE_DIR,
 };
 
 /* Length of NAME in NAME=VALUE (a shell-style name), 0 if malformed. */
@@ -102,6 +101,225 @@ static int parse_ms(const char *opt, const char *arg, int64_t *out) {
   return 0;
 }
 
+/* Everything the command line of `run` says. */
+typedef struct {
+  tfs_task_spec_t spec;
+  const char *cwd_arg;
+  int wait, follow, nenv;
+  char **env;   /* NAME=VALUE, for the supervisor's environment only */
+  char **names; /* NAME, for the record */
+  char *cwd;
+} run_args_t;
+
+static int run_args_init(run_args_t *a, int argc) {
+  memset(a, 0, sizeof *a);
+  a->spec = (tfs_task_spec_t){
+      .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  a->env = calloc((size_t)argc + 1, sizeof *a->env);
+  a->names = calloc((size_t)argc + 1, sizeof *a->names);
+  if (a->env && a->names)
+    return CLI_EXIT_OK;
+  cli_error("run", "out of memory");
+  return CLI_EXIT_SYSTEM;
+}
+
+static void run_args_free(run_args_t *a) {
+  for (int i = 0; a->names && a->names[i]; i++)
+    free(a->names[i]);
+  free(a->names);
+  free(a->env);
+  free(a->cwd);
+}
+
+/* --env NAME=VALUE: the pair goes to the supervisor's environment, the
+ * name to the record. */
+static int run_env(run_args_t *a, const char *arg) {
+  char q[96];
+  size_t l = env_name_len(arg);
+  if (!l)
+    return cli_usage_error("run", "--env wants NAME=VALUE, not '%s'", cli_quote(arg, q, sizeof q));
+  a->env[a->nenv] = (char *)arg;
+  a->names[a->nenv] = strndup(arg, l);
+  if (!a->names[a->nenv++]) {
+    cli_error("run", "out of memory");
+    return CLI_EXIT_SYSTEM;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* A count option within [lo, hi]. */
+static int parse_count(const char *opt, const char *arg, int64_t lo, int64_t hi, int *out) {
+  char q[96];
+  int64_t v;
+  if (cli_parse_i64(arg, &v) || v < lo || v > hi)
+    return lo > 0 ? cli_usage_error("run", "%s wants a count from %lld to %lld, not '%s'", opt,
+                                    (long long)lo, (long long)hi, cli_quote(arg, q, sizeof q))
+                  : cli_usage_error("run", "%s wants a count, not '%s'", opt,
+                                    cli_quote(arg, q, sizeof q));
+  *out = (int)v;
+  return CLI_EXIT_OK;
+}
+
+/* Takes one option into the arguments; returns an exit code (0: go on). */
+static int run_option(run_args_t *a, int c, const char *arg) {
+  char q[96];
+  switch (c) {
+  case OPT_KEY:
+    a->spec.key = arg;
+    if (!tfs_key_valid(arg))
+      return cli_usage_error("run", "'%s' is not a valid key (1 to %d of A-Z a-z 0-9 . _ : -)",
+                             cli_quote(arg, q, sizeof q), TFS_KEY_MAX);
+    return CLI_EXIT_OK;
+  case OPT_RERUN:
+    a->spec.rerun = 1;
+    return CLI_EXIT_OK;
+  case OPT_CWD:
+    a->cwd_arg = arg;
+    return CLI_EXIT_OK;
+  case OPT_ENV:
+    return run_env(a, arg);
+  case OPT_RESTART:
+    if (tfs_restart_parse(arg, &a->spec.restart))
+      return cli_usage_error("run", "--restart is no, on-failure or always, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
+  case OPT_MIN_UPTIME:
+    return parse_ms("--min-uptime", arg, &a->spec.min_uptime_ms);
+  case OPT_GRACE:
+    return parse_ms("--grace", arg, &a->spec.grace_ms);
+  case OPT_MAX_RESTARTS:
+    return parse_count("--max-restarts", arg, 0, 1000000, &a->spec.max_restarts);
+  case OPT_IMPORTANT_K:
+    return parse_count("--important-k", arg, 1, 10000, &a->spec.important_k);
+  case OPT_WAIT:
+    a->wait = 1;
+    return CLI_EXIT_OK;
+  case OPT_FOLLOW:
+    a->follow = 1;
+    return CLI_EXIT_OK;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* Checks what follows the options (CMD and its arguments) and the
+ * options that only make sense together, and fixes the working
+ * directory. */
+static int run_operands(run_args_t *a, int argc, char **argv) {
+  if (optind < argc && !strcmp(argv[optind], "--"))
+    optind++;
+  if (optind >= argc)
+    return cli_usage_error("run", "what should run? give the command after the options, "
+                                  "e.g. 'taskfs run -- make test'");
+  if (!argv[optind][0])
+    return cli_usage_error("run", "the command name is empty");
+  if (a->wait && a->follow)
+    return cli_usage_error("run", "--wait and --follow exclude each other (--follow also waits)");
+  if (a->spec.rerun && !a->spec.key)
+    return cli_usage_error("run", "--rerun only makes sense with --key");
+  a->cwd = absolute_dir(a->cwd_arg ? a->cwd_arg : ".");
+  if (!a->cwd) {
+    cli_error("run", "cannot tell the current directory (%s); pass --cwd DIR", strerror(errno));
+    return CLI_EXIT_SYSTEM;
+  }
+  a->spec.argv = argv + optind;
+  a->spec.cwd = a->cwd;
+  a->spec.env_names = a->names;
+  return CLI_EXIT_OK;
+}
+
+/* Creates the task, or finds the one its key already names (*existed). */
+static int create_task(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX + 1],
+                       int *existed) {
+  int err = tfs_task_create(store, &a->spec, id, existed);
+  if (err == TFS_EKEYCONFLICT) {
+    char other[TFS_ID_MAX + 1] = "?";
+    tfs_key_lookup(store, a->spec.key, other);
+    cli_error("run",
+              "key '%s' already names task %s, which runs a different command or directory; "
+              "use another key (or 'taskfs show %s' to see it)",
+              a->spec.key, other, other);
+    return CLI_EXIT_USAGE;
+  }
+  if (err) {
+    cli_error("run", "cannot create the task in %s: %s", tfs_store_path(store), tfs_strerror(err));
+    return cli_exit_for(err);
+  }
+  return CLI_EXIT_OK;
+}
+
+/* Whether task id needs a supervisor now. A new task does. A task its key
+ * already named only if it is queued with no supervisor: its launcher died
+ * between creating and launching it. Adopt it, or the key would be wedged
+ * for ever; should the first launch still be on its way, the later of the
+ * two supervisors finds the task taken and leaves. An ended one is not run
+ * again, and said so. */
+static int needs_launch(tfs_store_t *store, const run_args_t *a, const char *id, int existed) {
+  tfs_record_t rec;
+  if (!existed)
+    return 1;
+  memset(&rec, 0, sizeof rec); /* the loader initializes it */
+  int launch = 0, err = tfs_task_load(store, id, &rec);
+  if (err == 0 && tfs_state_terminal(rec.state) && !a->wait && !a->follow)
+    cli_error("run",
+              "key '%s' names task %s, which has ended (%s); not run again (add --rerun "
+              "to run it again)",
+              a->spec.key, id, tfs_state_name(rec.state));
+  if (err == 0 && rec.state == TFS_QUEUED && tfs_task_alive(store, id) == 0)
+    launch = 1;
+  tfs_record_free(&rec);
+  return launch;
+}
+
+/* Starts the task's supervisor and waits until the worker runs (or could
+ * not start: 127, the reason on stderr). */
+static int launch_task(tfs_store_t *store, const run_args_t *a, const char *id) {
+  tfs_launch_opts_t lo = {.env = a->env, .wait_ms = 30000};
+  tfs_record_t rec;
+  int code = CLI_EXIT_OK;
+  memset(&rec, 0, sizeof rec);
+  int err = tfs_launch(store, id, &lo, &rec);
+  if (err) {
+    cli_error("run", "cannot start the supervisor of task %s: %s", id, tfs_strerror(err));
+    code = cli_exit_for(err);
+  } else if (rec.state == TFS_FAILED && rec.nexits == 0) {
+    cli_error("run", "%s", rec.reason ? rec.reason : "the command could not start");
+    code = CLI_EXIT_NOSTART;
+  } else if (rec.state == TFS_QUEUED) {
+    cli_error("run",
+              "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
+              "tells when it does",
+              id, id);
+  }
+  tfs_record_free(&rec);
+  return code;
+}
+
+/* Creates the task, prints its id and launches it. From creating the task
+ * to its supervisor holding it, an interrupted run would leave a queued
+ * task nobody runs: Ctrl-C and friends wait until the launch is done (a
+ * closed stdout must not kill us either). */
+static int run_start(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX + 1]) {
+  sigset_t hold, old_mask;
+  int existed = 0;
+  sigemptyset(&hold);
+  sigaddset(&hold, SIGINT);
+  sigaddset(&hold, SIGTERM);
+  sigaddset(&hold, SIGHUP);
+  sigaddset(&hold, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  signal(SIGPIPE, SIG_IGN);
+  int code = create_task(store, a, id, &existed);
+  if (!code) {
+    /* The id first, whatever happens next, so a script always learns it. */
+    printf("%s\n", id);
+    fflush(stdout);
+    if (needs_launch(store, a, id, existed))
+      code = launch_task(store, a, id);
+  }
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
+  return code;
+}
+
 int cmd_run(int argc, char **argv) {
   static const struct option opts[] = {
       {"key", required_argument, NULL, OPT_KEY},
@@ -115,246 +333,34 @@ int cmd_run(int argc, char **argv) {
       {"important-k", required_argument, NULL, OPT_IMPORTANT_K},
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
-      {"state-dir", required_argument, NULL, OPT_STATE_DIR},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *key = NULL, *cwd_arg = NULL, *state_dir = NULL;
-  int rerun = 0, wait = 0, follow = 0, nenv = 0, held = 0, c, code;
-  char q[96];
-  int64_t v;
-  tfs_task_spec_t spec = {
-      .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
-  char **env = calloc((size_t)argc + 1, sizeof *env);
-  char **names = calloc((size_t)argc + 1, sizeof *names);
-  char *cwd = NULL;
+  /* In order: options end at CMD, so CMD's own options are never taken. */
+  cli_opts_t o = CLI_OPTS("run", usage_text, "", opts);
+  o.flags = CLI_OPT_IN_ORDER;
   tfs_store_t *store = NULL;
-  tfs_record_t rec;
-  memset(&rec, 0, sizeof rec);
-  if (!env || !names) {
-    cli_error("run", "out of memory");
-    code = CLI_EXIT_SYSTEM;
-    goto out;
-  }
-
-  optind = 1;
-  opterr = 0;
-  /* "+": options end at CMD, so CMD's own options are never taken. */
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    code = 0;
-    switch (c) {
-    case OPT_KEY:
-      if (!tfs_key_valid(optarg))
-        code = cli_usage_error("run", "'%s' is not a valid key (1 to %d of A-Z a-z 0-9 . _ : -)",
-                               cli_quote(optarg, q, sizeof q), TFS_KEY_MAX);
-      key = optarg;
-      break;
-    case OPT_RERUN:
-      rerun = 1;
-      break;
-    case OPT_CWD:
-      cwd_arg = optarg;
-      break;
-    case OPT_ENV: {
-      size_t l = env_name_len(optarg);
-      if (!l) {
-        code = cli_usage_error("run", "--env wants NAME=VALUE, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-        break;
-      }
-      env[nenv] = optarg;
-      names[nenv] = strndup(optarg, l);
-      if (!names[nenv++]) {
-        cli_error("run", "out of memory");
-        code = CLI_EXIT_SYSTEM;
-      }
-      break;
-    }
-    case OPT_RESTART:
-      if (tfs_restart_parse(optarg, &spec.restart))
-        code = cli_usage_error("run", "--restart is no, on-failure or always, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case OPT_MIN_UPTIME:
-      code = parse_ms("--min-uptime", optarg, &spec.min_uptime_ms);
-      break;
-    case OPT_GRACE:
-      code = parse_ms("--grace", optarg, &spec.grace_ms);
-      break;
-    case OPT_MAX_RESTARTS:
-      if (cli_parse_i64(optarg, &v) || v > 1000000)
-        code = cli_usage_error("run", "--max-restarts wants a count, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      spec.max_restarts = (int)v;
-      break;
-    case OPT_IMPORTANT_K:
-      if (cli_parse_i64(optarg, &v) || v < 1 || v > 10000)
-        code = cli_usage_error("run", "--important-k wants a count from 1 to 10000, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      spec.important_k = (int)v;
-      break;
-    case OPT_WAIT:
-      wait = 1;
-      break;
-    case OPT_FOLLOW:
-      follow = 1;
-      break;
-    case OPT_STATE_DIR:
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      code = CLI_EXIT_OK;
-      goto out;
-    default:
-      code = cli_bad_option("run", argv, c);
-    }
-    if (code)
-      goto out;
-  }
-  if (optind < argc && !strcmp(argv[optind], "--"))
-    optind++;
-  if (optind >= argc) {
-    code = cli_usage_error("run", "what should run? give the command after the options, "
-                                  "e.g. 'taskfs run -- make test'");
-    goto out;
-  }
-  if (!argv[optind][0]) {
-    code = cli_usage_error("run", "the command name is empty");
-    goto out;
-  }
-  if (wait && follow) {
-    code = cli_usage_error("run", "--wait and --follow exclude each other (--follow also waits)");
-    goto out;
-  }
-  if (rerun && !key) {
-    code = cli_usage_error("run", "--rerun only makes sense with --key");
-    goto out;
-  }
-  cwd = absolute_dir(cwd_arg ? cwd_arg : ".");
-  if (!cwd) {
-    cli_error("run", "cannot tell the current directory (%s); pass --cwd DIR", strerror(errno));
-    code = CLI_EXIT_SYSTEM;
-    goto out;
-  }
-
-  code = cli_open_store("run", state_dir, 1, &store);
+  char id[TFS_ID_MAX + 1];
+  run_args_t a;
+  int c, code = run_args_init(&a, argc);
   if (code)
     goto out;
-  spec.argv = argv + optind;
-  spec.cwd = cwd;
-  spec.key = key;
-  spec.env_names = names;
-  spec.rerun = rerun;
-  char id[TFS_ID_MAX + 1];
-  int existed = 0;
-  /* From creating the task to its supervisor holding it, an interrupted
-   * run would leave a queued task nobody runs: Ctrl-C and friends wait
-   * until the launch is done (a closed stdout must not kill us either). */
-  sigset_t hold, old_mask;
-  sigemptyset(&hold);
-  sigaddset(&hold, SIGINT);
-  sigaddset(&hold, SIGTERM);
-  sigaddset(&hold, SIGHUP);
-  sigaddset(&hold, SIGQUIT);
-  sigprocmask(SIG_BLOCK, &hold, &old_mask);
-  signal(SIGPIPE, SIG_IGN);
-  held = 1;
-  int err = tfs_task_create(store, &spec, id, &existed);
-  if (err == TFS_EKEYCONFLICT) {
-    char other[TFS_ID_MAX + 1] = "?";
-    tfs_key_lookup(store, key, other);
-    cli_error("run",
-              "key '%s' already names task %s, which runs a different command or directory; "
-              "use another key (or 'taskfs show %s' to see it)",
-              key, other, other);
-    code = CLI_EXIT_USAGE;
+  while ((c = cli_getopt(&o, argc, argv)) > 0)
+    if ((code = run_option(&a, c, optarg)))
+      goto out;
+  if (c < 0) {
+    code = o.code;
     goto out;
   }
-  if (err) {
-    cli_error("run", "cannot create the task in %s: %s", tfs_store_path(store), tfs_strerror(err));
-    code = cli_exit_for(err);
+  if ((code = run_operands(&a, argc, argv)) ||
+      (code = cli_open_store("run", o.state_dir, 1, &store)) || (code = run_start(store, &a, id)))
     goto out;
-  }
-  /* The id first, whatever happens next, so a script always learns it. */
-  printf("%s\n", id);
-  fflush(stdout);
-
-  int launch = !existed;
-  if (existed) {
-    memset(&rec, 0, sizeof rec);
-    err = tfs_task_load(store, id, &rec);
-    if (err == 0 && tfs_state_terminal(rec.state) && !wait && !follow)
-      cli_error("run",
-                "key '%s' names task %s, which has ended (%s); not run again (add --rerun "
-                "to run it again)",
-                key, id, tfs_state_name(rec.state));
-    /* Queued with no supervisor: its launcher died between creating and
-     * launching it. Adopt it, or the key would be wedged for ever. Should
-     * the first launch still be on its way, the later of the two
-     * supervisors finds the task taken and leaves. */
-    if (err == 0 && rec.state == TFS_QUEUED && tfs_task_alive(store, id) == 0)
-      launch = 1;
-    tfs_record_free(&rec);
-    memset(&rec, 0, sizeof rec);
-  }
-  if (launch) {
-    tfs_launch_opts_t lo = {.env = env, .wait_ms = 30000};
-    err = tfs_launch(store, id, &lo, &rec);
-    if (err) {
-      cli_error("run", "cannot start the supervisor of task %s: %s", id, tfs_strerror(err));
-      code = cli_exit_for(err);
-      goto out;
-    }
-    if (rec.state == TFS_FAILED && rec.nexits == 0) {
-      cli_error("run", "%s", rec.reason ? rec.reason : "the command could not start");
-      code = CLI_EXIT_NOSTART;
-      goto out;
-    }
-    if (rec.state == TFS_QUEUED)
-      cli_error("run",
-                "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
-                "tells when it does",
-                id, id);
-    tfs_record_free(&rec);
-    memset(&rec, 0, sizeof rec);
-  }
-
-  sigprocmask(SIG_SETMASK, &old_mask, NULL);
-  held = 0;
-  if (follow) {
+  if (a.follow)
     code = cli_follow(store, id, -1, STDOUT_FILENO);
-  } else if (wait) {
-    int rc = cli_wait_end(store, id, -1, &rec);
-    if (rc == 2) {
-      code = CLI_EXIT_CANCELLED; /* interrupted: the task itself runs on */
-    } else if (rc < 0) {
-      cli_error("run", "cannot wait for task %s: %s", id, tfs_strerror(rc));
-      code = cli_exit_for(rc);
-    } else {
-      if (rec.state == TFS_LOST && tfs_task_settle_lost(store, id) >= 0) {
-        tfs_record_free(&rec);
-        memset(&rec, 0, sizeof rec);
-        tfs_task_load(store, id, &rec);
-      }
-      if (rec.state != TFS_COMPLETED && rec.reason)
-        cli_error("run", "task %s %s: %s", id, tfs_state_name(rec.state), rec.reason);
-      code = cli_exit_for_record(&rec);
-    }
-  } else {
-    code = CLI_EXIT_OK;
-  }
-
+  else if (a.wait)
+    code = cli_wait_report("run", store, id, -1, NULL);
 out:
-  if (held)
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
-  tfs_record_free(&rec);
   if (store)
     tfs_store_close(store);
-  for (int i = 0; names && names[i]; i++)
-    free(names[i]);
-  free(names);
-  free(env);
-  free(cwd);
+  run_args_free(&a);
   return code;
 }

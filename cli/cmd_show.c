@@ -4,7 +4,6 @@
  * and what to do about it. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,30 +92,16 @@ static char *pretty(const char *json) {
 }
 
 int cmd_show(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"state-dir", required_argument, NULL, 'S'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  const char *state_dir = NULL;
+  cli_opts_t o = CLI_OPTS("show", usage_text, "", NULL);
   char id[TFS_ID_MAX + 1];
   tfs_store_t *store;
   tfs_record_t rec;
   int c, rc, code;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'S':
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      return CLI_EXIT_OK;
-    default:
-      return cli_bad_option("show", argv, c);
-    }
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
   }
-  code = cli_open_one_task("show", state_dir, argc, argv, optind, &store, id);
+  if (c < 0)
+    return o.code;
+  code = cli_open_one_task("show", o.state_dir, argc, argv, optind, &store, id);
   if (code)
     return code;
   memset(&rec, 0, sizeof rec); /* the loader initializes it */
@@ -154,9 +139,5 @@ int cmd_show(int argc, char **argv) {
   fputc('\n', stdout);
   free(json);
   free(text);
-  if (fflush(stdout) != 0) {
-    cli_error("show", "cannot write to stdout: %m");
-    return CLI_EXIT_SYSTEM;
-  }
-  return CLI_EXIT_OK;
+  return cli_flush_stdout("show", CLI_EXIT_OK);
 }
