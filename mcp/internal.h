@@ -33,7 +33,7 @@ typedef struct mcp_sub mcp_sub_t;
 struct mcp_server {
   uv_loop_t *loop;
   tfs_store_t *store;
-  char who[64];               /* recorded as the canceller */
+  char who[64];               /* "<role> pid N", recorded as the canceller */
   json_t *tools;              /* the tool list (schema.c); NULL if it failed to parse */
   mcp_session_t *sessions;    /* open sessions (session.c) */
   mcp_pending_t *pending;     /* requests that wait (pending.c) */

@@ -66,11 +66,12 @@ int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out) {
   srv->on_idle = cfg->on_idle;
   srv->idle_arg = cfg->arg;
   srv->tools = mcp_schema_tools();
-  snprintf(srv->who, sizeof srv->who, "mcp pid %d", (int)getpid());
+  const char *role = cfg->role ? cfg->role : "mcp";
+  snprintf(srv->who, sizeof srv->who, "%s pid %d", role, (int)getpid());
 
   tfs_owner_t prev;
   memset(&prev, 0, sizeof prev);
-  err = tfs_store_acquire(srv->store, cfg->role ? cfg->role : "mcp", &prev);
+  err = tfs_store_acquire(srv->store, role, &prev);
   if (err)
     fprintf(stderr, "taskfs mcp: could not record this instance in %s (%s); serving anyway\n", dir,
             tfs_strerror(err));
