@@ -1,6 +1,6 @@
 /* libFuzzer target: the MCP server's input framing and text hygiene
- * (mcp/text.c). The server's message handler (handle_line in
- * mcp/server.c) is static and needs a running server, so this target
+ * (mcp/text.c). The dispatcher (mcp_dispatch_text in mcp/dispatch.c)
+ * needs an open server over a store, so this target
  * covers what stands between stdin and it: the bounded line splitter, fed
  * the input in fuzzer-chosen chunk sizes, must deliver exactly the lines a
  * naive split gives (a trailing '\r' dropped), report each line longer than

@@ -10,16 +10,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mcp/mcp.h"
+#include "mcp/internal.h"
 
 #define RES_PAGE_TASKS 50
 #define URI_PREFIX "taskfs://tasks/"
+/* The resource is the last this many bytes of the transcript. */
+#define TRANSCRIPT_RESOURCE_MAX (64 * 1024)
 
 enum { RES_RECORD, RES_TRANSCRIPT };
 
-typedef struct sub {
-  struct sub *next;
-  mcp_server_t *srv;
+struct mcp_sub {
+  mcp_sub_t *next;
+  mcp_session_t *sess;
   char uri[128];
   char id[TFS_ID_MAX + 1];
   int kind;
@@ -31,9 +33,7 @@ typedef struct sub {
   uv_timer_t poll;
   int64_t seen_size, seen_mtime_ns;
   int open_handles; /* freed when both timers have closed */
-} sub_t;
-
-static sub_t *subs; /* one server per process */
+};
 
 /* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */
 static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
@@ -58,28 +58,28 @@ static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
 
 /* Checks params.uri; replies with an error and returns -1 if it is not a
  * resource of an existing task. */
-static int uri_param(mcp_server_t *srv, json_t *id, json_t *params, char tid[TFS_ID_MAX + 1],
-                     int *kind, const char **uri_out) {
+static int uri_param(const mcp_req_t *r, json_t *params, char tid[TFS_ID_MAX + 1], int *kind,
+                     const char **uri_out) {
   const char *uri = json_string_value(json_object_get(params, "uri"));
   if (!uri) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "params.uri (a string) is required");
+    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "params.uri (a string) is required");
     return -1;
   }
   if (parse_uri(uri, tid, kind)) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS,
+    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
                     "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
                     "taskfs://tasks/<id>/transcript",
                     uri);
     return -1;
   }
   tfs_record_t rec;
-  int err = tfs_task_load(mcp_store(srv), tid, &rec);
+  int err = tfs_task_load(mcp_store(r->srv), tid, &rec);
   if (err == TFS_ENOTASK) {
-    json_t *m = json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:s}}}", "jsonrpc", "2.0", "id", id, "error",
-                          "code", RPC_RESOURCE_NOT_FOUND, "message",
+    json_t *m = json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:s}}}", "jsonrpc", "2.0", "id", r->id,
+                          "error", "code", MCP_RPC_RESOURCE_NOT_FOUND, "message",
                           "resource not found: no such task in this store (see resources/list)",
                           "data", "uri", uri);
-    mcp_send(srv, m);
+    mcp_send(r->sess, r->id, m);
     return -1;
   }
   if (!err)
@@ -88,31 +88,22 @@ static int uri_param(mcp_server_t *srv, json_t *id, json_t *params, char tid[TFS
   return 0;
 }
 
-void mcp_resources_templates(mcp_server_t *srv, json_t *id, json_t *params) {
-  mcp_reply(srv, id,
-            json_pack("{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}", "resourceTemplates",
-                      "uriTemplate", URI_PREFIX "{taskId}/record", "name", "task-record",
-                      "description",
-                      "The task's record.json: state, exit code, times, policy, important lines",
-                      "mimeType", "application/json", "uriTemplate",
-                      URI_PREFIX "{taskId}/transcript", "name", "task-transcript", "description",
-                      "The task's output, bounded to its last 64 KiB (cut at a line start); "
-                      "read_managed_task with sinceLine pages through all of it",
-                      "mimeType", "text/plain"));
+void mcp_resources_templates(const mcp_req_t *r, json_t *params) {
+  mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}", "resourceTemplates",
+                         "uriTemplate", URI_PREFIX "{taskId}/record", "name", "task-record",
+                         "description",
+                         "The task's record.json: state, exit code, times, policy, important lines",
+                         "mimeType", "application/json", "uriTemplate",
+                         URI_PREFIX "{taskId}/transcript", "name", "task-transcript", "description",
+                         "The task's output, bounded to its last 64 KiB (cut at a line start); "
+                         "read_managed_task with sinceLine pages through all of it",
+                         "mimeType", "text/plain"));
 }
 
-void mcp_resources_list(mcp_server_t *srv, json_t *id, json_t *params) {
-  json_t *jcur = json_object_get(params, "cursor");
-  if (jcur && !json_is_string(jcur)) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "params.cursor must be a string");
-    return;
-  }
-  char msg[256];
+void mcp_resources_list(const mcp_req_t *r, json_t *params) {
   mcp_idpage_t pg;
-  if (mcp_idpage_open(srv, json_string_value(jcur), &pg, msg, sizeof msg)) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "%s", msg);
+  if (mcp_idpage_param(r, params, &pg))
     return;
-  }
   json_t *list = json_array();
   size_t i = pg.start, n = 0;
   while (i > 0 && n < RES_PAGE_TASKS) {
@@ -133,10 +124,10 @@ void mcp_resources_list(mcp_server_t *srv, json_t *id, json_t *params) {
   if (i > 0 && n)
     json_object_set_new(o, "nextCursor", json_string(pg.all[i]));
   mcp_idpage_close(&pg);
-  mcp_reply(srv, id, o);
+  mcp_reply(r, o);
 }
 
-/* The last MCP_TRANSCRIPT_RESOURCE_MAX bytes of the transcript, starting at
+/* The last TRANSCRIPT_RESOURCE_MAX bytes of the transcript, starting at
  * a line boundary when cut, as valid UTF-8. */
 static char *transcript_tail(mcp_server_t *srv, const char *tid, size_t *total, int *cut) {
   *total = 0;
@@ -150,7 +141,7 @@ static char *transcript_tail(mcp_server_t *srv, const char *tid, size_t *total, 
     return strdup("");
   }
   *total = (size_t)st.st_size;
-  size_t want = *total > MCP_TRANSCRIPT_RESOURCE_MAX ? MCP_TRANSCRIPT_RESOURCE_MAX : *total;
+  size_t want = *total > TRANSCRIPT_RESOURCE_MAX ? TRANSCRIPT_RESOURCE_MAX : *total;
   off_t off = (off_t)(*total - want);
   char *buf = malloc(want + 1);
   ssize_t n = buf ? pread(fd, buf, want, off) : -1;
@@ -171,49 +162,46 @@ static char *transcript_tail(mcp_server_t *srv, const char *tid, size_t *total, 
   return clean;
 }
 
-void mcp_resources_read(mcp_server_t *srv, json_t *id, json_t *params) {
+void mcp_resources_read(const mcp_req_t *r, json_t *params) {
   char tid[TFS_ID_MAX + 1];
   int kind;
   const char *uri;
-  if (uri_param(srv, id, params, tid, &kind, &uri))
+  if (uri_param(r, params, tid, &kind, &uri))
     return;
   if (kind == RES_RECORD) {
     tfs_record_t rec;
-    int err = tfs_task_load(mcp_store(srv), tid, &rec);
+    int err = tfs_task_load(mcp_store(r->srv), tid, &rec);
     char *text = err ? NULL : tfs_record_dump(&rec);
     if (!err)
       tfs_record_free(&rec);
     if (!text) {
-      mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "cannot read the record of %s: %s", tid,
+      mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "cannot read the record of %s: %s", tid,
                       tfs_strerror(err ? err : -ENOMEM));
       return;
     }
     char *clean = mcp_text_clean(text, strlen(text), 0);
     free(text);
-    mcp_reply(srv, id,
-              json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType",
-                        "application/json", "text", clean ? clean : ""));
+    mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType",
+                           "application/json", "text", clean ? clean : ""));
     free(clean);
     return;
   }
   size_t total;
   int cut;
-  char *text = transcript_tail(srv, tid, &total, &cut);
-  mcp_reply(srv, id,
-            json_pack("{s:[{s:s, s:s, s:s, s:{s:I, s:b}}]}", "contents", "uri", uri, "mimeType",
-                      "text/plain", "text", text ? text : "", "_meta", "totalBytes",
-                      (json_int_t)total, "truncated", cut));
+  char *text = transcript_tail(r->srv, tid, &total, &cut);
+  mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s, s:{s:I, s:b}}]}", "contents", "uri", uri, "mimeType",
+                         "text/plain", "text", text ? text : "", "_meta", "totalBytes",
+                         (json_int_t)total, "truncated", cut));
   free(text);
 }
 
-static void sub_send(sub_t *s) {
+static void sub_send(mcp_sub_t *s) {
   s->last_sent_ms = tfs_now_ms();
-  mcp_send(s->srv, json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method",
-                             "notifications/resources/updated", "params", "uri", s->uri));
+  mcp_notify(s->sess, "notifications/resources/updated", json_pack("{s:s}", "uri", s->uri));
 }
 
-static void on_sub_timer(uv_timer_t *t) {
-  sub_t *s = t->data;
+static void on_mcp_sub_timer(uv_timer_t *t) {
+  mcp_sub_t *s = t->data;
   s->armed = 0;
   sub_send(s);
 }
@@ -221,10 +209,10 @@ static void on_sub_timer(uv_timer_t *t) {
 /* A change in the task directory: notify now, or once the interval since
  * the last notification has passed. */
 static void on_sub_change(void *arg, const char *filename) {
-  sub_t *s = arg;
+  mcp_sub_t *s = arg;
   int relevant =
       s->kind == RES_RECORD ? !strcmp(filename, "record.json") : !strcmp(filename, "transcript");
-  if (!relevant || s->armed || mcp_closing(s->srv))
+  if (!relevant || s->armed || mcp_closing(s->sess->srv))
     return;
   int64_t since = tfs_now_ms() - s->last_sent_ms;
   if (since >= MCP_NOTIFY_INTERVAL_MS) {
@@ -232,17 +220,17 @@ static void on_sub_change(void *arg, const char *filename) {
     return;
   }
   s->armed = 1;
-  uv_timer_start(&s->timer, on_sub_timer, (uint64_t)(MCP_NOTIFY_INTERVAL_MS - since), 0);
+  uv_timer_start(&s->timer, on_mcp_sub_timer, (uint64_t)(MCP_NOTIFY_INTERVAL_MS - since), 0);
 }
 
 static void on_sub_closed(uv_handle_t *h) {
-  sub_t *s = h->data;
+  mcp_sub_t *s = h->data;
   if (--s->open_handles == 0)
     free(s);
 }
 
-static void sub_free(sub_t *s) {
-  mcp_watch_remove(s->srv, s->listener);
+static void sub_free(mcp_sub_t *s) {
+  mcp_watch_remove(s->sess->srv, s->listener);
   uv_timer_stop(&s->timer);
   uv_timer_stop(&s->poll);
   s->open_handles = 2;
@@ -251,11 +239,11 @@ static void sub_free(sub_t *s) {
 }
 
 /* Size and mtime of the file behind the subscription (0 if absent). */
-static void sub_stat(sub_t *s, int64_t *size, int64_t *mtime_ns) {
+static void sub_stat(mcp_sub_t *s, int64_t *size, int64_t *mtime_ns) {
   struct stat st;
   char rel[TFS_ID_MAX + 32];
   snprintf(rel, sizeof rel, "%s/%s", s->id, s->kind == RES_RECORD ? "record.json" : "transcript");
-  if (fstatat(tfs_store_tasks_fd(mcp_store(s->srv)), rel, &st, AT_SYMLINK_NOFOLLOW)) {
+  if (fstatat(tfs_store_tasks_fd(mcp_store(s->sess->srv)), rel, &st, AT_SYMLINK_NOFOLLOW)) {
     *size = *mtime_ns = 0;
     return;
   }
@@ -264,7 +252,7 @@ static void sub_stat(sub_t *s, int64_t *size, int64_t *mtime_ns) {
 }
 
 static void on_sub_poll(uv_timer_t *t) {
-  sub_t *s = t->data;
+  mcp_sub_t *s = t->data;
   int64_t size, mtime;
   sub_stat(s, &size, &mtime);
   if (size != s->seen_size || mtime != s->seen_mtime_ns) {
@@ -274,63 +262,63 @@ static void on_sub_poll(uv_timer_t *t) {
   }
 }
 
-void mcp_resources_subscribe(mcp_server_t *srv, json_t *id, json_t *params, int on) {
+void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params) {
+  /* Unsubscribing needs no existing task: it may have been pruned. */
+  const char *uri = json_string_value(json_object_get(params, "uri"));
+  if (!uri) {
+    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "params.uri (a string) is required");
+    return;
+  }
+  for (mcp_sub_t **pp = &r->sess->subs; *pp;) {
+    mcp_sub_t *s = *pp;
+    if (!strcmp(s->uri, uri)) {
+      *pp = s->next;
+      sub_free(s);
+    } else {
+      pp = &s->next;
+    }
+  }
+  mcp_reply(r, json_object());
+}
+
+void mcp_resources_subscribe(const mcp_req_t *r, json_t *params) {
   char tid[TFS_ID_MAX + 1];
   int kind;
   const char *uri;
-  if (!on) {
-    /* Unsubscribing needs no existing task: it may have been pruned. */
-    uri = json_string_value(json_object_get(params, "uri"));
-    if (!uri) {
-      mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "params.uri (a string) is required");
-      return;
-    }
-    for (sub_t **pp = &subs; *pp;) {
-      sub_t *s = *pp;
-      if (!strcmp(s->uri, uri)) {
-        *pp = s->next;
-        sub_free(s);
-      } else {
-        pp = &s->next;
-      }
-    }
-    mcp_reply(srv, id, json_object());
+  if (uri_param(r, params, tid, &kind, &uri))
     return;
-  }
-  if (uri_param(srv, id, params, tid, &kind, &uri))
-    return;
-  for (sub_t *s = subs; s; s = s->next)
+  for (mcp_sub_t *s = r->sess->subs; s; s = s->next)
     if (!strcmp(s->uri, uri)) {
-      mcp_reply(srv, id, json_object()); /* already subscribed */
+      mcp_reply(r, json_object()); /* already subscribed */
       return;
     }
-  sub_t *s = calloc(1, sizeof *s);
+  mcp_sub_t *s = calloc(1, sizeof *s);
   if (!s) {
-    mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "out of memory");
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
-  s->srv = srv;
+  s->sess = r->sess;
   snprintf(s->uri, sizeof s->uri, "%s", uri);
   snprintf(s->id, sizeof s->id, "%s", tid);
   s->kind = kind;
-  uv_timer_init(uv_default_loop(), &s->timer);
+  uv_timer_init(mcp_loop(r->srv), &s->timer);
   s->timer.data = s;
-  uv_timer_init(uv_default_loop(), &s->poll);
+  uv_timer_init(mcp_loop(r->srv), &s->poll);
   s->poll.data = s;
-  s->listener = mcp_watch_add(srv, tid, on_sub_change, s);
+  s->listener = mcp_watch_add(r->srv, tid, on_sub_change, s);
   if (!mcp_listener_live(s->listener)) {
     sub_stat(s, &s->seen_size, &s->seen_mtime_ns);
     uv_timer_start(&s->poll, on_sub_poll, MCP_FALLBACK_TICK_MS, MCP_FALLBACK_TICK_MS);
   }
-  s->next = subs;
-  subs = s;
-  mcp_reply(srv, id, json_object());
+  s->next = r->sess->subs;
+  r->sess->subs = s;
+  mcp_reply(r, json_object());
 }
 
-void mcp_resources_shutdown(mcp_server_t *srv) {
-  while (subs) {
-    sub_t *s = subs;
-    subs = s->next;
+void mcp_resources_drop(mcp_session_t *sess) {
+  while (sess->subs) {
+    mcp_sub_t *s = sess->subs;
+    sess->subs = s->next;
     sub_free(s);
   }
 }

@@ -1,13 +1,15 @@
 /* C-level tests of the MCP server's framing and text hygiene (mcp/text.c),
- * and of the wire protocol through the real binary with stdin from a pipe
- * and from a regular file. The full tool/task/resource behaviour is tested
- * with the official SDK client in tests/mcp/. */
+ * of the wire protocol through the real binary with stdin from a pipe and
+ * from a regular file, and of the session interface that transports drive
+ * (mcp/session.c, mcp/dispatch.c). The full tool/task/resource behaviour is
+ * tested with the official SDK client in tests/mcp/. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp/mcp.h"
+#include "taskfs/taskfs.h"
 #include "tests/helpers/testutil.h"
 
 typedef struct {
@@ -126,4 +128,88 @@ Test(mcp_wire, pipe_and_file_stdin_get_one_reply_per_request, .fini = teardown) 
     lines += file[i] == '\n';
   cr_assert_eq(lines, 3);
   free(file);
+}
+
+/* ---- the dispatcher without a transport ------------------------------ */
+
+/* What a transport gets from a session: every message, in order. */
+typedef struct {
+  int n;
+  char *msgs[8];
+} sink_t;
+
+static void sink_send(void *arg, const json_t *id, char *data, size_t len) {
+  sink_t *k = arg;
+  cr_assert_lt(k->n, 8);
+  cr_assert_eq(strlen(data), len);
+  k->msgs[k->n++] = data;
+}
+
+static void sink_free(sink_t *k) {
+  for (int i = 0; i < k->n; i++)
+    free(k->msgs[i]);
+}
+
+static int dispatch(mcp_session_t *s, const char *text) {
+  return mcp_dispatch_text(s, text, strlen(text));
+}
+
+/* The interface a second transport (HTTP) builds on: two sessions on one
+ * server each get their own replies; a request waits in one session
+ * whatever the other does with the same id; closing a session drops its
+ * waiting requests without a word; the server ends idle with every handle
+ * closed. */
+Test(mcp_dispatch, sessions_on_one_server_are_separate, .fini = teardown) {
+  store_dir = tu_tmpdir("mcpd");
+  uv_loop_t loop;
+  cr_assert_eq(uv_loop_init(&loop), 0);
+  mcp_server_config_t cfg = {.loop = &loop, .state_dir = store_dir, .role = "mcp-test"};
+  mcp_server_t *srv;
+  cr_assert_eq(mcp_server_open(&cfg, &srv), 0);
+  /* A task that stays queued (nothing launches it), so a read waits. */
+  tfs_store_t *store;
+  cr_assert_eq(tfs_store_open(store_dir, &store), 0);
+  char *const argv[] = {"true", NULL};
+  tfs_task_spec_t spec = {.argv = argv,
+                          .cwd = "/",
+                          .key = "waits",
+                          .min_uptime_ms = -1,
+                          .max_restarts = -1,
+                          .grace_ms = -1};
+  char id[TFS_ID_MAX + 1];
+  int existed;
+  cr_assert_eq(tfs_task_create(store, &spec, id, &existed), 0);
+  tfs_store_close(store);
+
+  sink_t ka = {0}, kb = {0};
+  mcp_session_t *a = mcp_session_new(srv, sink_send, &ka);
+  mcp_session_t *b = mcp_session_new(srv, sink_send, &kb);
+  cr_assert_eq(dispatch(a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"), 1);
+  cr_assert_eq(dispatch(a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"), 0);
+  cr_assert_eq(dispatch(b, "not json"), 1);
+  cr_assert_eq(ka.n, 1);
+  cr_assert_str_eq(ka.msgs[0], "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+  cr_assert_eq(kb.n, 1);
+  cr_assert(strstr(kb.msgs[0], "\"id\":null,\"error\":{\"code\":-32700"));
+
+  const char *read =
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"read_managed_task\",\"arguments\":{\"taskKey\":\"waits\",\"waitMs\":40000}}}";
+  cr_assert_eq(dispatch(b, read), 1);
+  cr_assert_eq(dispatch(a, read), 1); /* a's is the newer of two requests with id 7 */
+  cr_assert_eq(ka.n + kb.n, 2, "both reads wait");
+  const char *cancel = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+                       "{\"requestId\":7}}";
+  cr_assert_eq(dispatch(b, cancel), 0);
+  cr_assert_not(mcp_server_idle(srv), "a's read still waits after b cancelled its own id 7");
+  mcp_session_close(a);
+  cr_assert(mcp_server_idle(srv));
+  cr_assert_eq(ka.n + kb.n, 2, "dropped requests are not answered");
+
+  mcp_server_shutdown(srv);
+  uv_run(&loop, UV_RUN_NOWAIT); /* the close callbacks of timers and watches */
+  mcp_server_free(srv);         /* closes b */
+  cr_assert_eq(uv_loop_close(&loop), 0, "no handle is left open");
+  sink_free(&ka);
+  sink_free(&kb);
 }

@@ -1,0 +1,224 @@
+/* A task's output as an answer of read_managed_task, start_managed_task
+ * and tasks/result: the record's state, its important lines, the tail (or
+ * a page with sinceLine), how the wait went, trimmed so that the whole
+ * tools/call result keeps within maxBytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/internal.h"
+
+#define LINE_CUT 240      /* bytes kept of one output line */
+#define IMPORTANT_SHOWN 5 /* first / last important lines in a response */
+#define TAIL_KEPT 3       /* tail lines kept before important lines are dropped */
+
+typedef struct {
+  int64_t line;
+  size_t total; /* bytes of the whole line */
+  size_t len;   /* bytes kept in text */
+  char text[LINE_CUT + 8];
+} out_line_t;
+
+typedef struct {
+  out_line_t *v;
+  size_t n, cap;
+  int keep_partial; /* deliver a final line without newline */
+} out_lines_t;
+
+static int collect_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  out_lines_t *o = arg;
+  if (partial == 1 && !o->keep_partial)
+    return 0;
+  if (o->n && o->v[o->n - 1].line == lineno) {
+    /* Another piece of a line longer than the reader's piece size. */
+    o->v[o->n - 1].total += len;
+    return 0;
+  }
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? o->cap * 2 : 32;
+    out_line_t *v = realloc(o->v, cap * sizeof *v);
+    if (!v)
+      return 1;
+    o->v = v;
+    o->cap = cap;
+  }
+  out_line_t *l = &o->v[o->n++];
+  l->line = lineno;
+  l->total = len;
+  l->len = len < sizeof l->text ? len : sizeof l->text;
+  memcpy(l->text, line, l->len);
+  return 0;
+}
+
+static json_t *line_text(const out_line_t *l) {
+  char *c = mcp_text_clean_prefix(l->text, l->len, l->total, LINE_CUT);
+  json_t *j = json_string(c ? c : "");
+  free(c);
+  return j;
+}
+
+static json_t *important_entry(const tfs_important_line_t *il) {
+  size_t len = il->text ? strlen(il->text) : 0;
+  char *c = mcp_text_clean(il->text ? il->text : "", len, LINE_CUT);
+  json_t *j = json_pack("{s:I, s:s, s:s}", "line", (json_int_t)il->line, "kind",
+                        tfs_line_kind_name(il->kind), "text", c ? c : "");
+  free(c);
+  return j;
+}
+
+/* The lines of the answer: the last tail_lines or, with sinceLine, the
+ * page of tail_lines after it. */
+static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mcp_read_t *ra,
+                           out_lines_t *out) {
+  if (ra->tail_lines <= 0)
+    return;
+  if (ra->since_line >= 0) {
+    tfs_transcript_read(store, rec->id, ra->since_line + 1, ra->tail_lines, collect_line, out);
+    return;
+  }
+  tfs_follower_t *f = NULL;
+  if (tfs_follower_open(store, rec->id, ra->tail_lines, &f) == 0) {
+    tfs_follower_next(f, out->keep_partial, collect_line, out);
+    tfs_follower_close(f);
+  }
+  /* A line longer than the reader's piece may arrive as pieces that make
+   * it look like several lines; keep only the last tail_lines. */
+  if ((int64_t)out->n > ra->tail_lines) {
+    size_t drop = out->n - (size_t)ra->tail_lines;
+    memmove(out->v, out->v + drop, (out->n - drop) * sizeof *out->v);
+    out->n -= drop;
+  }
+}
+
+/* The first and last few important lines of the whole output (none in a
+ * page: the page is the lines asked for). */
+static json_t *important_json(const tfs_important_t *imp, int paging) {
+  json_t *first = json_array(), *last = json_array();
+  if (!paging) {
+    for (size_t i = 0; i < imp->nfirst && i < IMPORTANT_SHOWN; i++)
+      json_array_append_new(first, important_entry(&imp->first[i]));
+    size_t from = imp->nlast > IMPORTANT_SHOWN ? imp->nlast - IMPORTANT_SHOWN : 0;
+    for (size_t i = from; i < imp->nlast; i++)
+      json_array_append_new(last, important_entry(tfs_important_last(imp, i)));
+  }
+  return json_pack("{s:I, s:o, s:o}", "total", (json_int_t)imp->total, "first", first, "last",
+                   last);
+}
+
+/* What the wait saw (a match, a timeout), what a start did, and what to
+ * do next. */
+static void add_wait_fields(json_t *o, const mcp_read_t *ra, int terminal, int64_t waited_ms,
+                            int timed_out) {
+  if (ra->match_line > 0) {
+    char *c = mcp_text_clean(ra->match_text ? ra->match_text : "",
+                             ra->match_text ? strlen(ra->match_text) : 0, LINE_CUT);
+    json_object_set_new(
+        o, "match",
+        json_pack("{s:I, s:s}", "line", (json_int_t)ra->match_line, "text", c ? c : ""));
+    free(c);
+  }
+  json_object_set_new(o, "timedOut", json_boolean(timed_out));
+  json_object_set_new(o, "waitedMs", json_integer(waited_ms));
+  if (ra->is_start) {
+    json_object_set_new(o, "existing", json_boolean(ra->existing));
+    json_object_set_new(o, "started", json_boolean(!ra->existing));
+  }
+  const char *hint = NULL;
+  if (!terminal)
+    hint = "still running: call read_managed_task with waitMs to wait for it (or untilPattern for "
+           "a line)";
+  else if (ra->is_start && ra->existing)
+    hint = "this key names a task that has already ended; nothing ran now: pass restart: true to "
+           "run it again";
+  if (hint)
+    json_object_set_new(o, "hint", json_string(hint));
+}
+
+/* The answer being trimmed, and where its tail stands. */
+typedef struct {
+  json_t *o, *tail, *first, *last;
+  int paging;
+  int any_tail; /* the tail had lines before trimming */
+  int64_t since_line, tail_from, next_line;
+} trim_t;
+
+/* Drops one tail line: the oldest of a tail, the newest of a page (the
+ * page then ends earlier: nextLine follows). */
+static void drop_tail_line(trim_t *t) {
+  size_t ntail = json_array_size(t->tail);
+  if (t->paging) {
+    json_array_remove(t->tail, ntail - 1);
+    t->next_line = ntail > 1 ? t->next_line - 1 : t->since_line;
+  } else {
+    json_array_remove(t->tail, 0);
+    t->tail_from++;
+  }
+}
+
+/* Trims until the whole tools/call result fits max_bytes: first tail lines
+ * (down to TAIL_KEPT), then the important lines, the last ones first,
+ * keeping the very first (usually the root cause), then the rest of the
+ * tail. Returns the compact dump of what is left (malloc'ed, or NULL),
+ * made for the size check and reused for the reply. */
+static char *trim_to_bound(trim_t *t, int64_t max_bytes) {
+  size_t dropped_tail = 0, dropped_imp = 0;
+  char *text = NULL;
+  for (;;) {
+    json_object_set_new(t->o, "tailFrom", t->any_tail ? json_integer(t->tail_from) : json_null());
+    json_object_set_new(t->o, "nextLine", json_integer(t->next_line));
+    if (dropped_tail || dropped_imp)
+      json_object_set_new(t->o, "omitted",
+                          json_pack("{s:I, s:I, s:s}", "tailLines", (json_int_t)dropped_tail,
+                                    "importantLines", (json_int_t)dropped_imp, "why",
+                                    "response size bound (maxBytes); page with sinceLine"));
+    free(text);
+    text = json_dumps(t->o, JSON_COMPACT);
+    if (!text || mcp_result_size(text) <= (size_t)max_bytes)
+      break;
+    size_t ntail = json_array_size(t->tail);
+    size_t nfirst = json_array_size(t->first), nlast = json_array_size(t->last);
+    if (ntail > TAIL_KEPT || (ntail > 0 && !nlast && nfirst <= 1)) {
+      drop_tail_line(t);
+      dropped_tail++;
+    } else if (nlast) {
+      json_array_remove(t->last, 0);
+      dropped_imp++;
+    } else if (nfirst > 1) {
+      json_array_remove(t->first, nfirst - 1);
+      dropped_imp++;
+    } else {
+      break; /* as small as it gets */
+    }
+  }
+  return text;
+}
+
+json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_read_t *ra,
+                         int64_t waited_ms, int timed_out, char **text) {
+  json_t *o = mcp_record_compact(rec);
+  int terminal = tfs_state_terminal(rec->state);
+  int paging = ra->since_line >= 0;
+  out_lines_t out = {.keep_partial = terminal};
+  collect_output(mcp_store(srv), rec, ra, &out);
+  json_t *imp = important_json(&rec->important, paging);
+  json_object_set_new(o, "important", imp);
+  json_t *tail = json_array();
+  for (size_t i = 0; i < out.n; i++)
+    json_array_append_new(tail, line_text(&out.v[i]));
+  json_object_set_new(o, "tail", tail);
+  trim_t t = {
+      .o = o,
+      .tail = tail,
+      .first = json_object_get(imp, "first"),
+      .last = json_object_get(imp, "last"),
+      .paging = paging,
+      .any_tail = out.n > 0,
+      .since_line = ra->since_line,
+      .tail_from = out.n ? out.v[0].line : 0,
+      .next_line = out.n ? out.v[out.n - 1].line : (paging ? ra->since_line : rec->lines),
+  };
+  free(out.v);
+  add_wait_fields(o, ra, terminal, waited_ms, timed_out);
+  *text = trim_to_bound(&t, ra->max_bytes);
+  return o;
+}

@@ -1,0 +1,242 @@
+/* read_managed_task: its arguments, the untilPattern scan over new lines,
+ * and the long-poll that parks a read until the task ends, a line matches
+ * or the wait is over. start_managed_task and tasks/result answer through
+ * the same path. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/internal.h"
+
+#define READ_BUDGET_DEFAULT 4096 /* bytes of the whole tools/call result */
+#define READ_BUDGET_MIN 1024
+#define READ_BUDGET_MAX (256 * 1024)
+#define TAIL_DEFAULT 20
+#define TAIL_MAX 1000
+
+mcp_read_t *mcp_read_new(void) {
+  mcp_read_t *ra = calloc(1, sizeof *ra);
+  if (!ra)
+    return NULL;
+  ra->tail_lines = TAIL_DEFAULT;
+  ra->since_line = -1;
+  ra->max_bytes = READ_BUDGET_DEFAULT;
+  return ra;
+}
+
+/* Bytes of each output line that untilPattern is matched against. */
+#define UNTIL_MATCH_MAX 4096
+
+/* Whether an untilPattern holds a back-reference (\1..\9). glibc matches
+ * those by backtracking, exponential in the line length ('(a*)*\1b' over
+ * 2000 'a's never ends), which would freeze the server's loop. A backslash
+ * inside a bracket expression is literal in an ERE, but such a pattern is
+ * refused too: rare, and '[1]' says the same. */
+static int has_backref(const char *p) {
+  for (; *p; p++) {
+    if (*p != '\\')
+      continue;
+    if (p[1] >= '1' && p[1] <= '9')
+      return 1;
+    if (p[1])
+      p++; /* an escaped character, e.g. "\\\\1" is a backslash then '1' */
+  }
+  return 0;
+}
+
+/* Scans the lines that are new since the previous call for the pattern. */
+typedef struct {
+  mcp_read_t *ra;
+  int64_t after; /* ignore lines up to this one */
+  char *buf;
+  size_t cap;
+} scan_t;
+
+static int scan_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  scan_t *s = arg;
+  if (lineno <= s->after)
+    return 0;
+  /* Only a line's first UNTIL_MATCH_MAX bytes are matched: the matcher runs
+   * in the server's one loop, so its cost per line must stay bounded. */
+  if (len > UNTIL_MATCH_MAX)
+    len = UNTIL_MATCH_MAX;
+  if (len + 1 > s->cap) {
+    char *b = realloc(s->buf, len + 1);
+    if (!b)
+      return 1;
+    s->buf = b;
+    s->cap = len + 1;
+  }
+  memcpy(s->buf, line, len);
+  s->buf[len] = 0;
+  if (regexec(&s->ra->re, s->buf, 0, NULL, 0) == 0) {
+    s->ra->match_line = lineno;
+    free(s->ra->match_text);
+    s->ra->match_text = s->buf; /* the line as matched: no copy to fail */
+    s->buf = NULL;
+    s->cap = 0;
+    return 1;
+  }
+  return 0;
+}
+
+static void read_scan(mcp_read_t *ra, int terminal) {
+  if (!ra->has_re || ra->match_line || !ra->fol)
+    return;
+  scan_t s = {.ra = ra, .after = ra->since_line >= 0 ? ra->since_line : 0};
+  tfs_follower_next(ra->fol, terminal, scan_line, &s);
+  free(s.buf);
+}
+
+void mcp_read_free(mcp_read_t *ra) {
+  if (!ra)
+    return;
+  if (ra->has_re)
+    regfree(&ra->re);
+  if (ra->fol)
+    tfs_follower_close(ra->fol);
+  free(ra->match_text);
+  free(ra);
+}
+
+static void pending_read_free(mcp_pending_t *p) {
+  mcp_read_free(p->data);
+}
+
+/* Answers a read (or the answer of a start) if it can be answered now: the
+ * task has ended, the pattern matched, or the wait is over (timed_out).
+ * Returns 1 if it replied, 0 to look again later. */
+static int read_answer(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int64_t started_ms,
+                       int timed_out) {
+  tfs_record_t rec;
+  int err = tfs_task_load(mcp_store(r->srv), task_id, &rec);
+  if (err) {
+    if (!timed_out && err != TFS_ENOTASK)
+      return 0; /* e.g. caught mid-write by a non-atomic reader: look again */
+    if (ra->task_result)
+      mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "cannot read task %s: %s", task_id,
+                      tfs_strerror(err));
+    else
+      mcp_tool_error(r, "cannot read task %s: %s", task_id, tfs_strerror(err));
+    return 1;
+  }
+  int terminal = tfs_state_terminal(rec.state);
+  read_scan(ra, terminal);
+  int done = terminal || ra->match_line > 0;
+  if (!done && !timed_out) {
+    tfs_record_free(&rec);
+    return 0;
+  }
+  if (ra->task_result && !terminal) {
+    /* Shutting down while tasks/result waits: the task goes on; say so. */
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR,
+                    "the server is shutting down; task %s is still running: call tasks/result "
+                    "again after reconnecting",
+                    task_id);
+    tfs_record_free(&rec);
+    return 1;
+  }
+  char *text;
+  json_t *o = mcp_output_build(r->srv, &rec, ra, tfs_now_ms() - started_ms, !done, &text);
+  if (ra->task_result) {
+    free(text);
+    mcp_reply(r, mcp_task_payload(o, &rec));
+  } else {
+    mcp_reply_result(r, o, text);
+  }
+  tfs_record_free(&rec);
+  return 1;
+}
+
+static int check_read(mcp_pending_t *p, int timed_out) {
+  return read_answer(&p->req, p->task_id, p->data, p->started_ms, timed_out);
+}
+
+int mcp_read_parse(json_t *args, mcp_read_t *ra, int64_t *wait_ms, int64_t wait_def, char *msg,
+                   size_t msglen) {
+  int64_t v;
+  if (mcp_arg_int(args, "waitMs", wait_def, 0, INT64_MAX, wait_ms, msg, msglen))
+    return -1;
+  if (*wait_ms > MCP_WAIT_CAP_MS)
+    *wait_ms = MCP_WAIT_CAP_MS; /* the documented cap, not an error */
+  if (mcp_arg_int(args, "tailLines", TAIL_DEFAULT, 0, TAIL_MAX, &ra->tail_lines, msg, msglen))
+    return -1;
+  if (mcp_arg_int(args, "sinceLine", -1, 0, INT64_MAX, &v, msg, msglen))
+    return -1;
+  ra->since_line = v;
+  if (mcp_arg_int(args, "maxBytes", READ_BUDGET_DEFAULT, READ_BUDGET_MIN, READ_BUDGET_MAX,
+                  &ra->max_bytes, msg, msglen))
+    return -1;
+  json_t *pat = json_object_get(args, "untilPattern");
+  if (pat && !json_is_null(pat)) {
+    if (!json_is_string(pat)) {
+      snprintf(msg, msglen, "untilPattern must be a string (a POSIX extended regex)");
+      return -1;
+    }
+    if (has_backref(json_string_value(pat))) {
+      snprintf(msg, msglen,
+               "untilPattern: back-references (\\1..\\9) are not supported; their matching "
+               "time can grow exponentially with the line length. Use a pattern without them "
+               "(e.g. 'listening on [0-9]+')");
+      return -1;
+    }
+    int rc = regcomp(&ra->re, json_string_value(pat), REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+      char ebuf[256];
+      regerror(rc, &ra->re, ebuf, sizeof ebuf);
+      snprintf(msg, msglen,
+               "untilPattern '%.200s' is not a valid POSIX extended regex: %s; fix the pattern "
+               "(e.g. 'listening on [0-9]+')",
+               json_string_value(pat), ebuf);
+      return -1;
+    }
+    ra->has_re = 1;
+  }
+  return 0;
+}
+
+void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int64_t wait_ms) {
+  if (ra->has_re) {
+    /* A task this call just started: every line is new, scan from line 1
+     * (lines written before the follower opens must not be missed). */
+    int64_t last_n = (ra->since_line >= 0 || (ra->is_start && !ra->existing)) ? -1 : 0;
+    if (tfs_follower_open(mcp_store(r->srv), task_id, last_n, &ra->fol) == 0 && last_n == 0)
+      tfs_follower_next(ra->fol, 0, scan_line, &(scan_t){.ra = ra, .after = INT64_MAX});
+  }
+  /* Most reads are answered at once (no waitMs, or the task has ended):
+   * answer those here, without the pending request and its inotify watch
+   * (an inotify_add_watch and rm_watch per call). Only a read that has to
+   * wait is parked; parking watches first and then looks again, so a change
+   * after this look is not missed. */
+  if (read_answer(r, task_id, ra, tfs_now_ms(), wait_ms == 0 || mcp_closing(r->srv))) {
+    mcp_read_free(ra);
+    return;
+  }
+  mcp_pending_t *p = mcp_pending_new(r, task_id, wait_ms);
+  if (!p) {
+    mcp_read_free(ra);
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  p->data = ra;
+  p->check = check_read;
+  p->free_fn = pending_read_free;
+  mcp_pending_start(p);
+}
+
+void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task) {
+  char msg[512], task_id[TFS_ID_MAX + 1];
+  if (mcp_resolve_args(r->srv, args, task_id, msg, sizeof msg)) {
+    mcp_tool_error(r, "%s", msg);
+    return;
+  }
+  mcp_read_t *ra = mcp_read_new();
+  int64_t wait_ms;
+  if (!ra || mcp_read_parse(args, ra, &wait_ms, 0, msg, sizeof msg)) {
+    mcp_tool_error(r, "%s", ra ? msg : "out of memory");
+    mcp_read_free(ra);
+    return;
+  }
+  mcp_read_park(r, task_id, ra, wait_ms);
+}
