@@ -259,15 +259,22 @@ Test(supervisor, failures_say_why) {
   char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1];
   sx_start(a, "exit 3", NULL, NULL, NULL);
   sx_start(b, "kill -SEGV $$", NULL, NULL, NULL);
-  tfs_record_t ra = sx_wait(a, 20000), rb = sx_wait(b, 20000);
+  /* A signal glibc has no abbreviation for is named as kill -l names it. */
+  char c[TFS_ID_MAX + 1], cmd[64];
+  snprintf(cmd, sizeof cmd, "kill -%d $$", SIGRTMIN + 2);
+  sx_start(c, cmd, NULL, NULL, NULL);
+  tfs_record_t ra = sx_wait(a, 20000), rb = sx_wait(b, 20000), rc = sx_wait(c, 20000);
   cr_assert_eq(ra.state, TFS_FAILED);
   cr_assert_eq(ra.exit_code, 3);
   cr_assert_str_eq(ra.reason, "exited with code 3");
   cr_assert_eq(rb.state, TFS_FAILED);
   cr_assert_eq(rb.signal, SIGSEGV);
   cr_assert_str_eq(rb.reason, "killed by signal SIGSEGV");
+  cr_assert_eq(rc.signal, SIGRTMIN + 2);
+  cr_assert_str_eq(rc.reason, "killed by signal SIGRTMIN+2");
   tfs_record_free(&ra);
   tfs_record_free(&rb);
+  tfs_record_free(&rc);
 }
 
 Test(supervisor, a_command_that_cannot_start_fails_with_a_reason) {
@@ -525,17 +532,6 @@ Test(supervisor, a_worker_ignoring_sigterm_is_killed_after_the_grace_period) {
   cr_assert_not_null(strstr(rec.reason, "grace period"), "reason: %s", rec.reason);
   tfs_record_free(&rec);
   cr_assert_eq(sx_procs_with("sleep 300.124"), 0, "a process was left behind");
-}
-
-Test(supervisor, without_inotify_the_poll_still_stops_the_task) {
-  char id[TFS_ID_MAX + 1];
-  char *env[] = {"TASKFS_NO_INOTIFY=1", NULL};
-  sx_start(id, "sleep 300.127", NULL, env, NULL);
-  wait_procs("sleep 300.127", 1);
-  cr_assert_eq(tfs_cancel_request(sx_store, id, "poller"), 0);
-  tfs_record_t rec = sx_wait(id, 20000);
-  cr_assert_eq(rec.state, TFS_CANCELLED);
-  tfs_record_free(&rec);
 }
 
 Test(supervisor, sighup_does_not_stop_the_supervisor_but_sigterm_does) {
@@ -860,15 +856,35 @@ static int doorbell_mode(const char *id, mode_t *mode) {
   return 0;
 }
 
+/* TASKFS_NO_INOTIFY in the supervisor's own environment (the launcher's:
+ * a --env override reaches only the worker) leaves the poll alone. */
+Test(supervisor, without_the_doorbell_the_poll_still_stops_the_task) {
+  char id[TFS_ID_MAX + 1];
+  setenv("TASKFS_NO_INOTIFY", "1", 1);
+  sx_start(id, "sleep 300.127", NULL, NULL, NULL);
+  unsetenv("TASKFS_NO_INOTIFY");
+  wait_procs("sleep 300.127", 1);
+  mode_t m;
+  cr_assert_eq(doorbell_mode(id, &m), -ENOENT, "a doorbell was made");
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "poller"), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  tfs_record_free(&rec);
+  assert_noticed_via(id, "poll");
+}
+
 /* More supervisors than the default per-user inotify limit (128), with that
  * limit left as it is: none holds an inotify instance, and a stop request to the last one wakes it
  * through its doorbell (the poll is made too slow to be the one that notices). */
 Test(supervisor, two_hundred_supervisors_hold_no_inotify_and_wake_by_doorbell, .timeout = 180) {
   enum { N = 200 };
   static char ids[N][TFS_ID_MAX + 1];
-  char *env[] = {"TASKFS_CANCEL_POLL_MS=3600000", NULL};
+  /* In our environment, which the supervisors inherit (a --env override
+   * would reach only the workers). */
+  setenv("TASKFS_CANCEL_POLL_MS", "3600000", 1);
   for (int i = 0; i < N; i++)
-    sx_start(ids[i], "exec sleep 300.133", NULL, env, NULL);
+    sx_start(ids[i], "exec sleep 300.133", NULL, NULL, NULL);
+  unsetenv("TASKFS_CANCEL_POLL_MS");
   for (int i = 0; i < N; i++) {
     pid_t sup = supervisor_pid(ids[i]);
     cr_assert_eq(inotify_fds(sup), 0, "the supervisor of task %d (pid %d) holds inotify", i,
