@@ -1,7 +1,7 @@
 /* Capture: a worker's stdout and stderr, read from two pipes, written into
  * one transcript.
  *
- * Each stream has a line buffer of TFS_CAPTURE_BUF bytes that only ever
+ * Each stream has a line buffer of SUP_CAPTURE_BUF bytes that only ever
  * holds an incomplete line: as soon as a read brings newlines, every
  * complete line in the buffer goes to the transcript in a single write (a
  * batch of whole lines; a line is never split between two writes, so the
@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int tfs_capture_init(tfs_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
+int sup_capture_init(sup_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
                      int64_t bytes) {
   memset(c, 0, sizeof *c);
   c->fd = fd;
@@ -39,23 +39,23 @@ int tfs_capture_init(tfs_capture_t *c, int fd, int side_fd, tfs_important_t *imp
   c->bytes = bytes;
   c->open_stream = -1;
   for (int i = 0; i < 2; i++) {
-    c->s[i].buf = malloc(TFS_CAPTURE_BUF);
+    c->s[i].buf = malloc(SUP_CAPTURE_BUF);
     if (!c->s[i].buf) {
-      tfs_capture_free(c);
+      sup_capture_free(c);
       return -ENOMEM;
     }
   }
   return 0;
 }
 
-void tfs_capture_free(tfs_capture_t *c) {
+void sup_capture_free(sup_capture_t *c) {
   for (int i = 0; i < 2; i++) {
     free(c->s[i].buf);
     c->s[i].buf = NULL;
   }
 }
 
-void tfs_capture_flush_side(tfs_capture_t *c) {
+void sup_capture_flush_side(sup_capture_t *c) {
   char buf[64];
   if (!c->err_first)
     return;
@@ -70,23 +70,23 @@ void tfs_capture_flush_side(tfs_capture_t *c) {
 }
 
 /* Notes that line lineno came from stream st. */
-static void note_line(tfs_capture_t *c, int st, int64_t lineno, const char *line, size_t len) {
+static void note_line(sup_capture_t *c, int st, int64_t lineno, const char *line, size_t len) {
   if (c->imp)
     tfs_important_feed(c->imp, lineno, line,
-                       len > TFS_CAPTURE_FEED_MAX ? TFS_CAPTURE_FEED_MAX : len);
-  if (st != TFS_STDERR)
+                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
+  if (st != SUP_STDERR)
     return;
   if (c->err_first && c->err_last + 1 == lineno) {
     c->err_last = lineno;
     return;
   }
-  tfs_capture_flush_side(c);
+  sup_capture_flush_side(c);
   c->err_first = c->err_last = lineno;
 }
 
 /* Writes data with one write; on failure the bytes are counted as dropped.
  * Returns 0 or the negative errno. */
-static int put(tfs_capture_t *c, const char *data, size_t len) {
+static int put(sup_capture_t *c, const char *data, size_t len) {
   int err = tfs_transcript_append(c->fd, data, len, 0);
   if (err) {
     /* Part of it may have landed before the error: only this process
@@ -106,33 +106,33 @@ static int put(tfs_capture_t *c, const char *data, size_t len) {
 
 /* Before stream st writes: if the other stream left a line open (it ended
  * without a newline), close that line so the two never share one. */
-static void close_foreign(tfs_capture_t *c, int st) {
+static void close_foreign(sup_capture_t *c, int st) {
   if (c->open_stream >= 0 && c->open_stream != st) {
     put(c, "\n", 1);
     c->open_stream = -1;
   }
 }
 
-int tfs_capture_holder(const tfs_capture_t *c) {
+int sup_capture_holder(const sup_capture_t *c) {
   if (c->open_stream >= 0 && !c->s[c->open_stream].eof)
     return c->open_stream;
   return -1;
 }
 
-void tfs_capture_space(tfs_capture_t *c, int st, char **p, size_t *n) {
-  tfs_cap_stream_t *s = &c->s[st];
+void sup_capture_space(sup_capture_t *c, int st, char **p, size_t *n) {
+  sup_cap_stream_t *s = &c->s[st];
   *p = s->buf + s->len;
-  *n = TFS_CAPTURE_BUF - s->len;
+  *n = SUP_CAPTURE_BUF - s->len;
 }
 
 /* Notes that lines first..last came from stderr, extending the open range
  * when they follow it (what note_line() does one line at a time). */
-static void note_err_range(tfs_capture_t *c, int64_t first, int64_t last) {
+static void note_err_range(sup_capture_t *c, int64_t first, int64_t last) {
   if (c->err_first && c->err_last + 1 == first) {
     c->err_last = last;
     return;
   }
-  tfs_capture_flush_side(c);
+  sup_capture_flush_side(c);
   c->err_first = first;
   c->err_last = last;
 }
@@ -140,17 +140,17 @@ static void note_err_range(tfs_capture_t *c, int64_t first, int64_t last) {
 /* Feeds a line to the important-line tracker if it can classify as
  * anything: the length test is inline so that floods of short lines ("y"
  * from yes, progress dots) cost no call per line. */
-static inline void feed_line(tfs_capture_t *c, int64_t lineno, const char *line, size_t len) {
+static inline void feed_line(sup_capture_t *c, int64_t lineno, const char *line, size_t len) {
   if (len >= TFS_CLASSIFY_MIN_LEN)
     tfs_important_feed(c->imp, lineno, line,
-                       len > TFS_CAPTURE_FEED_MAX ? TFS_CAPTURE_FEED_MAX : len);
+                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
 }
 
 /* Counts the lines in [p, stop), where stop[-1] is a newline, feeding them
  * to the tracker as lines first, first + 1, ... Newlines are found 16 bytes
  * at a time with a compare mask whose set bits are visited in order, rather
  * than byte by byte or with a call per line. Returns the count. */
-static int64_t scan_lines(tfs_capture_t *c, const char *p, const char *stop, int64_t first) {
+static int64_t scan_lines(sup_capture_t *c, const char *p, const char *stop, int64_t first) {
   int64_t n = 0;
   const char *line = p;
   if (!c->imp) {
@@ -182,8 +182,8 @@ static int64_t scan_lines(tfs_capture_t *c, const char *p, const char *stop, int
 
 /* Writes the complete lines at the start of stream st's buffer (up to and
  * including the newline at end - 1), then keeps the rest. */
-static void write_lines(tfs_capture_t *c, int st, size_t end) {
-  tfs_cap_stream_t *s = &c->s[st];
+static void write_lines(sup_capture_t *c, int st, size_t end) {
+  sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
   int continuing = c->open_stream == st;
   if (put(c, s->buf, end) == 0) {
@@ -193,7 +193,7 @@ static void write_lines(tfs_capture_t *c, int st, size_t end) {
     int64_t first = c->lines + 1;
     int64_t n = scan_lines(c, p, stop, first);
     c->lines += n;
-    if (n && st == TFS_STDERR)
+    if (n && st == SUP_STDERR)
       note_err_range(c, first, first + n - 1);
   }
   c->open_stream = -1;
@@ -203,8 +203,8 @@ static void write_lines(tfs_capture_t *c, int st, size_t end) {
 }
 
 /* Writes the whole buffer of stream st as (a piece of) an open line. */
-static void write_piece(tfs_capture_t *c, int st) {
-  tfs_cap_stream_t *s = &c->s[st];
+static void write_piece(sup_capture_t *c, int st) {
+  sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
   int starts = c->open_stream != st;
   if (put(c, s->buf, s->len) == 0 && starts)
@@ -213,10 +213,10 @@ static void write_piece(tfs_capture_t *c, int st) {
   s->len = s->clean = 0;
 }
 
-void tfs_capture_commit(tfs_capture_t *c, int st, size_t n) {
-  tfs_cap_stream_t *s = &c->s[st];
+void sup_capture_commit(sup_capture_t *c, int st, size_t n) {
+  sup_cap_stream_t *s = &c->s[st];
   s->len += n;
-  int holder = tfs_capture_holder(c);
+  int holder = sup_capture_holder(c);
   if (holder >= 0 && holder != st)
     return; /* the other stream is mid-line: keep this data for later */
   /* Only the bytes after s->clean can hold a newline. */
@@ -224,34 +224,34 @@ void tfs_capture_commit(tfs_capture_t *c, int st, size_t n) {
   if (last)
     write_lines(c, st, (size_t)(last - s->buf) + 1);
   s->clean = s->len;
-  if (s->len == TFS_CAPTURE_BUF)
+  if (s->len == SUP_CAPTURE_BUF)
     write_piece(c, st);
 }
 
-void tfs_capture_pending(tfs_capture_t *c, int st) {
-  tfs_cap_stream_t *s = &c->s[st];
-  int holder = tfs_capture_holder(c);
+void sup_capture_pending(sup_capture_t *c, int st) {
+  sup_cap_stream_t *s = &c->s[st];
+  int holder = sup_capture_holder(c);
   if (holder >= 0 && holder != st)
     return;
-  tfs_capture_commit(c, st, 0);
+  sup_capture_commit(c, st, 0);
   if (s->eof && s->len)
     write_piece(c, st);
 }
 
-void tfs_capture_eof(tfs_capture_t *c, int st) {
+void sup_capture_eof(sup_capture_t *c, int st) {
   c->s[st].eof = 1;
-  tfs_capture_pending(c, st);
+  sup_capture_pending(c, st);
 }
 
-void tfs_capture_cut(tfs_capture_t *c) {
-  if (tfs_capture_holder(c) < 0)
+void sup_capture_cut(sup_capture_t *c) {
+  if (sup_capture_holder(c) < 0)
     return;
   put(c, "\n", 1);
   c->open_stream = -1;
   c->cuts++;
 }
 
-void tfs_capture_restart(tfs_capture_t *c) {
+void sup_capture_restart(sup_capture_t *c) {
   if (c->open_stream >= 0) {
     put(c, "\n", 1);
     c->open_stream = -1;

@@ -28,6 +28,7 @@
  * worker has been exec'ed, or `failed` when it could not start.
  */
 #include "supervisor/internal.h"
+#include "taskfs/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,53 +51,6 @@
 
 extern char **environ;
 
-/* Length of the NAME in "NAME=VALUE", or 0 if s is not of that form. */
-static size_t env_name_len(const char *s) {
-  size_t i = 0;
-  if (!s || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return 0;
-  while (s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-         (s[i] >= '0' && s[i] <= '9'))
-    i++;
-  return s[i] == '=' ? i : 0;
-}
-
-int tfs_sup_env_merge(char *const *base, char *const *over, char ***out) {
-  size_t n = 0, nover = 0;
-  while (base && base[n])
-    n++;
-  while (over && over[nover]) {
-    if (!env_name_len(over[nover]))
-      return -EINVAL;
-    nover++;
-  }
-  char **env = calloc(n + nover + 1, sizeof *env);
-  if (!env)
-    return -ENOMEM;
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    int replaced = 0;
-    for (size_t j = 0; j < nover && !replaced; j++) {
-      size_t l = env_name_len(over[j]);
-      replaced = !strncmp(base[i], over[j], l + 1);
-    }
-    if (!replaced)
-      env[m++] = base[i];
-  }
-  for (size_t j = 0; j < nover; j++) {
-    /* A later override of the same name wins. */
-    size_t l = env_name_len(over[j]);
-    int later = 0;
-    for (size_t k = j + 1; k < nover && !later; k++)
-      later = !strncmp(over[k], over[j], l + 1);
-    if (!later)
-      env[m++] = over[j];
-  }
-  env[m] = NULL;
-  *out = env;
-  return 0;
-}
-
 /* Writes the overrides as "NAME=VALUE\0" records into a new memfd (close on
  * exec; the grandchild clears that for itself) rewound to its start, in
  * *fd (-1 when there is nothing to hand over). Returns 0, -EINVAL if an
@@ -106,7 +60,7 @@ static int env_memfd(char *const *over, int *fd) {
   if (!over || !over[0])
     return 0;
   for (size_t i = 0; over[i]; i++)
-    if (!env_name_len(over[i]))
+    if (!tfs_env_name_len(over[i]))
       return -EINVAL;
   int m = memfd_create("taskfs-worker-env", MFD_CLOEXEC);
   if (m < 0)
@@ -136,7 +90,7 @@ static int env_memfd(char *const *over, int *fd) {
   return 0;
 }
 
-int tfs_sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags) {
+int sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags) {
   struct stat st;
   int fd = tfs_task_openat(store, id, name, flags | O_NONBLOCK, 0600);
   if (fd == -ENXIO)
@@ -287,7 +241,7 @@ int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts
     err = -errno;
     goto out;
   }
-  logfd = tfs_sup_open_file(store, id, "supervisor.log", O_WRONLY | O_CREAT | O_APPEND);
+  logfd = sup_open_file(store, id, "supervisor.log", O_WRONLY | O_CREAT | O_APPEND);
   if (logfd < 0) {
     err = logfd;
     goto out;

@@ -16,7 +16,7 @@ TestSuite(supervisor, .init = sx_setup, .fini = sx_teardown, .timeout = 60);
 /* ---- capture ---------------------------------------------------------- */
 
 typedef struct {
-  tfs_capture_t cap;
+  sup_capture_t cap;
   tfs_important_t imp;
   int fd, side;
   char tx[PATH_MAX], sidepath[PATH_MAX];
@@ -29,11 +29,11 @@ static void capt_open(capt_t *t) {
   t->side = open(t->sidepath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   cr_assert(t->fd >= 0 && t->side >= 0);
   cr_assert_eq(tfs_important_init(&t->imp, 5), 0);
-  cr_assert_eq(tfs_capture_init(&t->cap, t->fd, t->side, &t->imp, 0, 0), 0);
+  cr_assert_eq(sup_capture_init(&t->cap, t->fd, t->side, &t->imp, 0, 0), 0);
 }
 
 static void capt_close(capt_t *t) {
-  tfs_capture_free(&t->cap);
+  sup_capture_free(&t->cap);
   tfs_important_free(&t->imp);
   close(t->fd);
   close(t->side);
@@ -44,32 +44,32 @@ static void feed(capt_t *t, int st, const char *data, size_t len) {
   while (len) {
     char *p;
     size_t n;
-    tfs_capture_space(&t->cap, st, &p, &n);
+    sup_capture_space(&t->cap, st, &p, &n);
     cr_assert_gt(n, 0, "no room in stream %d", st);
     if (n > len)
       n = len;
     memcpy(p, data, n);
-    tfs_capture_commit(&t->cap, st, n);
+    sup_capture_commit(&t->cap, st, n);
     data += n;
     len -= n;
   }
 }
 
 static void pending(capt_t *t) {
-  tfs_capture_pending(&t->cap, 0);
-  tfs_capture_pending(&t->cap, 1);
+  sup_capture_pending(&t->cap, 0);
+  sup_capture_pending(&t->cap, 1);
 }
 
 Test(capture, lines_of_two_streams_stay_whole) {
   capt_t t;
   capt_open(&t);
-  feed(&t, TFS_STDOUT, "a\nb", 3);
-  feed(&t, TFS_STDERR, "e1\ne2\n", 6);
-  feed(&t, TFS_STDOUT, "c\n", 2);
-  feed(&t, TFS_STDERR, "error: e3\n", 10);
-  tfs_capture_eof(&t.cap, TFS_STDOUT);
-  tfs_capture_eof(&t.cap, TFS_STDERR);
-  tfs_capture_flush_side(&t.cap);
+  feed(&t, SUP_STDOUT, "a\nb", 3);
+  feed(&t, SUP_STDERR, "e1\ne2\n", 6);
+  feed(&t, SUP_STDOUT, "c\n", 2);
+  feed(&t, SUP_STDERR, "error: e3\n", 10);
+  sup_capture_eof(&t.cap, SUP_STDOUT);
+  sup_capture_eof(&t.cap, SUP_STDERR);
+  sup_capture_flush_side(&t.cap);
   char *tx = tu_read_file(t.tx, NULL), *side = tu_read_file(t.sidepath, NULL);
   cr_assert_str_eq(tx, "a\ne1\ne2\nbc\nerror: e3\n");
   cr_assert_str_eq(side, "2-3\n5-5\n");
@@ -85,19 +85,19 @@ Test(capture, lines_of_two_streams_stay_whole) {
 Test(capture, a_long_line_holds_the_other_stream_back) {
   capt_t t;
   capt_open(&t);
-  size_t big = TFS_CAPTURE_BUF * 3 + 123;
+  size_t big = SUP_CAPTURE_BUF * 3 + 123;
   char *line = malloc(big);
   memset(line, 'x', big);
   memcpy(line, "error: huge", 11);
-  feed(&t, TFS_STDOUT, line, big);
-  cr_assert_eq(tfs_capture_holder(&t.cap), TFS_STDOUT);
+  feed(&t, SUP_STDOUT, line, big);
+  cr_assert_eq(sup_capture_holder(&t.cap), SUP_STDOUT);
   /* stderr has a whole line meanwhile: it must wait. */
-  feed(&t, TFS_STDERR, "late\n", 5);
+  feed(&t, SUP_STDERR, "late\n", 5);
   pending(&t);
-  feed(&t, TFS_STDOUT, "end\nnext\n", 9);
-  cr_assert_eq(tfs_capture_holder(&t.cap), -1);
+  feed(&t, SUP_STDOUT, "end\nnext\n", 9);
+  cr_assert_eq(sup_capture_holder(&t.cap), -1);
   pending(&t);
-  tfs_capture_flush_side(&t.cap);
+  sup_capture_flush_side(&t.cap);
   size_t len;
   char *tx = tu_read_file(t.tx, &len);
   cr_assert_eq(len, big + 4 + 5 + 5);
@@ -117,10 +117,10 @@ Test(capture, a_long_line_holds_the_other_stream_back) {
 Test(capture, final_partial_lines_are_kept) {
   capt_t t;
   capt_open(&t);
-  feed(&t, TFS_STDOUT, "one\ntwo", 7);
-  feed(&t, TFS_STDERR, "three", 5);
-  tfs_capture_eof(&t.cap, TFS_STDOUT);
-  tfs_capture_eof(&t.cap, TFS_STDERR);
+  feed(&t, SUP_STDOUT, "one\ntwo", 7);
+  feed(&t, SUP_STDERR, "three", 5);
+  sup_capture_eof(&t.cap, SUP_STDOUT);
+  sup_capture_eof(&t.cap, SUP_STDERR);
   char *tx = tu_read_file(t.tx, NULL);
   /* Two unterminated last lines never share a line: the first is ended. */
   cr_assert_str_eq(tx, "one\ntwo\nthree");
@@ -158,17 +158,33 @@ static int marker_count(void *arg) {
   return sx_procs_with(g_marker) >= 3;
 }
 
-Test(capture, descendants_are_found_by_both_walks) {
-  int (*walks[])(int) = {tfs_kill_descendants, tfs_kill_descendants_scan};
-  const char *markers[] = {"300.301", "300.302"};
-  for (int w = 0; w < 2; w++) {
-    g_marker = markers[w];
-    pid_t child = make_tree(markers[w]);
-    cr_assert(tu_wait_until(marker_count, NULL, 10000), "the tree did not start");
-    cr_assert_eq(walks[w](SIGKILL), 3, "walk %d", w);
-    waitpid(child, NULL, 0);
-    cr_assert(tu_wait_until(marker_gone, NULL, 10000), "walk %d left a process", w);
+/* Builds a tree marked marker and SIGKILLs our descendants with walk w,
+ * sparing the tree's first process if spare is set: checks the count and
+ * that the spared process lives, then that the whole tree goes. */
+static void kill_tree(int w, const char *marker, int spare) {
+  int (*walks[])(int, pid_t) = {sup_kill_descendants, sup_kill_descendants_scan};
+  g_marker = marker;
+  pid_t child = make_tree(marker);
+  cr_assert(tu_wait_until(marker_count, NULL, 10000), "the tree did not start");
+  cr_assert_eq(walks[w](SIGKILL, spare ? child : 0), spare ? 2 : 3, "walk %d", w);
+  if (spare) {
+    cr_assert_eq(waitpid(child, NULL, WNOHANG), 0, "walk %d killed the spared process", w);
+    kill(child, SIGKILL);
   }
+  waitpid(child, NULL, 0);
+  cr_assert(tu_wait_until(marker_gone, NULL, 10000), "walk %d left a process", w);
+}
+
+Test(capture, descendants_are_found_by_both_walks) {
+  kill_tree(0, "300.301", 0);
+  kill_tree(1, "300.302", 0);
+}
+
+/* The sentinel is spared by the stop path: the spared process survives a
+ * SIGKILL to every descendant, whichever walk finds them. */
+Test(capture, the_spared_descendant_is_left_alone) {
+  kill_tree(0, "300.303", 1);
+  kill_tree(1, "300.304", 1);
 }
 
 /* ---- helpers for the supervised tests ---------------------------------- */
@@ -226,7 +242,7 @@ Test(supervisor, records_a_completed_task_with_its_output) {
   tfs_record_free(&rec);
   /* Stream attribution: exactly the "err" line came from stderr. */
   char *tx = sx_task_file(id, "transcript", NULL);
-  char *side = sx_task_file(id, TFS_STDERR_LINES, NULL);
+  char *side = sx_task_file(id, SUP_STDERR_LINES, NULL);
   cr_assert_not_null(side);
   int64_t lineno = 0;
   for (char *p = tx; *p; p = strchr(p, '\n') + 1) {
@@ -243,15 +259,22 @@ Test(supervisor, failures_say_why) {
   char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1];
   sx_start(a, "exit 3", NULL, NULL, NULL);
   sx_start(b, "kill -SEGV $$", NULL, NULL, NULL);
-  tfs_record_t ra = sx_wait(a, 20000), rb = sx_wait(b, 20000);
+  /* A signal glibc has no abbreviation for is named as kill -l names it. */
+  char c[TFS_ID_MAX + 1], cmd[64];
+  snprintf(cmd, sizeof cmd, "kill -%d $$", SIGRTMIN + 2);
+  sx_start(c, cmd, NULL, NULL, NULL);
+  tfs_record_t ra = sx_wait(a, 20000), rb = sx_wait(b, 20000), rc = sx_wait(c, 20000);
   cr_assert_eq(ra.state, TFS_FAILED);
   cr_assert_eq(ra.exit_code, 3);
   cr_assert_str_eq(ra.reason, "exited with code 3");
   cr_assert_eq(rb.state, TFS_FAILED);
   cr_assert_eq(rb.signal, SIGSEGV);
   cr_assert_str_eq(rb.reason, "killed by signal SIGSEGV");
+  cr_assert_eq(rc.signal, SIGRTMIN + 2);
+  cr_assert_str_eq(rc.reason, "killed by signal SIGRTMIN+2");
   tfs_record_free(&ra);
   tfs_record_free(&rb);
+  tfs_record_free(&rc);
 }
 
 Test(supervisor, a_command_that_cannot_start_fails_with_a_reason) {
@@ -373,7 +396,7 @@ Test(supervisor, a_huge_line_does_not_swallow_the_other_stream) {
   else
     cr_assert_eq(memcmp(tx + 3000000, "\nbefore\nafter\n", 14), 0);
   free(tx);
-  char *side = sx_task_file(id, TFS_STDERR_LINES, NULL);
+  char *side = sx_task_file(id, SUP_STDERR_LINES, NULL);
   cr_assert(has_stderr_line(side, before_line) && !has_stderr_line(side, 3 - before_line) &&
                 has_stderr_line(side, 3),
             "stderr-lines: %s", side);
@@ -509,17 +532,6 @@ Test(supervisor, a_worker_ignoring_sigterm_is_killed_after_the_grace_period) {
   cr_assert_not_null(strstr(rec.reason, "grace period"), "reason: %s", rec.reason);
   tfs_record_free(&rec);
   cr_assert_eq(sx_procs_with("sleep 300.124"), 0, "a process was left behind");
-}
-
-Test(supervisor, without_inotify_the_poll_still_stops_the_task) {
-  char id[TFS_ID_MAX + 1];
-  char *env[] = {"TASKFS_NO_INOTIFY=1", NULL};
-  sx_start(id, "sleep 300.127", NULL, env, NULL);
-  wait_procs("sleep 300.127", 1);
-  cr_assert_eq(tfs_cancel_request(sx_store, id, "poller"), 0);
-  tfs_record_t rec = sx_wait(id, 20000);
-  cr_assert_eq(rec.state, TFS_CANCELLED);
-  tfs_record_free(&rec);
 }
 
 Test(supervisor, sighup_does_not_stop_the_supervisor_but_sigterm_does) {
@@ -734,7 +746,7 @@ Test(supervisor, a_full_disk_drops_output_but_the_end_is_recorded) {
 /* ---- a hostile store ------------------------------------------------------ */
 
 Test(supervisor, fifos_planted_as_its_files_never_hang_it) {
-  static const char *const names[] = {"supervisor.log", "transcript", TFS_STDERR_LINES};
+  static const char *const names[] = {"supervisor.log", "transcript", SUP_STDERR_LINES};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     char id[TFS_ID_MAX + 1], path[PATH_MAX + 64];
     char *argv[] = {"true", NULL};
@@ -844,15 +856,35 @@ static int doorbell_mode(const char *id, mode_t *mode) {
   return 0;
 }
 
+/* TASKFS_NO_INOTIFY in the supervisor's own environment (the launcher's:
+ * a --env override reaches only the worker) leaves the poll alone. */
+Test(supervisor, without_the_doorbell_the_poll_still_stops_the_task) {
+  char id[TFS_ID_MAX + 1];
+  setenv("TASKFS_NO_INOTIFY", "1", 1);
+  sx_start(id, "sleep 300.127", NULL, NULL, NULL);
+  unsetenv("TASKFS_NO_INOTIFY");
+  wait_procs("sleep 300.127", 1);
+  mode_t m;
+  cr_assert_eq(doorbell_mode(id, &m), -ENOENT, "a doorbell was made");
+  cr_assert_eq(tfs_cancel_request(sx_store, id, "poller"), 0);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_CANCELLED);
+  tfs_record_free(&rec);
+  assert_noticed_via(id, "poll");
+}
+
 /* More supervisors than the default per-user inotify limit (128), with that
  * limit left as it is: none holds an inotify instance, and a stop request to the last one wakes it
  * through its doorbell (the poll is made too slow to be the one that notices). */
 Test(supervisor, two_hundred_supervisors_hold_no_inotify_and_wake_by_doorbell, .timeout = 180) {
   enum { N = 200 };
   static char ids[N][TFS_ID_MAX + 1];
-  char *env[] = {"TASKFS_CANCEL_POLL_MS=3600000", NULL};
+  /* In our environment, which the supervisors inherit (a --env override
+   * would reach only the workers). */
+  setenv("TASKFS_CANCEL_POLL_MS", "3600000", 1);
   for (int i = 0; i < N; i++)
-    sx_start(ids[i], "exec sleep 300.133", NULL, env, NULL);
+    sx_start(ids[i], "exec sleep 300.133", NULL, NULL, NULL);
+  unsetenv("TASKFS_CANCEL_POLL_MS");
   for (int i = 0; i < N; i++) {
     pid_t sup = supervisor_pid(ids[i]);
     cr_assert_eq(inotify_fds(sup), 0, "the supervisor of task %d (pid %d) holds inotify", i,
