@@ -85,14 +85,28 @@ static SX_UNUSED int sx_zombie(const char *name) {
   return p && p[1] == ' ' && p[2] == 'Z';
 }
 
+/* 1 if the process runs in this test's directory (workers do), so that
+ * another checkout running the same tests at the same time is not
+ * counted. */
+static int in_test_dir(const char *name) {
+  char path[64], cwd[PATH_MAX];
+  snprintf(path, sizeof path, "/proc/%s/cwd", name);
+  ssize_t n = readlink(path, cwd, sizeof cwd - 1);
+  if (n <= 0)
+    return 0;
+  cwd[n] = 0;
+  return !strncmp(cwd, sx_tmp, strlen(sx_tmp));
+}
+
 static int count_cmd(pid_t pid, const char *name, void *arg) {
   char buf[4096];
-  if (sx_cmdline(name, buf, sizeof buf) || sx_zombie(name))
+  if (sx_cmdline(name, buf, sizeof buf) || sx_zombie(name) || !in_test_dir(name))
     return 0;
   return strstr(buf, (const char *)arg) != NULL;
 }
 
-/* Number of live processes whose command line contains needle. */
+/* Number of live processes of this test whose command line contains
+ * needle. */
 static SX_UNUSED int sx_procs_with(const char *needle) {
   return sx_each_proc(count_cmd, (void *)needle);
 }

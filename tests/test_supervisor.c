@@ -137,6 +137,9 @@ static pid_t make_tree(const char *marker) {
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
   if (pid == 0) {
+    /* In the test's directory, where sx_procs_with() looks. */
+    if (chdir(sx_tmp))
+      _exit(127);
     if (fork() == 0) {
       setsid();
       if (fork() == 0)
