@@ -65,6 +65,46 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
  * supervisor pid). */
 int tfs__record_claims_live(const tfs_record_t *rec);
 
+/* 1 if s[0..len) is valid UTF-8 without NUL bytes: what
+ * tfs_utf8_sanitize() would return unchanged. */
+int tfs__utf8_valid(const char *s, size_t len);
+
+/* Standard padded base64 of s (malloc'ed), and its strict inverse (padding
+ * required, no whitespace, a decoded NUL refused): NULL when malformed. */
+char *tfs__b64_encode(const char *s, size_t len);
+char *tfs__b64_decode(const char *s);
+
+/* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine). */
+void tfs__strv_free(char **v);
+
+/* A task dir without record.json younger than this is being created. */
+#define TFS__CREATING_GRACE_MS 5000
+/* How long a loser of a key race waits for the winner's record. */
+#define TFS__KEY_WAIT_MS 3000
+
+/* The creation time (ms) encoded in a well-formed id. */
+int64_t tfs__id_time_ms(const char *id);
+/* Sleeps ms milliseconds (EINTR resumes the sleep). */
+void tfs__sleep_ms(int ms);
+
+/* Loads with the liveness check (a dead supervisor's record reads lost).
+ * -ENOENT: the dir has no record yet; TFS_ENOTASK: no such task dir. */
+int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec);
+
+/* Opens the task's lock file without ever blocking (a planted FIFO cannot
+ * hang it) and refuses anything but a regular file. */
+int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
+
+/* tfs_task_create() for a keyed task whose dir and record are made. */
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+                      int *existed);
+
+/* Ids as a flat array of 16-byte slots (15 chars and a NUL). */
+typedef char tfs__idbuf_t[16];
+/* Reads tasks/ once (readdir only, no stat) and returns the well-formed
+ * ids, sorted when sort is set, in one malloc'ed array. */
+int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort);
+
 static inline void tfs__closep(int *fd) {
   if (*fd >= 0) {
     int e = errno;

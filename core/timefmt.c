@@ -100,3 +100,9 @@ int tfs_time_parse(const char *s, int64_t *ms) {
   *ms = ((int64_t)t - (int64_t)off * 60) * 1000 + frac;
   return 0;
 }
+
+void tfs__sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) && errno == EINTR)
+    ;
+}
