@@ -21,7 +21,7 @@
  * for a reader; O_NOFOLLOW and the S_ISFIFO check so that a symlink or a
  * regular file planted under the name is never written to. */
 static void ring_doorbell(tfs_store_t *store, const char *id) {
-  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, TFS_DOORBELL, O_WRONLY | O_NONBLOCK, 0);
+  int fd TFS_AUTOCLOSE = tfs_task_file_open(store, id, TFS_FILE_DOORBELL, O_WRONLY | O_NONBLOCK, 0);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
     return;
@@ -84,7 +84,7 @@ int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who) {
    * After a crash the task is gone and the request with it; the supervisor
    * records the cancellation durably in record.json. Two fsyncs here were
    * most of a stop's latency. */
-  err = tfs__write_atomic_flags(dfd, "cancel", line, n + 1, TFS__WRITE_NOSYNC);
+  err = tfs__write_atomic_flags(dfd, TFS__FILE(CANCEL), line, n + 1, TFS__WRITE_NOSYNC);
   free(line);
   if (!err)
     ring_doorbell(store, id);
@@ -101,7 +101,7 @@ int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t whole
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  int err = tfs_read_small(dfd, "cancel", 65536, &text, &len);
+  int err = tfs_read_small(dfd, TFS__FILE(CANCEL), 65536, &text, &len);
   if (err == -ENOENT)
     return 0;
   if (err == -EFBIG || err == TFS_ECORRUPT)
@@ -127,7 +127,7 @@ int tfs_cancel_clear(tfs_store_t *store, const char *id) {
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  if (unlinkat(dfd, "cancel", 0) && errno != ENOENT)
+  if (unlinkat(dfd, TFS__FILE(CANCEL), 0) && errno != ENOENT)
     return -errno;
   return 0;
 }

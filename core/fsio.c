@@ -19,6 +19,21 @@ int tfs__dir_reopen(int dirfd) {
   return fd < 0 ? -errno : fd;
 }
 
+DIR *tfs__dir_open(int dirfd) {
+  int fd = tfs__dir_reopen(dirfd);
+  if (fd < 0) {
+    errno = -fd;
+    return NULL;
+  }
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return d;
+}
+
 /* Writes all of data, completing short writes and retrying EINTR. */
 static int write_all(int fd, const void *data, size_t len) {
   const char *p = data;

@@ -4,6 +4,7 @@
 
 #include "taskfs/taskfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,7 +14,23 @@ struct tfs_store {
   int fd;       /* <state>, O_RDONLY|O_DIRECTORY */
   int tasks_fd; /* <state>/tasks */
   int keys_fd;  /* <state>/keys */
+  int writer;   /* opened by tfs_store_open (creates, keeps it private) */
 };
+
+/* The store's own names (task files: tfs_task_file_name()). */
+#define TFS__TASKS_DIR "tasks"
+#define TFS__KEYS_DIR "keys"
+#define TFS__OWNER_FILE "owner.json"
+#define TFS__FILE(which) tfs_task_file_name(TFS_FILE_##which)
+
+/* Opens tasks/<id>/<name>: never blocking, never following a symlink, and
+ * only a regular file (a FIFO with want_fifo); see tfs_task_file_open. */
+int tfs__open_in_task(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode,
+                      int want_fifo);
+
+/* "<store>/tasks/<id>" (id NULL: "<store>/tasks") into buf, for the calls
+ * that take a path (inotify). */
+int tfs__task_path(const tfs_store_t *store, const char *id, char *buf, size_t len);
 
 /* The reader's piece size: a line longer than this is delivered in pieces
  * (partial = 2 for each non-final piece). */
@@ -29,6 +46,8 @@ int tfs__task_dir(const tfs_store_t *store, const char *id);
 
 /* Opens dirfd itself again for reading entries (readdir). */
 int tfs__dir_reopen(int dirfd);
+/* The same as a DIR stream (NULL and errno on failure). */
+DIR *tfs__dir_open(int dirfd);
 
 /* Fills buf with n random base36 characters (getrandom). */
 int tfs__random_base36(char *buf, size_t n);
@@ -94,6 +113,11 @@ int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec);
 /* Opens the task's lock file without ever blocking (a planted FIFO cannot
  * hang it) and refuses anything but a regular file. */
 int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
+/* Takes the task lock without waiting: the fd (closing it releases the
+ * lock), -EBUSY if someone (a supervisor) holds it, or another error. */
+int tfs__task_trylock(tfs_store_t *store, const char *id);
+/* flock(fd, op) that waits, resuming after signals. 0 or -errno. */
+int tfs__flock_wait(int fd, int op);
 
 /* tfs_task_create() for a keyed task whose dir and record are made. */
 int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],

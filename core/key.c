@@ -3,6 +3,7 @@
  * lock; see docs/ARCHITECTURE.md. */
 #include "core/internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,4 +226,59 @@ int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_
     err = -EAGAIN; /* lost 64 races in a row: give up rather than spin */
   tfs__rm_tree_at(store->tasks_fd, rec->id);
   return err;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A key is a regular file; anything else planted in keys/ is not one, and
+ * listing it would show a name that a lookup then refuses. */
+static int is_key_entry(const tfs_store_t *store, const struct dirent *de) {
+  struct stat st;
+  if (!tfs_key_valid(de->d_name))
+    return 0;
+  if (de->d_type != DT_UNKNOWN)
+    return de->d_type == DT_REG;
+  return fstatat(store->keys_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n) {
+  *keys = NULL;
+  *n = 0;
+  DIR *d = tfs__dir_open(store->keys_fd);
+  if (!d)
+    return -errno;
+  size_t cap = 0, len = 0;
+  char **v = NULL;
+  struct dirent *de;
+  int err = 0;
+  while ((de = readdir(d))) {
+    if (!is_key_entry(store, de))
+      continue;
+    if (len + 1 >= cap) {
+      cap = cap ? cap * 2 : 64;
+      char **nv = realloc(v, cap * sizeof *nv);
+      if (!nv) {
+        err = -ENOMEM;
+        break;
+      }
+      v = nv;
+    }
+    if (!(v[len] = strdup(de->d_name))) {
+      err = -ENOMEM;
+      break;
+    }
+    v[++len] = NULL;
+  }
+  closedir(d);
+  if (err) {
+    tfs_ids_free(v, len);
+    return err;
+  }
+  if (len > 1)
+    qsort(v, len, sizeof *v, cmp_str);
+  *keys = v;
+  *n = len;
+  return 0;
 }

@@ -17,17 +17,11 @@ static int cmp_ids(const void *a, const void *b) {
 /* Reads tasks/ once (readdir only, no stat) and returns the well-formed
  * ids, sorted, in one flat array. */
 int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort) {
-  int fd = tfs__dir_reopen(store->tasks_fd);
   *out = NULL;
   *n = 0;
-  if (fd < 0)
-    return fd;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    int e = -errno;
-    close(fd);
-    return e;
-  }
+  DIR *d = tfs__dir_open(store->tasks_fd);
+  if (!d)
+    return -errno;
   size_t cap = 0, len = 0;
   tfs__idbuf_t *ids = NULL;
   struct dirent *de;
@@ -126,15 +120,9 @@ void tfs_ids_free(char **ids, size_t n) {
 }
 
 int64_t tfs_task_count(tfs_store_t *store) {
-  int fd = tfs__dir_reopen(store->tasks_fd);
-  if (fd < 0)
-    return fd;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    int e = -errno;
-    close(fd);
-    return e;
-  }
+  DIR *d = tfs__dir_open(store->tasks_fd);
+  if (!d)
+    return -errno;
   int64_t n = 0;
   struct dirent *de;
   while ((de = readdir(d)))

@@ -53,7 +53,8 @@ static int record_open(const tfs_store_t *store, const char *id) {
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  int fd = openat(dfd, "record.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  int fd =
+      openat(dfd, TFS__FILE(RECORD), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   return fd < 0 ? tfs__open_err(errno) : fd;
 }
 
@@ -149,7 +150,7 @@ int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
   if (!text)
     return -ENOMEM;
   size_t len = strlen(text);
-  int err = len > TFS_RECORD_MAX ? -EFBIG : tfs_write_atomic(dfd, "record.json", text, len);
+  int err = len > TFS_RECORD_MAX ? -EFBIG : tfs_write_atomic(dfd, TFS__FILE(RECORD), text, len);
   free(text);
   return err;
 }
@@ -196,11 +197,11 @@ int tfs_task_load(tfs_store_t *store, const char *id, tfs_record_t *rec) {
  * is refused. */
 int tfs_task_settle_lost(tfs_store_t *store, const char *id) {
   tfs_record_t rec;
-  int fd TFS_AUTOCLOSE = tfs__open_lock(store, id, O_RDWR | O_CREAT);
+  int fd TFS_AUTOCLOSE = tfs__task_trylock(store, id);
+  if (fd == -EBUSY)
+    return 0; /* a supervisor, or another settler: nothing to do here */
   if (fd < 0)
     return fd;
-  if (flock(fd, LOCK_EX | LOCK_NB))
-    return errno == EWOULDBLOCK ? 0 : -errno;
   /* Holding the lock, nobody else can be the supervisor: re-read and
    * settle. Closing fd releases the lock. */
   int err = tfs__load_raw(store, id, &rec);

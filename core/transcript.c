@@ -13,7 +13,7 @@
 #define READ_BUF (256 << 10) /* must stay below TFS__PIECE_MAX */
 
 int tfs_transcript_open_append(tfs_store_t *store, const char *id) {
-  return tfs_task_openat(store, id, "transcript", O_WRONLY | O_APPEND | O_CREAT, 0600);
+  return tfs_task_file_open(store, id, TFS_FILE_TRANSCRIPT, O_WRONLY | O_APPEND | O_CREAT, 0600);
 }
 
 int tfs_transcript_append(int fd, const char *data, size_t len, int add_newline) {
@@ -182,7 +182,8 @@ int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_lin
                             int64_t max_lines, tfs_line_cb cb, void *arg) {
   struct stat st;
   scan_t s;
-  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  int fd TFS_AUTOCLOSE =
+      tfs_task_file_open(store, id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
   if (fd == -ENOENT)
     return 0; /* the task exists but has written nothing yet */
   if (fd < 0)
@@ -326,7 +327,8 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg) {
   struct stat st;
   scan_t s;
-  int fd TFS_AUTOCLOSE = tfs_task_openat(f->store, f->id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  int fd TFS_AUTOCLOSE =
+      tfs_task_file_open(f->store, f->id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
   if (fd == -ENOENT || fd == TFS_ENOTASK) {
     if (f->have_file) {
       /* Vanished: when it comes back it is a new file, read from its start. */

@@ -137,18 +137,10 @@ static int env_memfd(char *const *over, int *fd) {
 }
 
 int tfs_sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags) {
-  struct stat st;
-  int fd = tfs_task_openat(store, id, name, flags | O_NONBLOCK, 0600);
-  if (fd == -ENXIO)
-    return -EINVAL; /* a FIFO without a reader (or a device) */
-  if (fd < 0)
-    return fd;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return -EINVAL;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
+  /* tfs_task_openat() refuses anything but a regular file (TFS_ECORRUPT);
+   * the supervisor's messages call that "not a regular file". */
+  int fd = tfs_task_openat(store, id, name, flags, 0600);
+  return fd == TFS_ECORRUPT ? -EINVAL : fd;
 }
 
 /* Records that the supervisor could not be started at all. */
