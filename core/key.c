@@ -256,15 +256,8 @@ int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n) {
   while ((de = readdir(d))) {
     if (!is_key_entry(store, de))
       continue;
-    if (len + 1 >= cap) {
-      cap = cap ? cap * 2 : 64;
-      char **nv = realloc(v, cap * sizeof *nv);
-      if (!nv) {
-        err = -ENOMEM;
-        break;
-      }
-      v = nv;
-    }
+    if ((err = tfs__grow(&v, &cap, len + 2, sizeof *v, 64)))
+      break;
     if (!(v[len] = strdup(de->d_name))) {
       err = -ENOMEM;
       break;

@@ -29,15 +29,8 @@ int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort
   while ((de = readdir(d))) {
     if (!tfs_id_valid(de->d_name))
       continue;
-    if (len == cap) {
-      cap = cap ? cap * 2 : 256;
-      tfs__idbuf_t *nids = realloc(ids, cap * sizeof *ids);
-      if (!nids) {
-        err = -ENOMEM;
-        break;
-      }
-      ids = nids;
-    }
+    if ((err = tfs__grow(&ids, &cap, len + 1, sizeof *ids, 256)))
+      break;
     memcpy(ids[len++], de->d_name, 16);
   }
   closedir(d);

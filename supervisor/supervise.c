@@ -1003,8 +1003,7 @@ static int setup_loop(sup_t *s) {
    * then on rings it, and one made before is seen by the check that
    * follows setup. TASKFS_NO_INOTIFY (the name is historical: the watch it
    * used to switch off was inotify) leaves only the poll. */
-  const char *no = getenv("TASKFS_NO_INOTIFY");
-  if (!(no && *no && strcmp(no, "0"))) {
+  if (!tfs_watch_disabled()) {
     err = open_doorbell(s);
     if (err) {
       logmsg(s, "cannot create the doorbell (%s); polling for stop requests", strerror(-err));

@@ -524,7 +524,11 @@ int tfs_watch_tasks(tfs_watch_t *w);
 
 /* Called once per task id that changed, with the bits of what changed,
  * after the queue is read (a burst of appends is one call). After an event
- * queue overflow every watched id is reported with every bit it watches. */
+ * queue overflow every watched id is reported with every bit it watches.
+ * id NULL (with tfs_watch_tasks() only): tasks/ changed in a way no event
+ * names (an overflow, the store itself removed): list it again. A task
+ * appears (TFS_WATCH_CREATED) when its directory is made, before its
+ * record: add it to the watch, then read it. */
 typedef void (*tfs_watch_cb)(const char *id, unsigned what, void *arg);
 /* Reads the events waiting on the fd without blocking and reports them (cb
  * may be NULL: discard). Returns the number of ids reported, or a negative
