@@ -469,10 +469,11 @@ int tfs_transcript_copy(tfs_store_t *store, const char *id, int64_t last_n, int 
  * since; last_n < 0: from the start. A follower never starts inside a
  * line: with last_n = 0 and a line still being written, it starts at that
  * line, delivered whole once completed, or flushed after it grew (flushed
- * as it was at the open, it was none of the last 0 lines). A partial line is held back unless
- * flush_partial (use it once the task has ended), so the first call after opening delivers last_n -
- * 1 lines while the last is incomplete. A file that shrank is read again from the start; a file
- * that vanished yields nothing until it reappears. */
+ * as it was at the open, it was none of the last 0 lines). A partial line
+ * is held back unless flush_partial (use it once the task has ended), so
+ * the first call after opening delivers last_n - 1 lines while the last is
+ * incomplete. A file that shrank is read again from the start; a file that
+ * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
