@@ -503,7 +503,8 @@ Test(record, kill9_during_saves_never_tears) {
     if (strncmp(de->d_name, ".record.json.tmp.", 17) == 0)
       n++;
   closedir(d);
-  /* Forget removes the leftovers with the task. */
+  /* Forget removes the leftovers with the task (once it has ended). */
+  fx_end(id, TFS_COMPLETED);
   cr_assert_eq(tfs_task_forget(fx_store, id), 0);
   struct stat st;
   cr_assert_neq(stat(fx_path(p), &st), 0);

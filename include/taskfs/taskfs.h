@@ -402,8 +402,8 @@ int64_t tfs_task_count(tfs_store_t *store);
  * record yet, younger than 5 s). TFS_ENOTASK if there is no such task. */
 int tfs_task_forget(tfs_store_t *store, const char *id);
 /* Deletes the oldest tasks so that at most keep remain, by the rules of
- * tfs_task_forget(): tasks that have not ended are never deleted (nor
- * counted against keep's oldest). Returns the number deleted. */
+ * tfs_task_forget(): a task that has not ended is never deleted, so more
+ * than keep remain while tasks run or wait. Returns the number deleted. */
 int tfs_task_prune(tfs_store_t *store, size_t keep);
 
 /* ---- stop requests ---------------------------------------------------- */
