@@ -75,15 +75,18 @@ static __attribute__((unused)) void fx_create(const char *cmd, const char *key,
   cr_assert_eq(err, 0, "tfs_task_create: %s", tfs_strerror(err));
 }
 
-/* Ends a task as a supervisor would (state and exit code), so that it may
- * be forgotten or pruned: only ended tasks are. */
-static __attribute__((unused)) void fx_end(const char *id, tfs_state_t state) {
+/* Sets a task's state as a supervisor would (an end also gets its exit
+ * code and time), e.g. so that it may be forgotten or pruned: only ended
+ * tasks are. */
+static __attribute__((unused)) void fx_set_state(const char *id, tfs_state_t state) {
   tfs_record_t rec;
   int err = tfs_task_load(fx_store, id, &rec);
   cr_assert_eq(err, 0, "load %s: %s", id, tfs_strerror(err));
   rec.state = state;
-  rec.exit_code = state == TFS_COMPLETED ? 0 : 1;
-  rec.ended_ms = tfs_now_ms();
+  if (tfs_state_terminal(state)) {
+    rec.exit_code = state == TFS_COMPLETED ? 0 : 1;
+    rec.ended_ms = tfs_now_ms();
+  }
   err = tfs_task_save(fx_store, &rec);
   cr_assert_eq(err, 0, "save %s: %s", id, tfs_strerror(err));
   tfs_record_free(&rec);

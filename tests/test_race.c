@@ -215,14 +215,6 @@ Test(race, many_keys_in_parallel) {
 
 /* ---- prune and forget beside tasks being created ------------------------ */
 
-static void set_state(const char *id, tfs_state_t state) {
-  tfs_record_t rec;
-  cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0);
-  rec.state = state;
-  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
-  tfs_record_free(&rec);
-}
-
 /* What prune and forget may remove: a task that has ended (or whose record
  * is corrupt), never one still queued (its supervisor may be on its way),
  * nor a directory still being created (no record yet), nor one whose lock
@@ -232,14 +224,14 @@ Test(race, prune_removes_only_ended_tasks) {
   char held[TFS_ID_MAX + 1], p[128];
   fx_create("q", NULL, queued);
   fx_create("d", NULL, done);
-  set_state(done, TFS_COMPLETED);
+  fx_set_state(done, TFS_COMPLETED);
   fx_create("l", NULL, lost); /* running, supervisor gone: reads lost */
-  set_state(lost, TFS_RUNNING);
+  fx_set_state(lost, TFS_RUNNING);
   fx_create("b", NULL, bad);
   snprintf(p, sizeof p, "tasks/%s/record.json", bad);
   fx_write(p, "{not json");
   fx_create("h", NULL, held);
-  set_state(held, TFS_FAILED);
+  fx_set_state(held, TFS_FAILED);
   /* A task dir that has no record yet: a creator is between its mkdir and
    * its first save. */
   char creating[TFS_ID_MAX + 1];

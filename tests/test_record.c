@@ -504,7 +504,7 @@ Test(record, kill9_during_saves_never_tears) {
       n++;
   closedir(d);
   /* Forget removes the leftovers with the task (once it has ended). */
-  fx_end(id, TFS_COMPLETED);
+  fx_set_state(id, TFS_COMPLETED);
   cr_assert_eq(tfs_task_forget(fx_store, id), 0);
   struct stat st;
   cr_assert_neq(stat(fx_path(p), &st), 0);

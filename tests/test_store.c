@@ -409,7 +409,7 @@ Test(store, create_with_key_semantics) {
 
   /* Forgetting the old task leaves the key (it names the new one). */
   cr_assert_eq(tfs_task_forget(fx_store, b), -EBUSY, "queued: not forgotten");
-  fx_end(b, TFS_COMPLETED);
+  fx_set_state(b, TFS_COMPLETED);
   cr_assert_eq(tfs_task_forget(fx_store, a), 0);
   cr_assert_eq(tfs_key_lookup(fx_store, "build:main", c), 0);
   cr_assert_str_eq(c, b);
@@ -659,7 +659,7 @@ Test(store, prune_keeps_newest_and_locked) {
   char ids[10][TFS_ID_MAX + 1];
   for (int i = 0; i < 10; i++) {
     fx_create("x", i == 1 ? "keyed" : NULL, ids[i]);
-    fx_end(ids[i], i % 2 ? TFS_FAILED : TFS_COMPLETED);
+    fx_set_state(ids[i], i % 2 ? TFS_FAILED : TFS_COMPLETED);
   }
   hold_lock(ids[0]); /* the oldest lives */
   cr_assert_eq(tfs_task_prune(fx_store, 3), 6);

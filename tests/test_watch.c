@@ -36,14 +36,6 @@ static seen_t wait_report(tfs_watch_t *w) {
   return s;
 }
 
-static void save_state(const char *id, tfs_state_t state) {
-  tfs_record_t rec;
-  cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0);
-  rec.state = state;
-  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
-  tfs_record_free(&rec);
-}
-
 Test(watch, state_output_and_gone) {
   char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1];
   fx_create("x", NULL, a);
@@ -56,7 +48,7 @@ Test(watch, state_output_and_gone) {
   cr_assert_eq(tfs_watch_add(w, b, TFS_WATCH_STATE), 0);
   cr_assert_eq(tfs_watch_tick_ms(w), 1000);
 
-  save_state(a, TFS_RUNNING);
+  fx_set_state(a, TFS_RUNNING);
   seen_t s = wait_report(w);
   cr_assert_eq(s.n, 1);
   cr_assert_str_eq(s.ids[0], a);
@@ -78,7 +70,7 @@ Test(watch, state_output_and_gone) {
 
   /* Changing b's mask; then forgetting it reports it gone. */
   cr_assert_eq(tfs_watch_add(w, b, TFS_WATCH_STATE | TFS_WATCH_OUTPUT), 0);
-  save_state(b, TFS_COMPLETED);
+  fx_set_state(b, TFS_COMPLETED);
   s = wait_report(w);
   cr_assert_str_eq(s.ids[0], b);
   cr_assert_eq(tfs_task_forget(fx_store, b), 0);
@@ -93,7 +85,7 @@ Test(watch, state_output_and_gone) {
 
   /* A removed id is quiet. */
   cr_assert_eq(tfs_watch_remove(w, a), 0);
-  save_state(a, TFS_COMPLETED);
+  fx_set_state(a, TFS_COMPLETED);
   cr_assert_eq(tfs_watch_drain(w, on_change, &s), 0);
   cr_assert_eq(tfs_watch_add(w, "zzzzzzzz-zzzzzz", TFS_WATCH_STATE), TFS_ENOTASK);
   cr_assert_eq(tfs_watch_add(w, "../etc", TFS_WATCH_STATE), TFS_EBADID);
@@ -113,7 +105,7 @@ Test(watch, tasks_appear_and_go) {
   cr_assert_geq(s.n, 1);
   cr_assert_str_eq(s.ids[0], id);
   cr_assert_eq(s.what[0], TFS_WATCH_CREATED);
-  save_state(id, TFS_COMPLETED);
+  fx_set_state(id, TFS_COMPLETED);
   cr_assert_eq(tfs_task_forget(fx_store, id), 0);
   s = wait_report(w);
   cr_assert_str_eq(s.ids[s.n - 1], id);
