@@ -72,13 +72,13 @@ static int fsync_dir(int dirfd) {
  * filesystem) and starts with '.', which no id or key can, so no reader
  * mistakes it for a record, a task or a key. */
 int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) {
-  return tfs__write_atomic_flags(dirfd, name, data, len, 0);
+  return tfs__write_atomic_flags(dirfd, name, data, len, 0, NULL);
 }
 
 /* The one body of both: with TFS__WRITE_NOSYNC the two fsyncs are left out,
  * and everything else (symlink refusal, O_EXCL temp file, rename) stays. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags) {
+                            unsigned flags, struct stat *st_out) {
   int sync = !(flags & TFS__WRITE_NOSYNC);
   char tmp[300], rnd[8];
   struct stat st;
@@ -102,6 +102,8 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
     }
     err = write_all(fd, data, len);
     if (!err && sync && fsync(fd))
+      err = -errno;
+    if (!err && st_out && fstat(fd, st_out))
       err = -errno;
     if (close(fd) && !err)
       err = -errno;

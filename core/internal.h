@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -65,9 +66,11 @@ int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec);
  * files that must be visible at once but need not survive a crash. */
 #define TFS__WRITE_NOSYNC 1u
 
-/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). */
+/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). st (may
+ * be NULL) gets the identity of the file written, so that its writer can
+ * tell later whether the name still holds its own file. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags);
+                            unsigned flags, struct stat *st);
 
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
