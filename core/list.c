@@ -1,5 +1,5 @@
-/* Listing the store: ids from one readdir (no stat), counts, and the
- * records oldest first. */
+/* Listing the store: ids from one readdir (no stat) and counts; the
+ * records themselves are list_load.c. */
 #include "core/internal.h"
 
 #include <dirent.h>
@@ -45,37 +45,23 @@ int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort
   return 0;
 }
 
+typedef struct {
+  tfs_task_cb cb;
+  void *arg;
+} plain_t;
+
+static int plain_cb(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  plain_t *p = arg;
+  return p->cb ? p->cb(rec, p->arg) : 0;
+}
+
+/* Every task oldest first: the listing of tfs_task_list_opts, all of it. */
 int tfs_task_list(tfs_store_t *store, tfs_task_cb cb, void *arg, size_t *corrupt) {
-  tfs__idbuf_t *ids;
-  size_t n, bad = 0;
-  int err = tfs__collect_ids(store, &ids, &n, 1);
+  plain_t p = {cb, arg};
+  tfs_list_stats_t st;
+  int err = tfs_task_list_opts(store, NULL, plain_cb, &p, &st);
   if (corrupt)
-    *corrupt = 0;
-  if (err)
-    return err;
-  int64_t now = tfs_now_ms();
-  for (size_t i = 0; i < n; i++) {
-    tfs_record_t rec;
-    int e = tfs__load_checked(store, ids[i], &rec);
-    if (e == 0) {
-      int stop = cb ? cb(&rec, arg) : 0;
-      tfs_record_free(&rec);
-      if (stop)
-        break;
-    } else if (e == -ENOENT) {
-      /* No record yet: being created, unless the attempt is old. */
-      if (now - tfs__id_time_ms(ids[i]) >= TFS__CREATING_GRACE_MS)
-        bad++;
-    } else if (e == -ENOMEM) {
-      err = e;
-      break;
-    } else if (e != TFS_ENOTASK) { /* ENOTASK: forgotten meanwhile */
-      bad++;
-    }
-  }
-  free(ids);
-  if (corrupt)
-    *corrupt = bad;
+    *corrupt = err ? 0 : st.corrupt;
   return err;
 }
 

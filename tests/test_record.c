@@ -308,6 +308,53 @@ Test(record, dump_is_jansson_canonical) {
   }
 }
 
+/* Records are read by core's strict JSON reader; what it does not take on
+ * (a real number, an escaped key, deep nesting, a huge integer) goes the
+ * jansson road. Both give the same record for the same document, and
+ * escapes decode as jansson decodes them (a \u0000 ends a C string). */
+Test(record, strict_reader_and_jansson_agree) {
+  tfs_record_t a, b;
+  fill(&a);
+  char *json = tfs_record_dump(&a);
+  char *odd = NULL;
+  cr_assert_geq(asprintf(&odd,
+                         "{ \"zz\": 1.5, \"s\\u0074ate\": 7, \"deep\": "
+                         "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], "
+                         "\"big\": 123456789012345678901234567890e-10, %s",
+                         json + 1),
+                0);
+  char err[256];
+  cr_assert_eq(tfs_record_parse(odd, strlen(odd), &b, err, sizeof err), 0, "%s", err);
+  char *again = tfs_record_dump(&b);
+  cr_assert_str_eq(again, json, "the jansson road gives the same record");
+  free(again);
+  tfs_record_free(&b);
+  free(odd);
+
+  const char *esc = "{\"v\":1,\"id\":\"mi4x7k2p-3fz9qa\",\"command\":[\"a\\u00e9\\t\\\"\\/\","
+                    "\"\\ud83d\\ude00\"],\"state\":\"running\",\"reason\":\"cut\\u0000here\","
+                    "\"important\":{\"k\":2,\"first\":[{\"line\":1,\"kind\":\"error\","
+                    "\"text\":\"e\\u0001\\n\"}]}}";
+  cr_assert_eq(tfs_record_parse(esc, strlen(esc), &b, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(b.argv[0], "a\xc3\xa9\t\"/");
+  cr_assert_str_eq(b.argv[1], "\xf0\x9f\x98\x80");
+  cr_assert_str_eq(b.reason, "cut", "a decoded NUL ends the C string");
+  cr_assert_eq(b.important.nfirst, 1);
+  tfs_record_free(&b);
+
+  /* Invalid JSON: jansson's words. */
+  const char *broken[] = {"{\"v\":1,",        "{\"v\":01}",  "[1,]", "{\"a\":\"\\ud800\"}",
+                          "{\"a\":\"\xff\"}", "{\"v\":1} x", "",     "\"str\""};
+  for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
+    cr_assert_eq(tfs_record_parse(broken[i], strlen(broken[i]), &b, err, sizeof err), TFS_ECORRUPT,
+                 "%s", broken[i]);
+    cr_assert(!strncmp(err, "record.json: line ", 18), "%s: %s", broken[i], err);
+  }
+  free(json);
+  tfs_record_free(&a);
+}
+
 Test(record, empty_record_nulls) {
   tfs_record_t a, b;
   char *argv[] = {"x", NULL};
