@@ -90,9 +90,9 @@ static int string(jr_t *r, int *idx) {
     esc = 1;
     if (r->end - r->p < 2)
       return -1;
-    int span = strchr("\"\\/bfnrt", r->p[1]) && r->p[1] ? 2
-               : r->p[1] == 'u'                         ? check_u(r->p + 1, r->end) + 1
-                                                        : -1;
+    /* \" \\ \/ \b \f \n \r \t, or \uXXXX (a surrogate pair whole). */
+    char e = r->p[1];
+    int span = e && strchr("\"\\/bfnrt", e) ? 2 : e == 'u' ? check_u(r->p + 1, r->end) + 1 : 0;
     if (span <= 0)
       return -1;
     r->p += span;
