@@ -32,7 +32,7 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 
-.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan
+.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan coverage
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -110,7 +110,27 @@ format:
 	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-cov
+
+# `make coverage`: line coverage of core/ and supervisor/ from the whole
+# suite (the C tests and the MCP node tests, which drive the binary). Built
+# in build-cov with --coverage: the taskfs binary, and so every supervisor
+# it starts, is instrumented; a supervisor writes its counts when it exits
+# (a normal exit; a SIGKILLed one cannot). Needs lcov (Debian package).
+# Report: build-cov/coverage.txt (per file) and build-cov/html/index.html.
+COV_BUILD := build-cov
+COV_MAKE = $(MAKE) BUILD=$(COV_BUILD) OPT="-O0 --coverage" LDFLAGS="--coverage"
+coverage:
+	$(COV_MAKE) -j2 all $(patsubst $(BUILD)/%,$(COV_BUILD)/%,$(TESTS))
+	lcov --quiet --zerocounters --directory $(COV_BUILD)
+	-$(COV_MAKE) test
+	lcov --quiet --capture --directory $(COV_BUILD) --base-directory . \
+	  --output-file $(COV_BUILD)/all.info --ignore-errors gcov,source
+	lcov --quiet --extract $(COV_BUILD)/all.info '$(abspath .)/core/*' \
+	  '$(abspath .)/supervisor/*' --output-file $(COV_BUILD)/coverage.info
+	lcov --list $(COV_BUILD)/coverage.info | tee $(COV_BUILD)/coverage.txt
+	genhtml --quiet --output-directory $(COV_BUILD)/html $(COV_BUILD)/coverage.info
+	@lcov --summary $(COV_BUILD)/coverage.info 2>&1 | grep -E 'lines|functions'
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -5,6 +5,9 @@
  *   tfsgen pids STATE            one line per task: id state supervisor_pid worker_pid
  *   tfsgen cancel-all STATE WHO  request a stop of every task not yet ended
  *   tfsgen count STATE           number of tasks (tfs_task_count)
+ *   tfsgen list STATE [json]     the core listing (tfs_task_list_opts), one id
+ *                                and state a line, or the records as a JSON
+ *                                array like `taskfs ls --json`
  *
  * fill makes one real task through tfs_task_create()/tfs_task_save() and
  * marks it completed, then writes N copies of its record (each with its own
@@ -148,9 +151,33 @@ static int cancel_one(const tfs_record_t *rec, void *arg) {
   return 0;
 }
 
+static int list_one(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  int *n = arg;
+  if (json) {
+    fputs((*n)++ ? ",\n" : "\n", stdout);
+    fwrite(json, 1, len - 1, stdout); /* without its newline */
+  } else {
+    printf("%s %s\n", rec->id, tfs_state_name(rec->state));
+  }
+  return 0;
+}
+
+static int cmd_list(tfs_store_t *store, int json) {
+  static char obuf[1 << 16];
+  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  tfs_list_opts_t o = {.with_json = json};
+  int n = 0;
+  if (json)
+    fputs("[", stdout);
+  int err = tfs_task_list_opts(store, &o, list_one, &n, NULL);
+  if (json)
+    fputs(n ? "\n]\n" : "]\n", stdout);
+  return err < 0 ? fail("list", err) : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: tfsgen fill|pids|cancel-all|count STATE [ARG]\n");
+    fprintf(stderr, "usage: tfsgen fill|pids|cancel-all|count|list STATE [ARG]\n");
     return 100;
   }
   tfs_store_t *store = NULL;
@@ -173,6 +200,8 @@ int main(int argc, char **argv) {
     else if (c.err)
       rc = fail("request a stop", c.err);
     printf("%ld\n", c.n);
+  } else if (!strcmp(argv[1], "list")) {
+    rc = cmd_list(store, argc == 4 && !strcmp(argv[3], "json"));
   } else if (!strcmp(argv[1], "count")) {
     printf("%" PRId64 "\n", tfs_task_count(store));
   } else {

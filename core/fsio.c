@@ -19,6 +19,21 @@ int tfs__dir_reopen(int dirfd) {
   return fd < 0 ? -errno : fd;
 }
 
+DIR *tfs__dir_open(int dirfd) {
+  int fd = tfs__dir_reopen(dirfd);
+  if (fd < 0) {
+    errno = -fd;
+    return NULL;
+  }
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return d;
+}
+
 /* Writes all of data, completing short writes and retrying EINTR. */
 static int write_all(int fd, const void *data, size_t len) {
   const char *p = data;
@@ -57,13 +72,13 @@ static int fsync_dir(int dirfd) {
  * filesystem) and starts with '.', which no id or key can, so no reader
  * mistakes it for a record, a task or a key. */
 int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) {
-  return tfs__write_atomic_flags(dirfd, name, data, len, 0);
+  return tfs__write_atomic_flags(dirfd, name, data, len, 0, NULL);
 }
 
 /* The one body of both: with TFS__WRITE_NOSYNC the two fsyncs are left out,
  * and everything else (symlink refusal, O_EXCL temp file, rename) stays. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags) {
+                            unsigned flags, struct stat *st_out) {
   int sync = !(flags & TFS__WRITE_NOSYNC);
   char tmp[300], rnd[8];
   struct stat st;
@@ -87,6 +102,8 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
     }
     err = write_all(fd, data, len);
     if (!err && sync && fsync(fd))
+      err = -errno;
+    if (!err && st_out && fstat(fd, st_out))
       err = -errno;
     if (close(fd) && !err)
       err = -errno;
@@ -188,4 +205,19 @@ int tfs__rm_tree_at(int dirfd, const char *name) {
   if (unlinkat(dirfd, name, AT_REMOVEDIR) && errno != ENOENT && !err)
     err = -errno;
   return err;
+}
+
+int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first) {
+  void **pv = v;
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap : first;
+  while (ncap < need)
+    ncap *= 2;
+  void *nv = realloc(*pv, ncap * size);
+  if (!nv)
+    return -ENOMEM;
+  *pv = nv;
+  *cap = ncap;
+  return 0;
 }

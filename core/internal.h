@@ -4,7 +4,9 @@
 
 #include "taskfs/taskfs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,7 +15,23 @@ struct tfs_store {
   int fd;       /* <state>, O_RDONLY|O_DIRECTORY */
   int tasks_fd; /* <state>/tasks */
   int keys_fd;  /* <state>/keys */
+  int writer;   /* opened by tfs_store_open (creates, keeps it private) */
 };
+
+/* The store's own names (task files: tfs_task_file_name()). */
+#define TFS__TASKS_DIR "tasks"
+#define TFS__KEYS_DIR "keys"
+#define TFS__OWNER_FILE "owner.json"
+#define TFS__FILE(which) tfs_task_file_name(TFS_FILE_##which)
+
+/* Opens tasks/<id>/<name>: never blocking, never following a symlink, and
+ * only a regular file (a FIFO with want_fifo); see tfs_task_file_open. */
+int tfs__open_in_task(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode,
+                      int want_fifo);
+
+/* "<store>/tasks/<id>" (id NULL: "<store>/tasks") into buf, for the calls
+ * that take a path (inotify). */
+int tfs__task_path(const tfs_store_t *store, const char *id, char *buf, size_t len);
 
 /* The reader's piece size: a line longer than this is delivered in pieces
  * (partial = 2 for each non-final piece). */
@@ -29,6 +47,8 @@ int tfs__task_dir(const tfs_store_t *store, const char *id);
 
 /* Opens dirfd itself again for reading entries (readdir). */
 int tfs__dir_reopen(int dirfd);
+/* The same as a DIR stream (NULL and errno on failure). */
+DIR *tfs__dir_open(int dirfd);
 
 /* Fills buf with n random base36 characters (getrandom). */
 int tfs__random_base36(char *buf, size_t n);
@@ -46,9 +66,11 @@ int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec);
  * files that must be visible at once but need not survive a crash. */
 #define TFS__WRITE_NOSYNC 1u
 
-/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). */
+/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). st (may
+ * be NULL) gets the identity of the file written, so that its writer can
+ * tell later whether the name still holds its own file. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags);
+                            unsigned flags, struct stat *st);
 
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
@@ -64,6 +86,55 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
 /* 1 if the record claims a live supervisor (running, or queued with a
  * supervisor pid). */
 int tfs__record_claims_live(const tfs_record_t *rec);
+
+/* 1 if s[0..len) is valid UTF-8 without NUL bytes: what
+ * tfs_utf8_sanitize() would return unchanged. */
+int tfs__utf8_valid(const char *s, size_t len);
+
+/* Standard padded base64 of s (malloc'ed), and its strict inverse (padding
+ * required, no whitespace, a decoded NUL refused): NULL when malformed. */
+char *tfs__b64_encode(const char *s, size_t len);
+char *tfs__b64_decode(const char *s);
+
+/* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine). */
+void tfs__strv_free(char **v);
+
+/* Makes room for at least need elements of size bytes in the array *v of
+ * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
+int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
+
+/* A task dir without record.json younger than this is being created. */
+#define TFS__CREATING_GRACE_MS 5000
+/* How long a loser of a key race waits for the winner's record. */
+#define TFS__KEY_WAIT_MS 3000
+
+/* The creation time (ms) encoded in a well-formed id. */
+int64_t tfs__id_time_ms(const char *id);
+/* Sleeps ms milliseconds (EINTR resumes the sleep). */
+void tfs__sleep_ms(int ms);
+
+/* Loads with the liveness check (a dead supervisor's record reads lost).
+ * -ENOENT: the dir has no record yet; TFS_ENOTASK: no such task dir. */
+int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec);
+
+/* Opens the task's lock file without ever blocking (a planted FIFO cannot
+ * hang it) and refuses anything but a regular file. */
+int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
+/* Takes the task lock without waiting: the fd (closing it releases the
+ * lock), -EBUSY if someone (a supervisor) holds it, or another error. */
+int tfs__task_trylock(tfs_store_t *store, const char *id);
+/* flock(fd, op) that waits, resuming after signals. 0 or -errno. */
+int tfs__flock_wait(int fd, int op);
+
+/* tfs_task_create() for a keyed task whose dir and record are made. */
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+                      int *existed);
+
+/* Ids as a flat array of 16-byte slots (15 chars and a NUL). */
+typedef char tfs__idbuf_t[16];
+/* Reads tasks/ once (readdir only, no stat) and returns the well-formed
+ * ids, sorted when sort is set, in one malloc'ed array. */
+int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort);
 
 static inline void tfs__closep(int *fd) {
   if (*fd >= 0) {

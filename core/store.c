@@ -125,17 +125,18 @@ static int store_open(const char *dir, int create, tfs_store_t **out) {
     err = -errno;
     goto fail;
   }
-  if ((s->tasks_fd = sub_dir(s->fd, "tasks", create)) < 0) {
+  if ((s->tasks_fd = sub_dir(s->fd, TFS__TASKS_DIR, create)) < 0) {
     err = s->tasks_fd;
     goto fail;
   }
-  if ((s->keys_fd = sub_dir(s->fd, "keys", create)) < 0) {
+  if ((s->keys_fd = sub_dir(s->fd, TFS__KEYS_DIR, create)) < 0) {
     err = s->keys_fd;
     goto fail;
   }
   if (create && ((err = check_private(s->fd)) || (err = check_private(s->tasks_fd)) ||
                  (err = check_private(s->keys_fd))))
     goto fail;
+  s->writer = create;
   *out = s;
   return 0;
 fail:
@@ -182,6 +183,12 @@ int tfs_store_refresh(tfs_store_t *store) {
   return 1;
 }
 
+/* A handle of its own for another thread: the same path opened again with
+ * the same checks, so a refresh of one never closes the other's fds. */
+int tfs_store_reopen(const tfs_store_t *store, tfs_store_t **out) {
+  return store_open(store->path, store->writer, out);
+}
+
 void tfs_store_close(tfs_store_t *store) {
   if (!store)
     return;
@@ -216,43 +223,14 @@ int tfs__task_dir(const tfs_store_t *store, const char *id) {
   return fd;
 }
 
-int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode) {
-  if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
-    return -EINVAL;
-  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
-  if (dfd < 0)
-    return dfd;
-  /* O_NONBLOCK so that a FIFO planted in the store cannot hang the open;
-   * then anything but a regular file is refused (the doorbell, a FIFO by
-   * design, is checked by its only user), and the caller's blocking mode is
-   * restored. */
-  int fd = openat(dfd, name, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0)
-    return tfs__open_err(errno);
-  struct stat st;
-  if (fstat(fd, &st) || (!S_ISREG(st.st_mode) && strcmp(name, TFS_DOORBELL))) {
-    close(fd);
-    return TFS_ECORRUPT;
-  }
-  int fl = fcntl(fd, F_GETFL);
-  if (!(flags & O_NONBLOCK) && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))) {
-    int e = -errno;
-    close(fd);
-    return e;
-  }
-  return fd;
-}
-
 int tfs__keys_lock(const tfs_store_t *store) {
   int fd = tfs__dir_reopen(store->keys_fd);
   if (fd < 0)
     return fd;
-  while (flock(fd, LOCK_EX)) {
-    if (errno != EINTR) {
-      int e = -errno;
-      close(fd);
-      return e;
-    }
+  int err = tfs__flock_wait(fd, LOCK_EX);
+  if (err) {
+    close(fd);
+    return err;
   }
   return fd;
 }

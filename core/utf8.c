@@ -74,3 +74,18 @@ char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len) {
     *out_len = o;
   return out;
 }
+
+int tfs__utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < len;) {
+    if (p[i] && p[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n = p[i] ? seq_len(p + i, len - i) : 0;
+    if (!n)
+      return 0;
+    i += n;
+  }
+  return 1;
+}

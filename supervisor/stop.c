@@ -144,7 +144,7 @@ void sup_doorbell_close(sup_t *s) {
 /* The doorbell, unless TASKFS_NO_INOTIFY is on (the name is historical:
  * the watch it used to switch off was inotify), which leaves the poll. */
 static void start_doorbell(sup_t *s) {
-  if (tfs_env_flag("TASKFS_NO_INOTIFY"))
+  if (tfs_watch_disabled())
     return;
   int err = open_doorbell(s);
   if (err) {

@@ -108,3 +108,85 @@ Test(ls_many, creation_order_matches_one_thread) {
   free(j1);
   free(j2);
 }
+
+/* ---- the core listing (tfs_task_list_opts) -------------------------------- */
+
+#define NCORE 5000 /* more than two chunks of 2,048 ids */
+
+typedef struct {
+  int n;
+  char (*ids)[TFS_ID_MAX + 1];
+  int bad_json;
+  int stop_at;
+} got_t;
+
+static int got_cb(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  got_t *g = arg;
+  if (json) {
+    char *want = tfs_record_dump(rec);
+    g->bad_json += !want || strlen(want) != len || strcmp(want, json);
+    free(want);
+  }
+  snprintf(g->ids[g->n++], TFS_ID_MAX + 1, "%s", rec->id);
+  return g->stop_at && g->n >= g->stop_at;
+}
+
+/* Every option, on two threads and on one: the same tasks, in order. */
+Test(ls_many, core_listing_options) {
+  static char ids[NCORE][TFS_ID_MAX + 1], out[NCORE][TFS_ID_MAX + 1];
+  cr_assert_eq(tfs_store_open(state, &store), 0);
+  for (int i = 0; i < NCORE; i++) {
+    char *argv[] = {"true", NULL};
+    tfs_task_spec_t spec = {
+        .argv = argv, .cwd = "/", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+    cr_assert_eq(tfs_task_create(store, &spec, ids[i], NULL), 0);
+    if (i % 3 == 0) { /* every third ends */
+      tfs_record_t rec;
+      cr_assert_eq(tfs_task_load(store, ids[i], &rec), 0);
+      rec.state = TFS_COMPLETED;
+      cr_assert_eq(tfs_task_save(store, &rec), 0);
+      tfs_record_free(&rec);
+    }
+  }
+  /* Ids made by one process are strictly increasing: ids[] is sorted. */
+  char p[4096];
+  snprintf(p, sizeof p, "%s/tasks/%s/record.json", state, ids[10]);
+  cr_assert_eq(tu_write_file(p, "{", 1), 0);
+  for (int threads = 1; threads <= 2; threads++) {
+    tfs_list_stats_t st;
+    got_t g = {.ids = out};
+    tfs_list_opts_t o = {.threads = threads, .with_json = 1};
+    cr_assert_eq(tfs_task_list_opts(store, &o, got_cb, &g, &st), 0);
+    cr_assert_eq(g.n, NCORE - 1);
+    cr_assert_eq(g.bad_json, 0, "json is tfs_record_dump of rec");
+    cr_assert_eq(st.ids, NCORE);
+    cr_assert_eq(st.shown, NCORE - 1);
+    cr_assert_eq(st.corrupt, 1);
+    cr_assert_str_eq(st.first_corrupt, ids[10]);
+    for (int i = 0, k = 0; i < NCORE; i++)
+      if (i != 10)
+        cr_assert_str_eq(out[k++], ids[i], "threads %d, row %d", threads, k);
+
+    /* Completed only, the newest 5, oldest first. */
+    got_t h = {.ids = out};
+    o = (tfs_list_opts_t){.threads = threads, .states = TFS_STATE_BIT(TFS_COMPLETED), .limit = 5};
+    cr_assert_eq(tfs_task_list_opts(store, &o, got_cb, &h, &st), 0);
+    cr_assert_eq(h.n, 5);
+    int last = (NCORE - 1) / 3 * 3;
+    for (int k = 0; k < 5; k++)
+      cr_assert_str_eq(out[k], ids[last - 3 * (4 - k)]);
+    cr_assert_eq(st.shown, 5);
+
+    /* Newest first, a page before a cursor, stopped early. */
+    got_t q = {.ids = out, .stop_at = 3};
+    o = (tfs_list_opts_t){.threads = threads, .newest_first = 1, .before = ids[100]};
+    cr_assert_eq(tfs_task_list_opts(store, &o, got_cb, &q, &st), 0);
+    cr_assert_eq(q.n, 3);
+    cr_assert_str_eq(out[0], ids[99]);
+    cr_assert_str_eq(out[2], ids[97]);
+  }
+  /* The old entry point is the same listing. */
+  size_t corrupt = 0;
+  cr_assert_eq(tfs_task_list(store, NULL, NULL, &corrupt), 0);
+  cr_assert_eq(corrupt, 1);
+}

@@ -347,6 +347,11 @@ Test(mount, tasks_list_in_creation_order_and_follow_the_store) {
   make_task(NULL, ids[4]);
   struct stat st;
   cr_assert_eq(stat(mpath("tasks/%s", ids[4]), &st), 0);
+  tfs_record_t done;
+  cr_assert_eq(tfs_task_load(g_store, ids[0], &done), 0);
+  done.state = TFS_COMPLETED; /* only an ended task is forgotten */
+  cr_assert_eq(tfs_task_save(g_store, &done), 0);
+  tfs_record_free(&done);
   cr_assert_eq(tfs_task_forget(g_store, ids[0]), 0);
   cr_assert_eq(stat(mpath("tasks/%s", ids[0]), &st), -1);
   cr_assert_eq(errno, ENOENT);

@@ -408,6 +408,8 @@ Test(store, create_with_key_semantics) {
   cr_assert_eq(tfs_task_count(fx_store), 2);
 
   /* Forgetting the old task leaves the key (it names the new one). */
+  cr_assert_eq(tfs_task_forget(fx_store, b), -EBUSY, "queued: not forgotten");
+  fx_set_state(b, TFS_COMPLETED);
   cr_assert_eq(tfs_task_forget(fx_store, a), 0);
   cr_assert_eq(tfs_key_lookup(fx_store, "build:main", c), 0);
   cr_assert_str_eq(c, b);
@@ -655,8 +657,10 @@ Test(store, queued_with_supervisor_reads_lost) {
 
 Test(store, prune_keeps_newest_and_locked) {
   char ids[10][TFS_ID_MAX + 1];
-  for (int i = 0; i < 10; i++)
+  for (int i = 0; i < 10; i++) {
     fx_create("x", i == 1 ? "keyed" : NULL, ids[i]);
+    fx_set_state(ids[i], i % 2 ? TFS_FAILED : TFS_COMPLETED);
+  }
   hold_lock(ids[0]); /* the oldest lives */
   cr_assert_eq(tfs_task_prune(fx_store, 3), 6);
   char **left;
@@ -893,4 +897,124 @@ Test(store, load_records_of_every_size) {
   cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
   cr_assert_eq(tfs_task_load(fx_store, id, &rec), TFS_ECORRUPT, "a FIFO never hangs");
   free(base);
+}
+
+/* Task files by role: the names, the one type check (a regular file; the
+ * doorbell a FIFO), stats and removal, and what the mount stats. */
+Test(store, task_files_by_role) {
+  char id[TFS_ID_MAX + 1], p[256];
+  fx_create("x", NULL, id);
+  cr_assert_str_eq(tfs_task_file_name(TFS_FILE_RECORD), "record.json");
+  cr_assert_str_eq(tfs_task_file_name(TFS_FILE_SUPERVISOR_LOG), "supervisor.log");
+  cr_assert_null(tfs_task_file_name(TFS_FILE_COUNT));
+  cr_assert_str_eq(tfs_view_name(TFS_VIEW_OWNER), "owner");
+  cr_assert_str_eq(tfs_view_name(TFS_VIEW_RECORD), "record.json");
+  cr_assert_null(tfs_view_name(TFS_VIEW_COUNT));
+
+  int fd = tfs_task_file_open(fx_store, id, TFS_FILE_RECORD, O_RDONLY, 0);
+  cr_assert_geq(fd, 0);
+  cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  cr_assert_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0, "the caller's blocking mode is back");
+  close(fd);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_TRANSCRIPT, O_RDONLY, 0), -ENOENT);
+  cr_assert_eq(tfs_task_file_open(fx_store, "zzzzzzzz-zzzzzz", TFS_FILE_RECORD, O_RDONLY, 0),
+               TFS_ENOTASK);
+  cr_assert_eq(tfs_task_file_open(fx_store, "../x", TFS_FILE_RECORD, O_RDONLY, 0), TFS_EBADID);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_COUNT, O_RDONLY, 0), -EINVAL);
+
+  /* A FIFO where a regular file belongs: refused at once, for reading and
+   * for writing (no reader: ENXIO would otherwise leak out). */
+  snprintf(p, sizeof p, "tasks/%s/transcript", id);
+  cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_TRANSCRIPT, O_RDONLY, 0), TFS_ECORRUPT);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_TRANSCRIPT, O_WRONLY, 0), TFS_ECORRUPT);
+  struct stat st;
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_TRANSCRIPT, &st), -ENOENT);
+  cr_assert_eq(tfs_task_file_remove(fx_store, id, TFS_FILE_TRANSCRIPT), 0);
+  cr_assert_eq(tfs_task_file_remove(fx_store, id, TFS_FILE_TRANSCRIPT), 0, "absent is fine");
+  /* The doorbell is the one FIFO, and only a FIFO. */
+  snprintf(p, sizeof p, "tasks/%s/doorbell", id);
+  fx_write(p, "planted");
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_DOORBELL, O_WRONLY, 0), TFS_ECORRUPT);
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_DOORBELL, &st), -ENOENT);
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_DOORBELL, &st), 0);
+  fd = tfs_task_file_open(fx_store, id, TFS_FILE_DOORBELL, O_RDWR, 0);
+  cr_assert_geq(fd, 0);
+  close(fd);
+
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_RECORD, &st), 0);
+  cr_assert(S_ISREG(st.st_mode) && st.st_size > 0);
+  cr_assert_eq(tfs_task_stat(fx_store, id, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+  cr_assert_eq(tfs_task_stat(fx_store, "zzzzzzzz-zzzzzz", &st), TFS_ENOTASK);
+  cr_assert_eq(tfs_task_stat(fx_store, "nope", &st), TFS_EBADID);
+  cr_assert_eq(tfs_store_stat(fx_store, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+  cr_assert_eq(tfs_owner_stat(fx_store, &st), -ENOENT);
+  cr_assert_eq(tfs_store_acquire(fx_store, "test", NULL), 0);
+  cr_assert_eq(tfs_owner_stat(fx_store, &st), 0);
+
+  /* A symlink planted as a task dir is no task. */
+  char id2[TFS_ID_MAX + 1];
+  fx_create("y", NULL, id2);
+  snprintf(p, sizeof p, "tasks/%s", id2);
+  tu_rmrf(fx_path(p));
+  cr_assert_eq(symlink(fx_path("keys"), fx_path(p)), 0);
+  cr_assert_eq(tfs_task_stat(fx_store, id2, &st), TFS_ENOTASK);
+  cr_assert_eq(tfs_task_file_stat(fx_store, id2, TFS_FILE_RECORD, &st), TFS_ENOTASK);
+}
+
+/* The keys as the mount's by-key/ lists them: sorted, well-formed regular
+ * files only. */
+Test(store, key_list) {
+  char id[TFS_ID_MAX + 1];
+  fx_create("x", "b-key", id);
+  fx_create("y", "a-key", id);
+  fx_write("keys/.tmp.x", "junk");
+  cr_assert_eq(mkdir(fx_path("keys/dir-key"), 0700), 0);
+  cr_assert_eq(symlink("/etc/passwd", fx_path("keys/link-key")), 0);
+  char **keys;
+  size_t n;
+  cr_assert_eq(tfs_key_list(fx_store, &keys, &n), 0);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(keys[0], "a-key");
+  cr_assert_str_eq(keys[1], "b-key");
+  tfs_ids_free(keys, n);
+}
+
+/* A handle per thread: a reopened handle is independent of the original,
+ * which may be refreshed (its fds swapped and closed) or closed. */
+Test(store, reopened_handle_survives_the_originals_refresh) {
+  char id[TFS_ID_MAX + 1], got[TFS_ID_MAX + 1];
+  fx_create("x", "k", id);
+  tfs_store_t *copy;
+  cr_assert_eq(tfs_store_reopen(fx_store, &copy), 0);
+  cr_assert_str_eq(tfs_store_path(copy), tfs_store_path(fx_store));
+  /* Remove and recreate the store under both: the original refreshes onto
+   * the new one, closing its old fds; the copy keeps working on its own. */
+  char moved[4096];
+  snprintf(moved, sizeof moved, "%s/moved", fx_dir);
+  cr_assert_eq(rename(fx_path(""), moved), 0);
+  tfs_store_t *fresh;
+  cr_assert_eq(tfs_store_open(fx_path(""), &fresh), 0);
+  tfs_store_close(fresh);
+  cr_assert_eq(tfs_store_refresh(fx_store), 1);
+  cr_assert_eq(tfs_key_lookup(fx_store, "k", got), TFS_ENOTASK, "the original sees the new store");
+  cr_assert_eq(tfs_key_lookup(copy, "k", got), 0, "the copy still reads its own");
+  cr_assert_str_eq(got, id);
+  tfs_store_close(fx_store);
+  fx_store = NULL;
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(copy, id, &rec), 0, "closing the original leaves the copy working");
+  tfs_record_free(&rec);
+  /* A writer's copy is a writer: it creates. */
+  char id2[TFS_ID_MAX + 1];
+  char *argv[] = {"z", NULL};
+  tfs_task_spec_t spec = {
+      .argv = argv, .cwd = "/", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  cr_assert_eq(tfs_task_create(copy, &spec, id2, NULL), 0);
+  tfs_store_close(copy);
+  cr_assert_eq(tfs_store_open(fx_path(""), &fx_store), 0);
 }
