@@ -96,9 +96,6 @@ int tfs__utf8_valid(const char *s, size_t len);
 char *tfs__b64_encode(const char *s, size_t len);
 char *tfs__b64_decode(const char *s);
 
-/* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine). */
-void tfs__strv_free(char **v);
-
 /* Makes room for at least need elements of size bytes in the array *v of
  * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
 int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);

@@ -146,6 +146,7 @@ typedef struct {
   tfs_list_stats_t *st;
   slot_t *kept; /* with a limit, oldest first: kept until the walk ends */
   size_t nkept, capkept;
+  size_t examined;
   int stopped;
   int err;
 } walk_t;
@@ -154,6 +155,7 @@ typedef struct {
  * delivered oldest first at the end). */
 static void take(walk_t *w, const char *id, slot_t *s) {
   snprintf(w->st->last_examined, sizeof w->st->last_examined, "%s", id);
+  w->examined++;
   if (s->status == SLOT_NOMEM) {
     w->err = -ENOMEM;
   } else if (s->status == SLOT_BAD) {
@@ -172,7 +174,8 @@ static void take(walk_t *w, const char *id, slot_t *s) {
     w->st->shown++;
     w->stopped = w->cb && w->cb(&s->rec, s->json, s->len, w->arg);
   }
-  if (w->o->limit && w->st->shown >= w->o->limit)
+  if ((w->o->limit && w->st->shown >= w->o->limit) ||
+      (w->o->scan_max && w->examined >= w->o->scan_max))
     w->stopped = 1;
 }
 
@@ -188,6 +191,8 @@ static void walk(tfs_store_t *store, const tfs__idbuf_t *ids, size_t n, walk_t *
   const tfs_list_opts_t *o = w->o;
   int backwards = o->newest_first || o->limit;
   size_t chunk = o->limit ? (o->limit < 64 ? 64 : o->limit > CHUNK ? CHUNK : o->limit) : CHUNK;
+  if (o->scan_max && o->scan_max < chunk)
+    chunk = o->scan_max;
   slot_t *slots = calloc(chunk, sizeof *slots);
   char *arenas = malloc(2 * (size_t)ARENA_SIZE);
   if (!slots) {
@@ -239,6 +244,7 @@ int tfs_task_list_opts(tfs_store_t *store, const tfs_list_opts_t *opts, tfs_list
   }
   pthread_once(&once, arena_install);
   walk(store, ids, n, &w);
+  w.st->left = n - w.examined;
   /* With a limit, oldest first: the kept records, in that order. */
   int stop = 0;
   for (size_t i = w.nkept; i-- > 0;) {

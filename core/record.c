@@ -19,7 +19,7 @@ void tfs_record_init(tfs_record_t *rec) {
   tfs_important_init(&rec->important, TFS_IMPORTANT_K_DEFAULT);
 }
 
-void tfs__strv_free(char **v) {
+void tfs_strv_free(char **v) {
   if (!v)
     return;
   for (char **p = v; *p; p++)
@@ -30,9 +30,9 @@ void tfs__strv_free(char **v) {
 void tfs_record_free(tfs_record_t *rec) {
   if (!rec)
     return;
-  tfs__strv_free(rec->argv);
+  tfs_strv_free(rec->argv);
   free(rec->cwd);
-  tfs__strv_free(rec->env_names);
+  tfs_strv_free(rec->env_names);
   free(rec->reason);
   free(rec->supervisor_exe);
   free(rec->supervisor_host);
@@ -54,7 +54,7 @@ static int dup_strv(char *const src[], char ***out, int *count) {
     return -ENOMEM;
   for (int i = 0; i < n; i++)
     if (!(v[i] = strdup(src[i]))) {
-      tfs__strv_free(v);
+      tfs_strv_free(v);
       return -ENOMEM;
     }
   *out = v;
@@ -71,10 +71,10 @@ int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cw
   if ((err = dup_strv(argv, &v, &n)))
     return err;
   if (cwd && !(c = strdup(cwd))) {
-    tfs__strv_free(v);
+    tfs_strv_free(v);
     return -ENOMEM;
   }
-  tfs__strv_free(rec->argv);
+  tfs_strv_free(rec->argv);
   free(rec->cwd);
   rec->argv = v;
   rec->argc = n;

@@ -114,11 +114,11 @@ static int get_strv(perr_t *p, int obj, const char *name, char ***out, int *coun
   int e = v + 1;
   for (size_t i = 0; i < n; i++, e = tfs__json_next(p->d, e)) {
     if (type(p, e) != TFS__J_STR) {
-      tfs__strv_free(a);
+      tfs_strv_free(a);
       return bad(p, name, "expected an array of strings");
     }
     if (!(a[i] = tfs__json_str(p->d, e, NULL))) {
-      tfs__strv_free(a);
+      tfs_strv_free(a);
       return -ENOMEM;
     }
   }
@@ -159,14 +159,14 @@ static int get_exact(perr_t *p, int j, tfs_record_t *rec) {
     int e = v + 1;
     for (size_t i = 0; i < n; i++, e = tfs__json_next(p->d, e))
       if ((err = get_bytes_elem(p, e, "commandBytes", &a[i]))) {
-        tfs__strv_free(a);
+        tfs_strv_free(a);
         return err;
       }
     if (!a[0][0]) {
-      tfs__strv_free(a);
+      tfs_strv_free(a);
       return bad(p, "commandBytes", "expected a non-empty program name");
     }
-    tfs__strv_free(rec->argv);
+    tfs_strv_free(rec->argv);
     rec->argv = a;
     rec->argc = (int)n;
   }

@@ -328,6 +328,52 @@ int tfs_transcript_tail(tfs_store_t *store, const char *id, int64_t n, off_t *of
   return 0;
 }
 
+/* Reads the last max bytes and one more: the byte before the window says
+ * whether the window starts a line. The first line that starts inside the
+ * window is where the text starts; a window holding no line start (one
+ * line longer than max) is kept whole. */
+int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, char **text,
+                              size_t *len, off_t *size) {
+  struct stat st;
+  int fd TFS_AUTOCLOSE = -1;
+  *text = NULL;
+  *len = 0;
+  if (size)
+    *size = 0;
+  int err = open_read(store, id, &fd, &st);
+  if (err)
+    return err;
+  off_t from = fd >= 0 && st.st_size > (off_t)max ? st.st_size - (off_t)max - 1 : 0;
+  size_t want = fd >= 0 ? (size_t)(st.st_size - from) : 0, got = 0;
+  char *buf = malloc(want + 1);
+  if (!buf)
+    return -ENOMEM;
+  while (got < want) {
+    ssize_t r = pread(fd, buf + got, want - got, from + (off_t)got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      free(buf);
+      return -errno;
+    }
+    if (r == 0)
+      break; /* shrank under us: what there is */
+    got += (size_t)r;
+  }
+  size_t start = 0;
+  if (fd >= 0 && st.st_size > (off_t)max && got > 0) {
+    char *nl = memchr(buf, '\n', got);
+    start = nl && nl < buf + got - 1 ? (size_t)(nl - buf) + 1 : 1;
+  }
+  memmove(buf, buf + start, got - start);
+  buf[got - start] = '\0';
+  *text = buf;
+  *len = got - start;
+  if (size)
+    *size = st.st_size;
+  return 0;
+}
+
 /* Writes all of buf to fd (EINTR retried, EAGAIN waited out). */
 static int write_out(int fd, const char *buf, size_t len) {
   while (len > 0) {

@@ -89,3 +89,21 @@ int tfs__utf8_valid(const char *s, size_t len) {
   }
   return 1;
 }
+
+/* Backs up from max over at most three continuation bytes to the lead
+ * byte of the character max would split, and cuts before it only if that
+ * is one valid character running past max: bytes that form none are no
+ * character and become one U+FFFD each in tfs_utf8_sanitize, so a cut
+ * between them splits nothing. */
+size_t tfs_utf8_cut(const char *s, size_t len, size_t max) {
+  const unsigned char *p = (const unsigned char *)s;
+  if (len <= max)
+    return len;
+  size_t j = max;
+  while (j > 0 && max - j < 3 && (p[j] & 0xc0) == 0x80)
+    j--;
+  if (j == max)
+    return max;
+  size_t n = seq_len(p + j, len - j);
+  return n && j + n > max ? j : max;
+}

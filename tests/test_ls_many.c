@@ -184,6 +184,30 @@ Test(ls_many, core_listing_options) {
     cr_assert_eq(q.n, 3);
     cr_assert_str_eq(out[0], ids[99]);
     cr_assert_str_eq(out[2], ids[97]);
+    cr_assert_eq(st.left, 97, "stopped by cb: 97 older ids left");
+
+    /* A page of an event loop: completed ones, at most 10 records read. */
+    got_t c = {.ids = out};
+    o = (tfs_list_opts_t){.threads = threads,
+                          .newest_first = 1,
+                          .states = TFS_STATE_BIT(TFS_COMPLETED),
+                          .limit = 50,
+                          .before = ids[3000],
+                          .scan_max = 10};
+    cr_assert_eq(tfs_task_list_opts(store, &o, got_cb, &c, &st), 0);
+    cr_assert_eq(c.n, 3, "ids 2997, 2994 and 2991 of 2999..2990");
+    cr_assert_str_eq(out[0], ids[2997]);
+    cr_assert_str_eq(st.last_examined, ids[2990]);
+    cr_assert_eq(st.left, 2990);
+    char cursor[TFS_ID_MAX + 1];
+    snprintf(cursor, sizeof cursor, "%s", st.last_examined); /* st is rewritten */
+    o.before = cursor;
+    o.scan_max = 0;
+    o.limit = 1000;
+    c.n = 0;
+    cr_assert_eq(tfs_task_list_opts(store, &o, got_cb, &c, &st), 0);
+    cr_assert_eq(c.n, 997, "the rest: 2988, 2985, ... 0");
+    cr_assert_eq(st.left, 0, "walked to the oldest");
   }
   /* The old entry point is the same listing. */
   size_t corrupt = 0;

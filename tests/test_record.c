@@ -462,6 +462,25 @@ Test(record, utf8_sanitize) {
   free(s);
 }
 
+/* A cut never splits a valid character; bytes that form none are cut
+ * anywhere. */
+Test(record, utf8_cut) {
+  const char *e = "ab\xc3\xa9z"; /* 'é' at 2..3 */
+  cr_assert_eq(tfs_utf8_cut(e, 5, 9), 5, "fits");
+  cr_assert_eq(tfs_utf8_cut(e, 5, 3), 2, "before the character max splits");
+  cr_assert_eq(tfs_utf8_cut(e, 5, 4), 4, "after it");
+  cr_assert_eq(tfs_utf8_cut(e, 5, 2), 2);
+  const char *emoji = "\xf0\x9f\x98\x80!";
+  for (size_t m = 1; m < 4; m++)
+    cr_assert_eq(tfs_utf8_cut(emoji, 5, m), 0, "max %zu", m);
+  cr_assert_eq(tfs_utf8_cut(emoji, 5, 4), 4);
+  /* Invalid: stray continuation bytes, a truncated sequence, an overlong
+   * form: each byte stands alone. */
+  cr_assert_eq(tfs_utf8_cut("a\x80\x80\x80\x80b", 6, 3), 3);
+  cr_assert_eq(tfs_utf8_cut("a\xe2\x82", 3, 2), 2, "a sequence cut short by len is none");
+  cr_assert_eq(tfs_utf8_cut("a\xc0\xafb", 4, 2), 2);
+}
+
 Test(record, save_load_and_size_limit) {
   char id[TFS_ID_MAX + 1];
   tfs_record_t rec, back;

@@ -426,3 +426,48 @@ Test(transcript, tail_offsets_and_byte_copy) {
   close(p[1]);
   close(fd);
 }
+
+/* The tail bounded in bytes (the MCP transcript resource): whole lines
+ * that fit, a final partial line counting as one, the window kept whole
+ * when one line is longer than it. */
+Test(transcript, tail_bytes_keeps_whole_lines) {
+  fx_create("x", NULL, tid);
+  char *text;
+  size_t len;
+  off_t size;
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, 10, &text, &len, &size), 0);
+  cr_assert(len == 0 && size == 0 && !strcmp(text, ""), "nothing yet");
+  free(text);
+  int fd = append_fd();
+  append(fd, "aaa\nbbb\ncc", 0); /* 10 bytes */
+  struct {
+    size_t max;
+    const char *want;
+  } cases[] = {
+      {100, "aaa\nbbb\ncc"},
+      {10, "aaa\nbbb\ncc"},
+      {9, "bbb\ncc"},
+      {6, "bbb\ncc"},
+      {5, "cc"},
+      {2, "cc"},
+      {1, "c"}, /* the last line does not fit: its last byte */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, cases[i].max, &text, &len, &size), 0);
+    cr_assert_str_eq(text, cases[i].want, "max %zu", cases[i].max);
+    cr_assert_eq(len, strlen(cases[i].want));
+    cr_assert_eq(size, 10);
+    free(text);
+  }
+  append(fd, "", 1); /* "aaa\nbbb\ncc\n": 11 bytes */
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, 3, &text, &len, &size), 0);
+  cr_assert_str_eq(text, "cc\n", "a window that starts a line keeps it");
+  free(text);
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, 2, &text, &len, &size), 0);
+  cr_assert_str_eq(text, "c\n", "one line longer than the window: its end");
+  free(text);
+  close(fd);
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, "zzzzzzzz-zzzzzz", 9, &text, &len, NULL),
+               TFS_ENOTASK);
+  cr_assert_null(text);
+}

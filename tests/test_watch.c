@@ -236,3 +236,44 @@ Test(watch, wait_end_outcomes) {
   cr_assert_eq(tfs_task_wait_end(fx_store, "zzzzzzzz-zzzzzz", 1000, NULL, NULL), TFS_ENOTASK);
   cr_assert_eq(tfs_task_wait_end(fx_store, "bad", 1000, NULL, NULL), TFS_EBADID);
 }
+
+/* tfs_task_ended, the look without the wait: not yet, an end, a lost task
+ * settled on disk, a dir still being created, no task. */
+Test(watch, ended_looks_once) {
+  char id[TFS_ID_MAX + 1];
+  tfs_record_t rec;
+  fx_create("x", NULL, id);
+  cr_assert_eq(tfs_task_ended(fx_store, id, &rec), 0);
+  cr_assert_eq(rec.state, TFS_QUEUED);
+  tfs_record_free(&rec);
+  fx_set_state(id, TFS_FAILED);
+  cr_assert_eq(tfs_task_ended(fx_store, id, &rec), 1);
+  cr_assert_eq(rec.state, TFS_FAILED);
+  tfs_record_free(&rec);
+
+  /* Running, a supervisor pid, no lock holder: lost, and written. */
+  char id2[TFS_ID_MAX + 1];
+  fx_create("y", NULL, id2);
+  cr_assert_eq(tfs_task_load(fx_store, id2, &rec), 0);
+  rec.state = TFS_RUNNING;
+  rec.supervisor_pid = 1;
+  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_task_ended(fx_store, id2, NULL), 1);
+  char p[128];
+  snprintf(p, sizeof p, "tasks/%s/record.json", id2);
+  char *text = tu_read_file(fx_path(p), NULL);
+  cr_assert(text && strstr(text, "\"state\": \"lost\""), "settled on disk: %s", text);
+  free(text);
+
+  /* A dir without its record yet: being created while young. */
+  snprintf(p, sizeof p, "tasks/%s/record.json", id);
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  cr_assert_eq(tfs_task_ended(fx_store, id, &rec), -EAGAIN);
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_task_ended(fx_store, "zzzzzzzz-zzzzzz", &rec), TFS_ENOTASK);
+  cr_assert_eq(mkdir(fx_path("tasks/0000000a-aaaaaa"), 0700), 0);
+  cr_assert_eq(tfs_task_ended(fx_store, "0000000a-aaaaaa", NULL), TFS_ENOTASK,
+               "an old dir that never got its record is no task");
+  cr_assert_eq(tfs_task_ended(fx_store, "bad", NULL), TFS_EBADID);
+}

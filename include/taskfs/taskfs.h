@@ -68,6 +68,11 @@ int tfs_time_parse(const char *s, int64_t *ms);
  * each invalid byte (and each NUL byte) becomes U+FFFD. *out_len (may be
  * NULL) gets the new length. NULL only when out of memory. */
 char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len);
+/* Where to cut s[0..len) to keep at most max bytes without splitting a
+ * character: len if it fits, else max, or the start of the valid UTF-8
+ * character that max falls inside (invalid bytes are cut anywhere: each is
+ * a U+FFFD of its own once sanitized). Reads s[0..len) only. */
+size_t tfs_utf8_cut(const char *s, size_t len, size_t max);
 
 /* ---- ids and keys ---------------------------------------------------- */
 
@@ -224,6 +229,9 @@ int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cw
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name);
 int tfs_record_set_reason(tfs_record_t *rec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine): a
+ * record's argv and env names, and a face's own vectors. */
+void tfs_strv_free(char **v);
 
 /* ---- the store ---------------------------------------------------------- */
 
@@ -365,6 +373,9 @@ typedef struct {
   const char *before; /* only ids older than this one (a page cursor) */
   int with_json;      /* also hand cb each record as record.json text */
   int threads;        /* 0: two when the machine has two CPUs; 1: one */
+  size_t scan_max;    /* 0: no cap; else read at most this many records, so
+                         that one call stays short (an event loop's page):
+                         stats say where it stopped */
 } tfs_list_opts_t;
 
 /* Counts of a listing. */
@@ -374,6 +385,10 @@ typedef struct {
   size_t corrupt;                     /* unreadable records skipped */
   char first_corrupt[TFS_ID_MAX + 1]; /* the oldest of them */
   char last_examined[TFS_ID_MAX + 1]; /* with a limit: where the walk stopped */
+  size_t left;                        /* ids the walk did not reach (stopped by
+                                         the limit, scan_max or cb): newest
+                                         first, the next page is before =
+                                         last_examined */
 } tfs_list_stats_t;
 
 /* rec as tfs_task_load() reads it (a dead supervisor's task reads lost);
@@ -462,6 +477,15 @@ int tfs_transcript_tail(tfs_store_t *store, const char *id, int64_t n, off_t *of
  * out_fd went away (SIGPIPE is the caller's to ignore), or another
  * negative error. */
 int tfs_transcript_copy(tfs_store_t *store, const char *id, int64_t last_n, int out_fd);
+/* The end of the transcript bounded in bytes, for a viewer (the MCP
+ * transcript resource): its last whole lines that fit in max bytes (a
+ * final line without its newline counts, as above); when even the last
+ * line is longer, its last max bytes. *text: malloc'ed, NUL-terminated,
+ * *len bytes as written (not sanitized; it may hold NUL bytes); *size
+ * (may be NULL): the transcript's size then, so *len < *size says the
+ * text was cut. A task that wrote nothing yet: "" and 0. */
+int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, char **text,
+                              size_t *len, off_t *size);
 
 /* Follower: returns only what is new since the previous call.
  * last_n >= 0: the first call starts at the last last_n lines (as
@@ -558,6 +582,14 @@ int tfs_watch_wait(tfs_watch_t *w, int64_t timeout_ms, const sigset_t *sigmask, 
  * the task is gone). */
 int tfs_task_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms,
                       const sigset_t *sigmask, tfs_record_t *rec_out);
+/* The look tfs_task_wait_end() takes each time, without waiting, for a
+ * face that waits on its own event loop (a watch under a uv_poll_t): the
+ * record as stored, a task read as lost settled on the way. rec_out (may
+ * be NULL; initialized by the call, free it with tfs_record_free) gets it.
+ * Returns 1 if the task has ended, 0 if not yet, -EAGAIN for a task dir
+ * still being created (no record yet: look again), or another error
+ * (TFS_ENOTASK: no such task, TFS_ECORRUPT). */
+int tfs_task_ended(tfs_store_t *store, const char *id, tfs_record_t *rec_out);
 
 /* ---- task files ---------------------------------------------------------- */
 
