@@ -2,12 +2,12 @@
  *
  * Who owns what: server.c the server object; session.c sessions and every
  * outgoing JSON-RPC message; dispatch.c method routing and the lifecycle;
- * pending.c requests that wait and the task-directory watches; schema.c
- * the tool descriptions; reply.c tools/call results; tools.c tools/call
- * routing and argument helpers; output.c a task's output as an answer;
- * tool_read.c, tool_start.c, tool_list.c, tool_cancel.c one tool each;
- * tasks.c the MCP Tasks utility; resources.c resources and subscriptions;
- * stdio.c the stdio transport. */
+ * watch.c the server's watch of tasks; pending.c requests that wait;
+ * schema.c the tool descriptions; reply.c tools/call results; tools.c
+ * tools/call routing and argument helpers; output.c a task's output as an
+ * answer; tool_read.c, tool_start.c, tool_list.c (and the pager),
+ * tool_cancel.c one tool each; tasks.c the MCP Tasks utility; resources.c
+ * resources and subscriptions; stdio.c the stdio transport. */
 #ifndef TASKFS_MCP_INTERNAL_H
 #define TASKFS_MCP_INTERNAL_H
 
@@ -18,9 +18,6 @@
 
 /* Long-polls are capped below the 60 s that common clients time out at. */
 #define MCP_WAIT_CAP_MS 50000
-/* Fallback tick while a request waits: catches what inotify cannot see
- * (a supervisor that died without writing anything). */
-#define MCP_FALLBACK_TICK_MS 1000
 /* notifications/resources/updated: at most one per this interval per
  * resource. */
 #define MCP_NOTIFY_INTERVAL_MS 500
@@ -37,7 +34,7 @@ struct mcp_server {
   json_t *tools;              /* the tool list (schema.c); NULL if it failed to parse */
   mcp_session_t *sessions;    /* open sessions (session.c) */
   mcp_pending_t *pending;     /* requests that wait (pending.c) */
-  mcp_watch_t *watches;       /* one per watched task directory (pending.c) */
+  mcp_watch_t *watch;         /* the tasks they wait on (watch.c) */
   int holds;                  /* launches in flight that the end waits for */
   int closing;                /* mcp_server_shutdown() was called */
   int store_state;            /* 0 when the store was there at the last request, else its error */
@@ -99,47 +96,50 @@ void mcp_reply_error(const mcp_req_t *r, int code, const char *fmt, ...)
 /* A notification to the session (params stolen). */
 void mcp_notify(mcp_session_t *s, const char *method, json_t *params);
 
-/* ---- pending.c: watches and requests that wait ------------------------ */
+/* ---- watch.c: the server's watch of tasks ----------------------------- */
 
-/* Watches <store>/tasks/<id>/ (inotify through uv_fs_event). fn gets the
- * name of the file that changed; it must not add or remove listeners. */
-typedef void (*mcp_watch_fn)(void *arg, const char *filename);
-mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, mcp_watch_fn fn, void *arg);
-void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l);
-/* 1 if the listener's inotify watch is in place (it can fail, e.g. when the
- * user's inotify instances run out); else the caller must look itself. */
-int mcp_listener_live(const mcp_listener_t *l);
+/* A listener is told what changed (TFS_WATCH_* bits; TFS_WATCH_GONE
+ * always), or MCP_WATCH_TICK on the tick, which comes every
+ * tfs_watch_tick_ms() for what inotify cannot see. Either way it is only
+ * "look again". It may add and remove listeners (a removal takes effect
+ * once the round of calls is over: a removed listener is not called). */
+#define MCP_WATCH_TICK 0x100u
+typedef void (*mcp_watch_fn)(void *arg, unsigned what);
+int mcp_watch_open(mcp_server_t *srv);
+void mcp_watch_close(mcp_server_t *srv);
+/* Listens to task id for what (TFS_WATCH_STATE, TFS_WATCH_OUTPUT). NULL
+ * only when out of memory: the caller then looks every
+ * mcp_watch_tick_ms() on its own. */
+mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
+                              void *arg);
+void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l); /* l may be NULL */
+int mcp_watch_tick_ms(mcp_server_t *srv);
 
-/* A request that waits. check() is called on every change of the task
- * directory (debounced), on the fallback tick and at the deadline
- * (timed_out = 1); it returns 1 once it has replied (the pending is then
- * freed, with its free_fn), 0 to keep waiting. At shutdown check() is called
- * with timed_out = 1 so that every waiter answers with what it has. */
-typedef int (*mcp_check_fn)(mcp_pending_t *p, int timed_out);
-struct mcp_pending {
-  mcp_pending_t *next;
-  mcp_req_t req; /* kept */
-  char task_id[TFS_ID_MAX + 1];
-  int64_t started_ms;
-  int64_t deadline_ms; /* 0: no deadline */
-  mcp_check_fn check;
-  void (*free_fn)(mcp_pending_t *p);
-  void *data; /* owned by the kind (freed by free_fn) */
-  /* internal */
-  uv_timer_t timer;
-  mcp_listener_t *listener;
-  int soon;
-  int done;
-};
+/* ---- pending.c: requests that wait for a task ------------------------- */
 
-/* Parks a request: allocates a pending for r (kept) that waits on task
- * task_id. The caller fills check/free_fn/data and calls
- * mcp_pending_start(). */
-mcp_pending_t *mcp_pending_new(const mcp_req_t *r, const char *task_id, int64_t wait_ms);
-/* Runs check once at once, and parks the request if it did not reply. */
-void mcp_pending_start(mcp_pending_t *p);
-/* free_fn for a data that is one malloc'ed block. */
-void mcp_pending_free_data(mcp_pending_t *p);
+/* What one look found (tfs_task_ended): the record as stored, a dead
+ * supervisor's task settled as lost. */
+typedef struct {
+  const char *task_id;
+  int err;                 /* 0, or why the task could not be read (rec is empty) */
+  const tfs_record_t *rec; /* borrowed for the call */
+  int ended;               /* completed, failed, cancelled or lost */
+  int timed_out;           /* the deadline passed or the server is ending */
+  int64_t waited_ms;
+} mcp_look_t;
+/* Decides from a look whether to answer. Replies and returns 1, or returns
+ * 0 to wait on; with err or timed_out it must reply. */
+typedef int (*mcp_check_fn)(const mcp_req_t *r, void *data, const mcp_look_t *lk);
+
+/* The one wait: looks at task_id at once and, unless check answered,
+ * parks r (kept) on the server's watch of the task for what
+ * (TFS_WATCH_STATE, | TFS_WATCH_OUTPUT to hear of output), looking again
+ * at every change, at every tick and at the deadline: wait_ms > 0 after
+ * that long, 0 at the first look, < 0 never (only the end or the server's
+ * end answer it). data goes with the request (free_fn frees it, may be
+ * NULL). */
+void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned what,
+              mcp_check_fn check, void *data, void (*free_fn)(void *data));
 /* Drops the request id of s (notifications/cancelled): no reply is sent. */
 void mcp_pending_drop(mcp_session_t *s, const json_t *id);
 /* Drops every request of s, unanswered (the session ended). */
@@ -253,18 +253,25 @@ int mcp_cancel_start(const mcp_req_t *r, const char *task_id, int mcp_task, tfs_
 
 /* ---- paging (tool_list.c), shared by the three lists ------------------ */
 
-/* The ids of the page that starts after cursor (newest first). */
+/* One page of tasks, newest first, older than the cursor (the last id of
+ * the previous page), over the core listing. cb gets each record kept. */
 typedef struct {
-  char **all;
-  size_t nall;
-  size_t start; /* index into all where the page starts (counting down) */
-} mcp_idpage_t;
-/* Returns 0 and fills pg, or -1 with an error message in err. */
-int mcp_idpage_open(mcp_server_t *srv, const char *cursor, mcp_idpage_t *pg, char *err,
-                    size_t errlen);
-/* The same for the params.cursor of a protocol list: replies with -32602
- * and returns -1 when it is not one. */
-int mcp_idpage_param(const mcp_req_t *r, json_t *params, mcp_idpage_t *pg);
-void mcp_idpage_close(mcp_idpage_t *pg);
+  unsigned states; /* TFS_STATE_BIT()s; 0: every state */
+  size_t limit;    /* records kept */
+  tfs_list_cb cb;
+  void *arg;
+  /* filled by the page */
+  size_t total;              /* tasks in the store */
+  int capped;                /* the scan cap ended the page before limit */
+  char next[TFS_ID_MAX + 1]; /* the next page's cursor; "" after the last */
+} mcp_page_t;
+/* Returns 0, or -1 with what was wrong (a cursor this server never handed
+ * out, a store that cannot be listed) in err. */
+int mcp_page_run(mcp_server_t *srv, const char *cursor, mcp_page_t *pg, char *err, size_t errlen);
+/* Answers a protocol list (tasks/list, resources/list) with the page for
+ * params.cursor: {field: [...], nextCursor}, the array being what cb
+ * appends to its arg for each record; -32602 for a bad cursor. */
+void mcp_page_reply(const mcp_req_t *r, json_t *params, const char *field, size_t limit,
+                    tfs_list_cb cb);
 
 #endif /* TASKFS_MCP_INTERNAL_H */

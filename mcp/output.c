@@ -76,17 +76,12 @@ static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mc
     tfs_transcript_read(store, rec->id, ra->since_line + 1, ra->tail_lines, collect_line, out);
     return;
   }
+  /* The last N lines as core counts them (a final partial line is one of
+   * them, held back while the task runs). */
   tfs_follower_t *f = NULL;
   if (tfs_follower_open(store, rec->id, ra->tail_lines, &f) == 0) {
     tfs_follower_next(f, out->keep_partial, collect_line, out);
     tfs_follower_close(f);
-  }
-  /* A line longer than the reader's piece may arrive as pieces that make
-   * it look like several lines; keep only the last tail_lines. */
-  if ((int64_t)out->n > ra->tail_lines) {
-    size_t drop = out->n - (size_t)ra->tail_lines;
-    memmove(out->v, out->v + drop, (out->n - drop) * sizeof *out->v);
-    out->n -= drop;
   }
 }
 

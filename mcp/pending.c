@@ -1,118 +1,69 @@
-/* Requests that wait, and the task-directory watches they ride on.
+/* Requests that wait for a task: the one wait of the server, under a
+ * read's long-poll, the answer of a start, a cancel's wait for the end
+ * and tasks/result.
  *
- * A pending request is a uv_timer plus a listener on a shared per-task
- * uv_fs_event watch of tasks/<id>/ (inotify: transcript appends and record
- * renames). An event schedules a check 15 ms later (coalescing bursts); a
- * 1 s fallback tick catches what inotify cannot see (a supervisor that died
- * without writing, or a watch that could not be set). */
+ * Each look is the core's (tfs_task_ended: the record as stored, a task
+ * whose supervisor died settled as lost), and the kind of request decides
+ * from it whether to answer. A request that cannot be answered at once is
+ * parked: a listener on the server's watch (watch.c) and a timer. A change
+ * the watch reports, or its tick, schedules a look 15 ms later (so a burst
+ * of appends is one look); the timer also ends the wait at its deadline. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp/internal.h"
 
-struct mcp_listener {
-  mcp_listener_t *next;
-  mcp_watch_t *watch;
-  mcp_watch_fn fn;
-  void *arg;
+#define LOOK_DELAY_MS 15
+
+struct mcp_pending {
+  mcp_pending_t *next;
+  mcp_req_t req; /* kept */
+  char task_id[TFS_ID_MAX + 1];
+  int64_t started_ms;
+  int64_t deadline_ms; /* 0: none */
+  unsigned what;       /* what of the task wakes it (TFS_WATCH_*) */
+  mcp_check_fn check;
+  void *data;
+  void (*free_fn)(void *data);
+  uv_timer_t timer; /* initialized once parked */
+  mcp_listener_t *listener;
+  int soon; /* a look is scheduled */
+  int done;
 };
 
-struct mcp_watch {
-  mcp_watch_t *next;
-  mcp_server_t *srv;
-  uv_fs_event_t ev;
-  mcp_listener_t *listeners;
-  int live; /* the inotify watch is in place */
-  char id[TFS_ID_MAX + 1];
-};
-
-/* ---- watches ------------------------------------------------------------ */
-
-static void on_watch_closed(uv_handle_t *h) {
-  free(h->data);
-}
-
-static void on_fs_event(uv_fs_event_t *ev, const char *filename, int events, int status) {
-  mcp_watch_t *w = ev->data;
-  for (mcp_listener_t *l = w->listeners; l; l = l->next)
-    l->fn(l->arg, filename ? filename : "");
-}
-
-static mcp_watch_t *watch_get(mcp_server_t *srv, const char *id) {
-  mcp_watch_t *w;
-  for (w = srv->watches; w; w = w->next)
-    if (!strcmp(w->id, id))
-      return w;
-  w = calloc(1, sizeof *w);
-  if (!w)
-    return NULL;
-  w->srv = srv;
-  snprintf(w->id, sizeof w->id, "%s", id);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/tasks/%s", tfs_store_path(srv->store), id);
-  uv_fs_event_init(srv->loop, &w->ev);
-  w->ev.data = w;
-  int err = uv_fs_event_start(&w->ev, on_fs_event, path, 0);
-  w->live = !err;
-  if (err)
-    /* Without the watch we still have the fallback tick; say why once. */
-    fprintf(stderr, "taskfs mcp: cannot watch %s (%s); falling back to a 1 s check\n", path,
-            uv_strerror(err));
-  w->next = srv->watches;
-  srv->watches = w;
-  return w;
-}
-
-mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, mcp_watch_fn fn, void *arg) {
-  mcp_watch_t *w = watch_get(srv, id);
-  mcp_listener_t *l = w ? calloc(1, sizeof *l) : NULL;
-  if (!l)
-    return NULL;
-  l->watch = w;
-  l->fn = fn;
-  l->arg = arg;
-  l->next = w->listeners;
-  w->listeners = l;
-  return l;
-}
-
-int mcp_listener_live(const mcp_listener_t *l) {
-  return l && l->watch->live;
-}
-
-void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l) {
-  if (!l)
-    return;
-  mcp_watch_t *w = l->watch;
-  for (mcp_listener_t **pp = &w->listeners; *pp; pp = &(*pp)->next)
-    if (*pp == l) {
-      *pp = l->next;
-      break;
-    }
-  free(l);
-  if (w->listeners)
-    return;
-  for (mcp_watch_t **pp = &srv->watches; *pp; pp = &(*pp)->next)
-    if (*pp == w) {
-      *pp = w->next;
-      break;
-    }
-  uv_fs_event_stop(&w->ev);
-  w->ev.data = w;
-  uv_close((uv_handle_t *)&w->ev, on_watch_closed);
-}
-
-/* ---- pending requests --------------------------------------------------- */
-
-static void pending_arm(mcp_pending_t *p);
-
-static void on_pending_closed(uv_handle_t *h) {
-  mcp_pending_t *p = h->data;
+static void pending_free(mcp_pending_t *p) {
   if (p->free_fn)
-    p->free_fn(p);
+    p->free_fn(p->data);
   mcp_req_release(&p->req);
   free(p);
+}
+
+static void on_pending_closed(uv_handle_t *h) {
+  pending_free(h->data);
+}
+
+/* One look: what the core says, handed to the kind's check. A task that
+ * cannot be read (caught being created, a record written by hand and not
+ * yet whole) is looked at again unless the wait is over; only a task that
+ * is not there is answered at once. Returns 1 once the request is
+ * answered. */
+static int look(mcp_pending_t *p, int timed_out) {
+  tfs_record_t rec;
+  int rc = tfs_task_ended(mcp_store(p->req.srv), p->task_id, &rec);
+  int again = rc < 0 && rc != TFS_ENOTASK && rc != TFS_EBADID;
+  int replied = 0;
+  if (!again || timed_out) {
+    mcp_look_t lk = {.task_id = p->task_id,
+                     .err = rc < 0 ? rc : 0,
+                     .rec = &rec,
+                     .ended = rc == 1,
+                     .timed_out = timed_out,
+                     .waited_ms = tfs_now_ms() - p->started_ms};
+    replied = p->check(&p->req, p->data, &lk) || timed_out || rc < 0;
+  }
+  tfs_record_free(&rec);
+  return replied;
 }
 
 static void pending_finish(mcp_pending_t *p) {
@@ -130,14 +81,29 @@ static void pending_finish(mcp_pending_t *p) {
   mcp_server_check_idle(srv);
 }
 
-static void pending_run(mcp_pending_t *p) {
-  int64_t now = tfs_now_ms();
-  int timed_out = p->req.srv->closing || (p->deadline_ms && now >= p->deadline_ms);
-  if (p->check(p, timed_out) || timed_out) {
-    pending_finish(p);
-    return;
+static void on_pending_timer(uv_timer_t *t);
+
+/* Arms the timer for the deadline; without a listener (out of memory)
+ * for the tick as well. */
+static void pending_arm(mcp_pending_t *p) {
+  int64_t delay = p->listener ? -1 : mcp_watch_tick_ms(p->req.srv);
+  if (p->deadline_ms) {
+    int64_t left = p->deadline_ms - tfs_now_ms();
+    if (left < 0)
+      left = 0;
+    if (delay < 0 || left < delay)
+      delay = left;
   }
-  pending_arm(p);
+  if (delay >= 0)
+    uv_timer_start(&p->timer, on_pending_timer, (uint64_t)delay, 0);
+}
+
+static void pending_run(mcp_pending_t *p) {
+  int timed_out = mcp_closing(p->req.srv) || (p->deadline_ms && tfs_now_ms() >= p->deadline_ms);
+  if (look(p, timed_out))
+    pending_finish(p);
+  else
+    pending_arm(p);
 }
 
 static void on_pending_timer(uv_timer_t *t) {
@@ -146,55 +112,47 @@ static void on_pending_timer(uv_timer_t *t) {
   pending_run(p);
 }
 
-/* Arms the timer for the next fallback tick or the deadline, whichever
- * comes first. */
-static void pending_arm(mcp_pending_t *p) {
-  int64_t delay = MCP_FALLBACK_TICK_MS;
-  if (p->deadline_ms) {
-    int64_t left = p->deadline_ms - tfs_now_ms();
-    if (left < 0)
-      left = 0;
-    if (left < delay)
-      delay = left;
-  }
-  uv_timer_start(&p->timer, on_pending_timer, (uint64_t)delay, 0);
-}
-
-/* A change in the task directory: look again soon. The short delay
- * coalesces the burst of events a chatty task produces. */
-static void on_pending_change(void *arg, const char *filename) {
+/* The watch says the task changed, or ticked: look again soon. */
+static void on_pending_change(void *arg, unsigned what) {
   mcp_pending_t *p = arg;
   if (p->soon || p->done)
     return;
   p->soon = 1;
-  uv_timer_start(&p->timer, on_pending_timer, 15, 0);
+  uv_timer_start(&p->timer, on_pending_timer, LOOK_DELAY_MS, 0);
 }
 
-mcp_pending_t *mcp_pending_new(const mcp_req_t *r, const char *task_id, int64_t wait_ms) {
+void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned what,
+              mcp_check_fn check, void *data, void (*free_fn)(void *data)) {
+  mcp_server_t *srv = r->srv;
   mcp_pending_t *p = calloc(1, sizeof *p);
-  if (!p)
-    return NULL;
+  if (!p) {
+    if (free_fn)
+      free_fn(data);
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
   mcp_req_keep(&p->req, r);
   snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
   p->started_ms = tfs_now_ms();
-  p->deadline_ms = wait_ms > 0 ? p->started_ms + wait_ms : (wait_ms == 0 ? p->started_ms : 0);
-  uv_timer_init(r->srv->loop, &p->timer);
+  p->what = what;
+  p->check = check;
+  p->data = data;
+  p->free_fn = free_fn;
+  /* Most requests are answered at the first look (no wait asked, the task
+   * has ended): no listener, no timer for those. */
+  if (look(p, wait_ms == 0 || mcp_closing(srv))) {
+    pending_free(p);
+    return;
+  }
+  p->deadline_ms = wait_ms > 0 ? p->started_ms + wait_ms : 0;
+  uv_timer_init(srv->loop, &p->timer);
   p->timer.data = p;
-  return p;
-}
-
-void mcp_pending_start(mcp_pending_t *p) {
-  mcp_server_t *srv = p->req.srv;
   p->next = srv->pending;
   srv->pending = p;
-  /* Watch first, then look: a change between the two is not missed. */
-  if (!srv->closing)
-    p->listener = mcp_watch_add(srv, p->task_id, on_pending_change, p);
+  /* Watch first, then look again: a change between the two looks is not
+   * missed. */
+  p->listener = mcp_watch_add(srv, task_id, what, on_pending_change, p);
   pending_run(p);
-}
-
-void mcp_pending_free_data(mcp_pending_t *p) {
-  free(p->data);
 }
 
 void mcp_pending_drop(mcp_session_t *s, const json_t *id) {

@@ -1,20 +1,20 @@
 /* Resources: each task's record (taskfs://tasks/<id>/record, JSON) and
- * transcript (taskfs://tasks/<id>/transcript, text: the last 64 KiB), with
- * subscriptions. A subscription rides on the task-directory watch and sends
- * notifications/resources/updated at most twice a second per resource. */
+ * transcript (taskfs://tasks/<id>/transcript, text: its last whole lines
+ * within 64 KiB), with subscriptions. A subscription listens on the
+ * server's watch of its task and, told to look, compares its file's
+ * identity, size and time with what it saw last; a change sends
+ * notifications/resources/updated, at most twice a second per resource. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "mcp/internal.h"
 
 #define RES_PAGE_TASKS 50
 #define URI_PREFIX "taskfs://tasks/"
-/* The resource is the last this many bytes of the transcript. */
+/* The transcript resource is at most this many bytes of its end. */
 #define TRANSCRIPT_RESOURCE_MAX (64 * 1024)
 
 enum { RES_RECORD, RES_TRANSCRIPT };
@@ -26,13 +26,10 @@ struct mcp_sub {
   char id[TFS_ID_MAX + 1];
   int kind;
   mcp_listener_t *listener;
-  uv_timer_t timer;
+  uv_timer_t timer; /* the rate limit's */
   int64_t last_sent_ms;
   int armed;
-  /* Fallback when the watch could not be set: a 1 s stat of the file. */
-  uv_timer_t poll;
-  int64_t seen_size, seen_mtime_ns;
-  int open_handles; /* freed when both timers have closed */
+  struct stat seen; /* st_ino 0: absent */
 };
 
 /* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */
@@ -100,65 +97,35 @@ void mcp_resources_templates(const mcp_req_t *r, json_t *params) {
                          "mimeType", "text/plain"));
 }
 
-void mcp_resources_list(const mcp_req_t *r, json_t *params) {
-  mcp_idpage_t pg;
-  if (mcp_idpage_param(r, params, &pg))
-    return;
-  json_t *list = json_array();
-  size_t i = pg.start, n = 0;
-  while (i > 0 && n < RES_PAGE_TASKS) {
-    i--;
-    n++;
-    const char *tid = pg.all[i];
-    char uri[128], name[96];
-    snprintf(uri, sizeof uri, URI_PREFIX "%s/record", tid);
-    snprintf(name, sizeof name, "task %s record", tid);
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType",
-                                          "application/json"));
-    snprintf(uri, sizeof uri, URI_PREFIX "%s/transcript", tid);
-    snprintf(name, sizeof name, "task %s transcript (last 64 KiB)", tid);
-    json_array_append_new(
-        list, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "text/plain"));
-  }
-  json_t *o = json_pack("{s:o}", "resources", list);
-  if (i > 0 && n)
-    json_object_set_new(o, "nextCursor", json_string(pg.all[i]));
-  mcp_idpage_close(&pg);
-  mcp_reply(r, o);
+static int add_resources(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  char uri[128], name[96];
+  snprintf(uri, sizeof uri, URI_PREFIX "%s/record", rec->id);
+  snprintf(name, sizeof name, "task %s record", rec->id);
+  json_array_append_new(
+      arg, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "application/json"));
+  snprintf(uri, sizeof uri, URI_PREFIX "%s/transcript", rec->id);
+  snprintf(name, sizeof name, "task %s transcript (last 64 KiB)", rec->id);
+  json_array_append_new(
+      arg, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "text/plain"));
+  return 0;
 }
 
-/* The last TRANSCRIPT_RESOURCE_MAX bytes of the transcript, starting at
- * a line boundary when cut, as valid UTF-8. */
-static char *transcript_tail(mcp_server_t *srv, const char *tid, size_t *total, int *cut) {
+void mcp_resources_list(const mcp_req_t *r, json_t *params) {
+  mcp_page_reply(r, params, "resources", RES_PAGE_TASKS, add_resources);
+}
+
+/* The transcript resource: core's tail bounded in bytes, as valid UTF-8;
+ * nothing yet (or no transcript) reads as empty. */
+static char *transcript_text(mcp_server_t *srv, const char *tid, off_t *total, int *cut) {
+  char *raw;
+  size_t len;
   *total = 0;
   *cut = 0;
-  int fd = tfs_task_openat(mcp_store(srv), tid, "transcript", O_RDONLY, 0);
-  if (fd < 0)
+  if (tfs_transcript_tail_bytes(mcp_store(srv), tid, TRANSCRIPT_RESOURCE_MAX, &raw, &len, total))
     return strdup("");
-  struct stat st;
-  if (fstat(fd, &st)) {
-    close(fd);
-    return strdup("");
-  }
-  *total = (size_t)st.st_size;
-  size_t want = *total > TRANSCRIPT_RESOURCE_MAX ? TRANSCRIPT_RESOURCE_MAX : *total;
-  off_t off = (off_t)(*total - want);
-  char *buf = malloc(want + 1);
-  ssize_t n = buf ? pread(fd, buf, want, off) : -1;
-  close(fd);
-  if (n < 0) {
-    free(buf);
-    return strdup("");
-  }
-  size_t start = 0;
-  if (off > 0) {
-    *cut = 1;
-    char *nl = memchr(buf, '\n', (size_t)n);
-    if (nl)
-      start = (size_t)(nl - buf) + 1;
-  }
-  char *clean = mcp_text_clean(buf + start, (size_t)n - start, 0);
-  free(buf);
+  *cut = (off_t)len < *total;
+  char *clean = mcp_text_clean(raw, len, 0);
+  free(raw);
   return clean;
 }
 
@@ -186,9 +153,9 @@ void mcp_resources_read(const mcp_req_t *r, json_t *params) {
     free(clean);
     return;
   }
-  size_t total;
+  off_t total;
   int cut;
-  char *text = transcript_tail(r->srv, tid, &total, &cut);
+  char *text = transcript_text(r->srv, tid, &total, &cut);
   mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s, s:{s:I, s:b}}]}", "contents", "uri", uri, "mimeType",
                          "text/plain", "text", text ? text : "", "_meta", "totalBytes",
                          (json_int_t)total, "truncated", cut));
@@ -206,14 +173,30 @@ static void on_mcp_sub_timer(uv_timer_t *t) {
   sub_send(s);
 }
 
-/* A change in the task directory: notify now, or once the interval since
- * the last notification has passed. */
-static void on_sub_change(void *arg, const char *filename) {
+/* The file's identity, size and time: what a change is told by (a record
+ * save is a new file, output makes the transcript grow). */
+static void sub_stat(mcp_sub_t *s, struct stat *st) {
+  tfs_task_file_t which = s->kind == RES_RECORD ? TFS_FILE_RECORD : TFS_FILE_TRANSCRIPT;
+  if (tfs_task_file_stat(mcp_store(s->sess->srv), s->id, which, st))
+    memset(st, 0, sizeof *st);
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* The watch says look: notify if the file changed, now or once the
+ * interval since the last notification has passed. */
+static void on_sub_look(void *arg, unsigned what) {
   mcp_sub_t *s = arg;
-  int relevant =
-      s->kind == RES_RECORD ? !strcmp(filename, "record.json") : !strcmp(filename, "transcript");
-  if (!relevant || s->armed || mcp_closing(s->sess->srv))
+  struct stat st;
+  if (s->armed || mcp_closing(s->sess->srv))
     return;
+  sub_stat(s, &st);
+  if (same_file(&st, &s->seen))
+    return;
+  s->seen = st;
   int64_t since = tfs_now_ms() - s->last_sent_ms;
   if (since >= MCP_NOTIFY_INTERVAL_MS) {
     sub_send(s);
@@ -224,42 +207,13 @@ static void on_sub_change(void *arg, const char *filename) {
 }
 
 static void on_sub_closed(uv_handle_t *h) {
-  mcp_sub_t *s = h->data;
-  if (--s->open_handles == 0)
-    free(s);
+  free(h->data);
 }
 
 static void sub_free(mcp_sub_t *s) {
   mcp_watch_remove(s->sess->srv, s->listener);
   uv_timer_stop(&s->timer);
-  uv_timer_stop(&s->poll);
-  s->open_handles = 2;
   uv_close((uv_handle_t *)&s->timer, on_sub_closed);
-  uv_close((uv_handle_t *)&s->poll, on_sub_closed);
-}
-
-/* Size and mtime of the file behind the subscription (0 if absent). */
-static void sub_stat(mcp_sub_t *s, int64_t *size, int64_t *mtime_ns) {
-  struct stat st;
-  char rel[TFS_ID_MAX + 32];
-  snprintf(rel, sizeof rel, "%s/%s", s->id, s->kind == RES_RECORD ? "record.json" : "transcript");
-  if (fstatat(tfs_store_tasks_fd(mcp_store(s->sess->srv)), rel, &st, AT_SYMLINK_NOFOLLOW)) {
-    *size = *mtime_ns = 0;
-    return;
-  }
-  *size = st.st_size;
-  *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-static void on_sub_poll(uv_timer_t *t) {
-  mcp_sub_t *s = t->data;
-  int64_t size, mtime;
-  sub_stat(s, &size, &mtime);
-  if (size != s->seen_size || mtime != s->seen_mtime_ns) {
-    s->seen_size = size;
-    s->seen_mtime_ns = mtime;
-    on_sub_change(s, s->kind == RES_RECORD ? "record.json" : "transcript");
-  }
 }
 
 void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params) {
@@ -303,12 +257,13 @@ void mcp_resources_subscribe(const mcp_req_t *r, json_t *params) {
   s->kind = kind;
   uv_timer_init(mcp_loop(r->srv), &s->timer);
   s->timer.data = s;
-  uv_timer_init(mcp_loop(r->srv), &s->poll);
-  s->poll.data = s;
-  s->listener = mcp_watch_add(r->srv, tid, on_sub_change, s);
-  if (!mcp_listener_live(s->listener)) {
-    sub_stat(s, &s->seen_size, &s->seen_mtime_ns);
-    uv_timer_start(&s->poll, on_sub_poll, MCP_FALLBACK_TICK_MS, MCP_FALLBACK_TICK_MS);
+  sub_stat(s, &s->seen);
+  /* At the server's end nothing is watched any more. */
+  unsigned what = kind == RES_RECORD ? TFS_WATCH_STATE : TFS_WATCH_OUTPUT;
+  if (!mcp_closing(r->srv) && !(s->listener = mcp_watch_add(r->srv, tid, what, on_sub_look, s))) {
+    sub_free(s);
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    return;
   }
   s->next = r->sess->subs;
   r->sess->subs = s;

@@ -26,14 +26,9 @@ uv_loop_t *mcp_loop(mcp_server_t *srv) {
 /* Another live instance on the same store is fine (every answer comes
  * from the store), but worth a line on stderr. */
 static void note_other_instance(mcp_server_t *srv, const char *dir, const tfs_owner_t *prev) {
-  char **ids = NULL;
-  size_t n = 0, running = 0;
-  if (tfs_task_ids(srv->store, &ids, &n) == 0) {
-    for (size_t i = 0; i < n; i++)
-      if (tfs_task_alive(srv->store, ids[i]) == 1)
-        running++;
-    tfs_ids_free(ids, n);
-  }
+  tfs_list_opts_t o = {.states = TFS_STATE_BIT(TFS_RUNNING)};
+  tfs_list_stats_t st;
+  size_t running = tfs_task_list_opts(srv->store, &o, NULL, NULL, &st) ? 0 : st.shown;
   char when[TFS_TIME_BUF];
   fprintf(stderr,
           "taskfs mcp: another live instance (%s pid %d, since %s) also serves %s; %zu "
@@ -66,6 +61,13 @@ int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out) {
   srv->on_idle = cfg->on_idle;
   srv->idle_arg = cfg->arg;
   srv->tools = mcp_schema_tools();
+  if (mcp_watch_open(srv)) {
+    fprintf(stderr, "taskfs mcp: out of memory\n");
+    tfs_store_close(srv->store);
+    json_decref(srv->tools);
+    free(srv);
+    return -ENOMEM;
+  }
   const char *role = cfg->role ? cfg->role : "mcp";
   snprintf(srv->who, sizeof srv->who, "%s pid %d", role, (int)getpid());
 
@@ -125,6 +127,7 @@ void mcp_server_free(mcp_server_t *srv) {
     return;
   while (srv->sessions)
     mcp_session_close(srv->sessions);
+  mcp_watch_close(srv);
   tfs_store_close(srv->store);
   json_decref(srv->tools);
   free(srv);

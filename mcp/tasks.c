@@ -107,27 +107,13 @@ void mcp_tasks_result(const mcp_req_t *r, json_t *params) {
   mcp_read_park(r, task_id, ra, -1); /* no deadline: until terminal */
 }
 
+static int add_task(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  json_array_append_new(arg, mcp_task_object(rec));
+  return 0;
+}
+
 void mcp_tasks_list(const mcp_req_t *r, json_t *params) {
-  mcp_idpage_t pg;
-  if (mcp_idpage_param(r, params, &pg))
-    return;
-  json_t *tasks = json_array();
-  size_t i = pg.start;
-  const char *last = NULL;
-  while (i > 0 && json_array_size(tasks) < TASKS_PAGE) {
-    i--;
-    last = pg.all[i];
-    tfs_record_t rec;
-    if (tfs_task_load(mcp_store(r->srv), pg.all[i], &rec))
-      continue;
-    json_array_append_new(tasks, mcp_task_object(&rec));
-    tfs_record_free(&rec);
-  }
-  json_t *o = json_pack("{s:o}", "tasks", tasks);
-  if (i > 0 && last)
-    json_object_set_new(o, "nextCursor", json_string(last));
-  mcp_idpage_close(&pg);
-  mcp_reply(r, o);
+  mcp_page_reply(r, params, "tasks", TASKS_PAGE, add_task);
 }
 
 void mcp_tasks_cancel(const mcp_req_t *r, json_t *params) {

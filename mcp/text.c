@@ -102,45 +102,12 @@ void mcp_lines_finish(mcp_lines_t *l, mcp_line_fn fn, void *arg) {
   }
 }
 
-/* How many bytes the UTF-8 sequence that lead byte c starts claims (1..4),
- * or 0 if c cannot start one. Only to find a character that a cut would
- * split: whether the sequence is valid is tfs_utf8_sanitize's to say. */
-static size_t lead_len(unsigned char c) {
-  if (c < 0x80)
-    return 1;
-  if (c >= 0xc2 && c <= 0xdf)
-    return 2;
-  if (c >= 0xe0 && c <= 0xef)
-    return 3;
-  if (c >= 0xf0 && c <= 0xf4)
-    return 4;
-  return 0;
-}
-
-/* Where to cut s[0..len) to keep at most keep bytes: at keep, or before
- * the valid character that keep would split (an invalid sequence there is
- * no character: its bytes become U+FFFD one by one, as elsewhere). */
-static size_t cut_point(const char *s, size_t len, size_t keep) {
-  const unsigned char *p = (const unsigned char *)s;
-  size_t j = keep;
-  while (j > 0 && keep - j < 3 && (p[j] & 0xc0) == 0x80)
-    j--;
-  size_t n = lead_len(p[j]);
-  if (j == keep || n == 0 || j + n <= keep || j + n > len)
-    return keep;
-  size_t out_len;
-  char *c = tfs_utf8_sanitize(s + j, n, &out_len);
-  int whole = c && out_len == n && !memcmp(c, s + j, n); /* one valid character */
-  free(c);
-  return whole ? j : keep;
-}
-
 char *mcp_text_clean(const char *s, size_t len, size_t max) {
   return mcp_text_clean_prefix(s, len, len, max);
 }
 
 char *mcp_text_clean_prefix(const char *s, size_t len, size_t total, size_t max) {
-  size_t keep = max && len > max ? cut_point(s, len, max) : len;
+  size_t keep = max ? tfs_utf8_cut(s, len, max) : len;
   size_t n;
   char *clean = tfs_utf8_sanitize(s, keep, &n);
   if (total < len)

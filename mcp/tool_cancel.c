@@ -6,6 +6,10 @@
 
 #include "mcp/internal.h"
 
+/* A cancel waits the task's grace period and this much more: the SIGKILL
+ * rounds after the grace, and the final save. */
+#define CANCEL_SLACK_MS 3000
+
 typedef struct {
   int mcp_task; /* reply as tasks/cancel */
 } cancel_wait_t;
@@ -34,61 +38,58 @@ static void cancel_reply(const mcp_req_t *r, const tfs_record_t *rec, int mcp_ta
   mcp_reply(r, mcp_call_result(o, 0));
 }
 
-static int check_cancel(mcp_pending_t *p, int timed_out) {
-  cancel_wait_t *cw = p->data;
-  tfs_record_t rec;
-  int err = tfs_task_load(mcp_store(p->req.srv), p->task_id, &rec);
-  if (err) {
-    if (!timed_out)
-      return 0;
-    mcp_reply_error(&p->req, MCP_RPC_INTERNAL_ERROR, "cannot read task %s: %s", p->task_id,
-                    tfs_strerror(err));
+/* Waits for the supervisor's outcome: the end, or the grace period and
+ * some slack for the SIGKILL rounds after it. */
+static int check_cancel(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
+  cancel_wait_t *cw = data;
+  if (lk->err) {
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "cannot read task %s: %s", lk->task_id,
+                    tfs_strerror(lk->err));
     return 1;
   }
-  int terminal = tfs_state_terminal(rec.state);
-  if (terminal || timed_out)
-    cancel_reply(&p->req, &rec, cw->mcp_task, 0);
-  tfs_record_free(&rec);
-  return terminal || timed_out;
+  if (!lk->ended && !lk->timed_out)
+    return 0;
+  cancel_reply(r, lk->rec, cw->mcp_task, 0);
+  return 1;
 }
 
 int mcp_cancel_start(const mcp_req_t *r, const char *task_id, int mcp_task, tfs_record_t *rec,
                      char *msg, size_t msglen) {
   tfs_store_t *store = mcp_store(r->srv);
-  int err = tfs_task_load(store, task_id, rec);
-  if (err) {
-    snprintf(msg, msglen, "cannot read task %s: %s", task_id, tfs_strerror(err));
+  int rc = tfs_task_ended(store, task_id, rec);
+  if (rc < 0) {
+    snprintf(msg, msglen, "cannot read task %s: %s", task_id, tfs_strerror(rc));
+    tfs_record_free(rec);
     return -1;
   }
-  if (tfs_state_terminal(rec->state))
+  if (rc == 1)
     return 1;
-  int64_t grace = rec->grace_ms > 0 ? rec->grace_ms : 5000;
-  err = tfs_cancel_request(store, task_id, mcp_who(r->srv));
+  /* The record holds the grace the supervisor will give (core's default
+   * when none was asked for). */
+  int64_t wait = rec->grace_ms + CANCEL_SLACK_MS;
+  if (wait > MCP_WAIT_CAP_MS || wait < 0)
+    wait = MCP_WAIT_CAP_MS;
+  int err = tfs_cancel_request(store, task_id, mcp_who(r->srv));
+  tfs_record_free(rec);
   if (err == TFS_EFINISHED) {
+    if (tfs_task_ended(store, task_id, rec) >= 0)
+      return 1; /* it ended on its own meanwhile */
     tfs_record_free(rec);
-    if (tfs_task_load(store, task_id, rec) == 0)
-      return 1;
     snprintf(msg, msglen, "task %s has ended", task_id);
     return -1;
   }
-  tfs_record_free(rec);
   if (err) {
     snprintf(msg, msglen, "could not record the stop request for %s: %s", task_id,
              tfs_strerror(err));
     return -1;
   }
   cancel_wait_t *cw = calloc(1, sizeof *cw);
-  mcp_pending_t *p = cw ? mcp_pending_new(r, task_id, grace + 3000) : NULL;
-  if (!p) {
-    free(cw);
+  if (!cw) {
     snprintf(msg, msglen, "out of memory");
     return -1;
   }
   cw->mcp_task = mcp_task;
-  p->data = cw;
-  p->check = check_cancel;
-  p->free_fn = mcp_pending_free_data;
-  mcp_pending_start(p);
+  mcp_wait(r, task_id, wait, TFS_WATCH_STATE, check_cancel, cw, free);
   return 0;
 }
 

@@ -1,6 +1,6 @@
 /* list_managed_tasks, and the pager the three lists share (the tool,
- * tasks/list, resources/list): ids newest first, the cursor is the last id
- * of the previous page. */
+ * tasks/list, resources/list): the core listing, newest first; the cursor
+ * is the last id the previous page examined. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +9,12 @@
 
 #define LIST_DEFAULT 50
 #define LIST_MAX 500
-#define LIST_SCAN_MAX 5000 /* records read by one filtered list call */
+/* Records one page reads at most: a state filter over a large store
+ * stops there, so that one call never holds the loop for long; the
+ * cursor goes on. */
+#define PAGE_SCAN_MAX 5000
 
-int mcp_idpage_open(mcp_server_t *srv, const char *cursor, mcp_idpage_t *pg, char *err,
-                    size_t errlen) {
-  memset(pg, 0, sizeof *pg);
+int mcp_page_run(mcp_server_t *srv, const char *cursor, mcp_page_t *pg, char *err, size_t errlen) {
   if (cursor && !tfs_id_valid(cursor)) {
     snprintf(err, errlen,
              "cursor '%.64s' is not one this server handed out; omit it to start "
@@ -21,45 +22,42 @@ int mcp_idpage_open(mcp_server_t *srv, const char *cursor, mcp_idpage_t *pg, cha
              cursor);
     return -1;
   }
-  int rc = tfs_task_ids(mcp_store(srv), &pg->all, &pg->nall);
+  tfs_list_opts_t o = {.states = pg->states,
+                       .limit = pg->limit,
+                       .newest_first = 1,
+                       .before = cursor,
+                       .scan_max = PAGE_SCAN_MAX};
+  tfs_list_stats_t st;
+  int rc = tfs_task_list_opts(mcp_store(srv), &o, pg->cb, pg->arg, &st);
   if (rc) {
     snprintf(err, errlen, "cannot list the store: %s", tfs_strerror(rc));
     return -1;
   }
-  /* Page starts at the newest id strictly older than the cursor. */
-  size_t lo = 0, hi = pg->nall;
-  if (cursor) {
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (strcmp(pg->all[mid], cursor) < 0)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    pg->start = lo; /* ids [0, lo) are older than the cursor */
-  } else {
-    pg->start = pg->nall;
-  }
+  pg->total = st.ids;
+  pg->capped = st.left > 0 && st.shown < pg->limit;
+  snprintf(pg->next, sizeof pg->next, "%s", st.left > 0 ? st.last_examined : "");
   return 0;
 }
 
-int mcp_idpage_param(const mcp_req_t *r, json_t *params, mcp_idpage_t *pg) {
+void mcp_page_reply(const mcp_req_t *r, json_t *params, const char *field, size_t limit,
+                    tfs_list_cb cb) {
   json_t *jcur = json_object_get(params, "cursor");
   if (jcur && !json_is_string(jcur)) {
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "params.cursor must be a string");
-    return -1;
+    return;
   }
   char msg[256];
-  if (mcp_idpage_open(r->srv, json_string_value(jcur), pg, msg, sizeof msg)) {
+  json_t *list = json_array();
+  mcp_page_t pg = {.limit = limit, .cb = cb, .arg = list};
+  if (mcp_page_run(r->srv, json_string_value(jcur), &pg, msg, sizeof msg)) {
+    json_decref(list);
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "%s", msg);
-    return -1;
+    return;
   }
-  return 0;
-}
-
-void mcp_idpage_close(mcp_idpage_t *pg) {
-  tfs_ids_free(pg->all, pg->nall);
-  memset(pg, 0, sizeof *pg);
+  json_t *o = json_pack("{s:o}", field, list);
+  if (pg.next[0])
+    json_object_set_new(o, "nextCursor", json_string(pg.next));
+  mcp_reply(r, o);
 }
 
 /* One line of the list: the fields an agent scans for, with long
@@ -84,8 +82,12 @@ static json_t *list_entry(const tfs_record_t *rec) {
       duration >= 0 ? json_integer(duration) : json_null(), "lines", (json_int_t)rec->lines);
 }
 
+static int add_entry(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  json_array_append_new(arg, list_entry(rec));
+  return 0;
+}
+
 void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task) {
-  mcp_server_t *srv = r->srv;
   char msg[512];
   int64_t limit;
   if (mcp_arg_int(args, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, msg, sizeof msg)) {
@@ -94,48 +96,32 @@ void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task) {
   }
   json_t *jstate = json_object_get(args, "state");
   tfs_state_t want = TFS_QUEUED;
-  int filter = 0;
+  unsigned states = 0;
   if (jstate && !json_is_null(jstate)) {
     if (!json_is_string(jstate) || tfs_state_parse(json_string_value(jstate), &want)) {
       mcp_tool_error(r, "state must be one of queued, running, completed, failed, cancelled, lost");
       return;
     }
-    filter = 1;
+    states = TFS_STATE_BIT(want);
   }
   json_t *jcur = json_object_get(args, "cursor");
   if (jcur && !json_is_null(jcur) && !json_is_string(jcur)) {
     mcp_tool_error(r, "cursor must be the nextCursor string of a previous answer");
     return;
   }
-  mcp_idpage_t pg;
-  if (mcp_idpage_open(srv, json_string_value(jcur), &pg, msg, sizeof msg)) {
+  json_t *tasks = json_array();
+  mcp_page_t pg = {.states = states, .limit = (size_t)limit, .cb = add_entry, .arg = tasks};
+  if (mcp_page_run(r->srv, json_string_value(jcur), &pg, msg, sizeof msg)) {
+    json_decref(tasks);
     mcp_tool_error(r, "%s", msg);
     return;
   }
-  /* A filtered scan looks at no more than LIST_SCAN_MAX records per call
-   * (each is a file read), so one call never holds the loop for long; the
-   * cursor continues it. */
-  json_t *tasks = json_array();
-  size_t i = pg.start, scanned = 0;
-  const char *last = NULL;
-  while (i > 0 && (int64_t)json_array_size(tasks) < limit && scanned < LIST_SCAN_MAX) {
-    i--;
-    scanned++;
-    tfs_record_t rec;
-    last = pg.all[i];
-    if (tfs_task_load(mcp_store(srv), pg.all[i], &rec))
-      continue; /* vanished or corrupt: costs that task only */
-    if (!filter || rec.state == want)
-      json_array_append_new(tasks, list_entry(&rec));
-    tfs_record_free(&rec);
-  }
-  json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "total", (json_int_t)pg.nall);
-  if (i > 0 && last)
-    json_object_set_new(o, "nextCursor", json_string(last));
-  if (i > 0 && scanned >= LIST_SCAN_MAX && (int64_t)json_array_size(tasks) < limit)
+  json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "total", (json_int_t)pg.total);
+  if (pg.next[0])
+    json_object_set_new(o, "nextCursor", json_string(pg.next));
+  if (pg.capped)
     json_object_set_new(o, "hint",
                         json_string("the state filter scanned its share of older tasks for this "
                                     "call; pass nextCursor to go on"));
-  mcp_idpage_close(&pg);
   mcp_reply(r, mcp_call_result(o, 0));
 }

@@ -2,6 +2,7 @@
  * and the long-poll that parks a read until the task ends, a line matches
  * or the wait is over. start_managed_task and tasks/result answer through
  * the same path. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,57 +101,51 @@ void mcp_read_free(mcp_read_t *ra) {
   free(ra);
 }
 
-static void pending_read_free(mcp_pending_t *p) {
-  mcp_read_free(p->data);
+static void read_free(void *data) {
+  mcp_read_free(data);
 }
 
-/* Answers a read (or the answer of a start) if it can be answered now: the
- * task has ended, the pattern matched, or the wait is over (timed_out).
- * Returns 1 if it replied, 0 to look again later. */
-static int read_answer(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int64_t started_ms,
-                       int timed_out) {
-  tfs_record_t rec;
-  int err = tfs_task_load(mcp_store(r->srv), task_id, &rec);
-  if (err) {
-    if (!timed_out && err != TFS_ENOTASK)
-      return 0; /* e.g. caught mid-write by a non-atomic reader: look again */
-    if (ra->task_result)
-      mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "cannot read task %s: %s", task_id,
-                      tfs_strerror(err));
-    else
-      mcp_tool_error(r, "cannot read task %s: %s", task_id, tfs_strerror(err));
+static void reply_unreadable(const mcp_req_t *r, const mcp_read_t *ra, const mcp_look_t *lk) {
+  char m[256];
+  if (lk->err == -EAGAIN)
+    snprintf(m, sizeof m, "task %s is still being created; read it again in a moment", lk->task_id);
+  else
+    snprintf(m, sizeof m, "cannot read task %s: %s", lk->task_id, tfs_strerror(lk->err));
+  if (ra->task_result)
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "%s", m);
+  else
+    mcp_tool_error(r, "%s", m);
+}
+
+/* Answers a read (or the answer of a start, or tasks/result) once it can:
+ * the task has ended, the pattern matched, or the wait is over. */
+static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
+  mcp_read_t *ra = data;
+  if (lk->err) {
+    reply_unreadable(r, ra, lk);
     return 1;
   }
-  int terminal = tfs_state_terminal(rec.state);
-  read_scan(ra, terminal);
-  int done = terminal || ra->match_line > 0;
-  if (!done && !timed_out) {
-    tfs_record_free(&rec);
+  read_scan(ra, lk->ended);
+  int done = lk->ended || ra->match_line > 0;
+  if (!done && !lk->timed_out)
     return 0;
-  }
-  if (ra->task_result && !terminal) {
+  if (ra->task_result && !lk->ended) {
     /* Shutting down while tasks/result waits: the task goes on; say so. */
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR,
                     "the server is shutting down; task %s is still running: call tasks/result "
                     "again after reconnecting",
-                    task_id);
-    tfs_record_free(&rec);
+                    lk->task_id);
     return 1;
   }
   char *text;
-  json_t *o = mcp_output_build(r->srv, &rec, ra, tfs_now_ms() - started_ms, !done, &text);
+  json_t *o = mcp_output_build(r->srv, lk->rec, ra, lk->waited_ms, !done, &text);
   if (ra->task_result) {
     free(text);
-    mcp_reply(r, mcp_task_payload(o, &rec));
+    mcp_reply(r, mcp_task_payload(o, lk->rec));
   } else {
     mcp_reply_result(r, o, text);
   }
-  tfs_record_free(&rec);
   return 1;
-}
-
-static int check_read(mcp_pending_t *p, int timed_out) {
-  return read_answer(&p->req, p->task_id, p->data, p->started_ms, timed_out);
 }
 
 int mcp_read_parse(json_t *args, mcp_read_t *ra, int64_t *wait_ms, int64_t wait_def, char *msg,
@@ -204,25 +199,9 @@ void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int6
     if (tfs_follower_open(mcp_store(r->srv), task_id, last_n, &ra->fol) == 0 && last_n == 0)
       tfs_follower_next(ra->fol, 0, scan_line, &(scan_t){.ra = ra, .after = INT64_MAX});
   }
-  /* Most reads are answered at once (no waitMs, or the task has ended):
-   * answer those here, without the pending request and its inotify watch
-   * (an inotify_add_watch and rm_watch per call). Only a read that has to
-   * wait is parked; parking watches first and then looks again, so a change
-   * after this look is not missed. */
-  if (read_answer(r, task_id, ra, tfs_now_ms(), wait_ms == 0 || mcp_closing(r->srv))) {
-    mcp_read_free(ra);
-    return;
-  }
-  mcp_pending_t *p = mcp_pending_new(r, task_id, wait_ms);
-  if (!p) {
-    mcp_read_free(ra);
-    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
-    return;
-  }
-  p->data = ra;
-  p->check = check_read;
-  p->free_fn = pending_read_free;
-  mcp_pending_start(p);
+  /* Output matters only to a pattern; the end to every read. */
+  unsigned what = TFS_WATCH_STATE | (ra->has_re ? TFS_WATCH_OUTPUT : 0);
+  mcp_wait(r, task_id, wait_ms, what, check_read, ra, read_free);
 }
 
 void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task) {

@@ -1,7 +1,5 @@
 /* tools/call: which tool a call names, whether it may run task-augmented,
  * and the argument helpers the tools share. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -53,15 +51,10 @@ int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], c
                s);
       return TFS_EBADID;
     }
-    /* Only whether the task exists is asked here; the tool loads the
-     * record itself. One fstatat instead of a load (open, read, parse) that
-     * would be thrown away. A task dir without record.json yet is no task,
-     * as tfs_task_load says; anything else (a planted symlink, a corrupt
-     * record) is left for the tool's own load to report. */
-    char rel[TFS_ID_MAX + 16];
+    /* Only whether the task exists is asked here; the tool reads the
+     * record itself (and says what is wrong with one it cannot read). */
     struct stat st;
-    snprintf(rel, sizeof rel, "%s/record.json", s);
-    if (fstatat(tfs_store_tasks_fd(store), rel, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT) {
+    if (tfs_task_stat(store, s, &st) == TFS_ENOTASK) {
       snprintf(msg, msglen, "no task with id %s in this store; use list_managed_tasks", s);
       return TFS_ENOTASK;
     }

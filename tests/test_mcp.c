@@ -4,9 +4,11 @@
  * (mcp/session.c, mcp/dispatch.c). The full tool/task/resource behaviour is
  * tested with the official SDK client in tests/mcp/. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp/mcp.h"
 #include "taskfs/taskfs.h"
@@ -135,12 +137,12 @@ Test(mcp_wire, pipe_and_file_stdin_get_one_reply_per_request, .fini = teardown) 
 /* What a transport gets from a session: every message, in order. */
 typedef struct {
   int n;
-  char *msgs[8];
+  char *msgs[16];
 } sink_t;
 
 static void sink_send(void *arg, const json_t *id, char *data, size_t len) {
   sink_t *k = arg;
-  cr_assert_lt(k->n, 8);
+  cr_assert_lt(k->n, 16);
   cr_assert_eq(strlen(data), len);
   k->msgs[k->n++] = data;
 }
@@ -148,6 +150,15 @@ static void sink_send(void *arg, const json_t *id, char *data, size_t len) {
 static void sink_free(sink_t *k) {
   for (int i = 0; i < k->n; i++)
     free(k->msgs[i]);
+}
+
+/* A task with key that stays queued: no supervisor is launched for it. */
+static void create_queued(tfs_store_t *store, const char *key, char id[TFS_ID_MAX + 1]) {
+  char *const argv[] = {"true", NULL};
+  tfs_task_spec_t spec = {.argv = argv, .cwd = "/", .key = key};
+  spec.min_uptime_ms = spec.grace_ms = -1; /* the defaults */
+  spec.max_restarts = -1;
+  cr_assert_eq(tfs_task_create(store, &spec, id, NULL), 0);
 }
 
 static int dispatch(mcp_session_t *s, const char *text) {
@@ -169,16 +180,8 @@ Test(mcp_dispatch, sessions_on_one_server_are_separate, .fini = teardown) {
   /* A task that stays queued (nothing launches it), so a read waits. */
   tfs_store_t *store;
   cr_assert_eq(tfs_store_open(store_dir, &store), 0);
-  char *const argv[] = {"true", NULL};
-  tfs_task_spec_t spec = {.argv = argv,
-                          .cwd = "/",
-                          .key = "waits",
-                          .min_uptime_ms = -1,
-                          .max_restarts = -1,
-                          .grace_ms = -1};
   char id[TFS_ID_MAX + 1];
-  int existed;
-  cr_assert_eq(tfs_task_create(store, &spec, id, &existed), 0);
+  create_queued(store, "waits", id);
   tfs_store_close(store);
 
   sink_t ka = {0}, kb = {0};
@@ -212,4 +215,142 @@ Test(mcp_dispatch, sessions_on_one_server_are_separate, .fini = teardown) {
   cr_assert_eq(uv_loop_close(&loop), 0, "no handle is left open");
   sink_free(&ka);
   sink_free(&kb);
+}
+
+/* Runs the loop until the sink holds n messages (bounded). */
+static void run_until(uv_loop_t *loop, sink_t *k, int n) {
+  int64_t deadline = tfs_now_ms() + 30000;
+  while (k->n < n && tfs_now_ms() < deadline)
+    uv_run(loop, UV_RUN_ONCE);
+  cr_assert_geq(k->n, n, "no answer within 30 s");
+}
+
+/* ---- waiting on the server's watch, with and without inotify ----------- */
+
+/* A server on its own loop over a store with one queued task that no
+ * supervisor runs: the test plays the supervisor, appending output and
+ * saving records as it does. */
+typedef struct {
+  uv_loop_t loop;
+  mcp_server_t *srv;
+  mcp_session_t *sess;
+  sink_t k;
+  tfs_store_t *store;
+  char id[TFS_ID_MAX + 1];
+} fx_srv_t;
+
+static void fx_srv_open(fx_srv_t *f, int no_inotify) {
+  memset(f, 0, sizeof *f);
+  if (no_inotify)
+    setenv("TASKFS_NO_INOTIFY", "1", 1);
+  else
+    unsetenv("TASKFS_NO_INOTIFY");
+  store_dir = tu_tmpdir("mcpw");
+  cr_assert_eq(uv_loop_init(&f->loop), 0);
+  mcp_server_config_t cfg = {.loop = &f->loop, .state_dir = store_dir, .role = "mcp-test"};
+  cr_assert_eq(mcp_server_open(&cfg, &f->srv), 0);
+  f->sess = mcp_session_new(f->srv, sink_send, &f->k);
+  cr_assert_eq(tfs_store_open(store_dir, &f->store), 0);
+  create_queued(f->store, "w", f->id);
+}
+
+static void fx_srv_close(fx_srv_t *f) {
+  mcp_server_shutdown(f->srv);
+  uv_run(&f->loop, UV_RUN_NOWAIT);
+  mcp_server_free(f->srv);
+  cr_assert_eq(uv_loop_close(&f->loop), 0, "no handle is left open");
+  tfs_store_close(f->store);
+  sink_free(&f->k);
+}
+
+static void fx_append(fx_srv_t *f, const char *line) {
+  int fd = tfs_transcript_open_append(f->store, f->id);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(tfs_transcript_append(fd, line, strlen(line), 1), 0);
+  close(fd);
+}
+
+static void fx_save_state(fx_srv_t *f, tfs_state_t state) {
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(f->store, f->id, &rec), 0);
+  rec.state = state;
+  if (tfs_state_terminal(state)) {
+    rec.exit_code = 0;
+    rec.ended_ms = tfs_now_ms();
+  }
+  cr_assert_eq(tfs_task_save(f->store, &rec), 0);
+  tfs_record_free(&rec);
+}
+
+static void fx_call(fx_srv_t *f, int id, const char *method, const char *params_fmt) {
+  char params[1024], msg[1400];
+  snprintf(params, sizeof params, params_fmt, f->id, f->id);
+  snprintf(msg, sizeof msg, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}", id,
+           method, params);
+  cr_assert_eq(dispatch(f->sess, msg), 1);
+}
+
+/* A long-poll with untilPattern wakes on new output, one without a
+ * pattern on the end. Nothing is answered before its time. */
+static void long_poll_wakes(int no_inotify) {
+  fx_srv_t f;
+  fx_srv_open(&f, no_inotify);
+  fx_call(&f, 1, "tools/call",
+          "{\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\","
+          "\"untilPattern\":\"^ready$\",\"waitMs\":40000}}");
+  fx_call(&f, 2, "tools/call",
+          "{\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\",\"waitMs\":40000}}");
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  cr_assert_eq(f.k.n, 0, "both wait");
+  fx_append(&f, "not yet");
+  fx_append(&f, "ready");
+  run_until(&f.loop, &f.k, 1);
+  cr_assert(strstr(f.k.msgs[0], "\"id\":1"), "%s", f.k.msgs[0]);
+  cr_assert(strstr(f.k.msgs[0], "\\\"match\\\":{\\\"line\\\":2,\\\"text\\\":\\\"ready\\\"}"), "%s",
+            f.k.msgs[0]);
+  cr_assert(strstr(f.k.msgs[0], "\\\"timedOut\\\":false"), "%s", f.k.msgs[0]);
+  cr_assert_eq(f.k.n, 1, "output does not end the other read");
+  fx_save_state(&f, TFS_COMPLETED);
+  run_until(&f.loop, &f.k, 2);
+  cr_assert(strstr(f.k.msgs[1], "\"id\":2"), "%s", f.k.msgs[1]);
+  cr_assert(strstr(f.k.msgs[1], "\\\"state\\\":\\\"completed\\\""), "%s", f.k.msgs[1]);
+  cr_assert(mcp_server_idle(f.srv));
+  fx_srv_close(&f);
+}
+
+Test(mcp_wait, long_poll_wakes_on_output_and_end, .fini = teardown, .timeout = 60) {
+  long_poll_wakes(0);
+}
+
+Test(mcp_wait, long_poll_wakes_without_inotify, .fini = teardown, .timeout = 60) {
+  long_poll_wakes(1);
+}
+
+/* Subscriptions: the transcript's growth and the record's change each
+ * send notifications/resources/updated for their own resource. */
+static void subscriptions_notify(int no_inotify) {
+  fx_srv_t f;
+  fx_srv_open(&f, no_inotify);
+  fx_call(&f, 1, "resources/subscribe", "{\"uri\":\"taskfs://tasks/%s/transcript\"}");
+  fx_call(&f, 2, "resources/subscribe", "{\"uri\":\"taskfs://tasks/%s/record\"}");
+  cr_assert_eq(f.k.n, 2, "both subscribed at once");
+  fx_append(&f, "some output");
+  run_until(&f.loop, &f.k, 3);
+  cr_assert(strstr(f.k.msgs[2], "notifications/resources/updated"), "%s", f.k.msgs[2]);
+  cr_assert(strstr(f.k.msgs[2], "/transcript\""), "the transcript's: %s", f.k.msgs[2]);
+  fx_save_state(&f, TFS_RUNNING);
+  run_until(&f.loop, &f.k, 4);
+  cr_assert(strstr(f.k.msgs[3], "/record\""), "the record's: %s", f.k.msgs[3]);
+  fx_call(&f, 3, "resources/unsubscribe", "{\"uri\":\"taskfs://tasks/%s/transcript\"}");
+  fx_call(&f, 4, "resources/unsubscribe", "{\"uri\":\"taskfs://tasks/%s/record\"}");
+  cr_assert_eq(f.k.n, 6);
+  fx_srv_close(&f);
+}
+
+Test(mcp_wait, subscriptions_notify_record_and_transcript, .fini = teardown, .timeout = 60) {
+  subscriptions_notify(0);
+}
+
+Test(mcp_wait, subscriptions_notify_without_inotify, .fini = teardown, .timeout = 60) {
+  subscriptions_notify(1);
 }

@@ -28,12 +28,13 @@ export function makeStore(t) {
   });
   return {
     dir,
-    // Connects a new client to a new server process on this store.
+    // Connects a new client to a new server process on this store
+    // (opts.env: more environment for the server).
     async connect(opts = {}) {
       const transport = new StdioClientTransport({
         command: TASKFS_BIN,
         args: ['mcp', '--state-dir', dir],
-        env: serverEnv(),
+        env: { ...serverEnv(), ...(opts.env ?? {}) },
         stderr: 'pipe',
       });
       let stderr = '';
