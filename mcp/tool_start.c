@@ -1,6 +1,7 @@
-/* start_managed_task: its arguments, creating (or finding) the task by its
- * key, adopting a task stranded in queued, and the launch of its
- * supervisor on the thread pool; the answer then waits like a read. */
+/* start_managed_task: its arguments, then the core's start in its two
+ * steps: the task is created (or found by its key, a stranded one adopted)
+ * on the loop, and its supervisor launched on the thread pool with a store
+ * handle of the launch's own; the answer then waits like a read. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,26 +12,9 @@
 
 #include "mcp/internal.h"
 #include "taskfs/supervise.h"
+#include "taskfs/text.h"
 
 #define START_WAIT_DEFAULT 1000
-
-static int env_name_ok(const char *s) {
-  if (!*s || (*s >= '0' && *s <= '9'))
-    return 0;
-  for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
-      return 0;
-  return 1;
-}
-
-static void free_strv(char **v) {
-  if (!v)
-    return;
-  for (char **p = v; *p; p++)
-    free(*p);
-  free(v);
-}
 
 /* What start needs, parsed and checked. */
 typedef struct {
@@ -43,9 +27,9 @@ typedef struct {
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
-  free_strv(sa->argv);
-  free_strv(sa->env);
-  free_strv(sa->env_names);
+  tfs_strv_free(sa->argv);
+  tfs_strv_free(sa->env);
+  tfs_strv_free(sa->env_names);
 }
 
 /* The parse steps return 0, -EINVAL with msg saying what to fix, or
@@ -150,7 +134,7 @@ static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   const char *name;
   json_t *val;
   json_object_foreach(env, name, val) {
-    if (!env_name_ok(name)) {
+    if (!tfs_env_name_valid(name)) {
       snprintf(msg, msglen, "env name '%.64s' is not valid: use letters, digits and _", name);
       return -EINVAL;
     }
@@ -204,10 +188,10 @@ static void describe_conflict(mcp_server_t *srv, const char *key, char *msg, siz
            key);
 }
 
-/* Creates (or finds) the task. Returns 0 and the id, with *existed; or -1
- * with msg. */
-static int create_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX + 1], int *existed,
-                       char *msg, size_t msglen) {
+/* Step one: creates (or finds) the task, on the loop (no fork, no wait).
+ * Returns 0 with st filled, or -1 with msg. */
+static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, char *msg,
+                       size_t msglen) {
   tfs_store_t *store = mcp_store(srv);
   tfs_task_spec_t spec = {
       .argv = sa->argv,
@@ -221,7 +205,7 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX +
       .important_k = 0,
       .rerun = sa->restart,
   };
-  int err = tfs_task_create(store, &spec, id, existed);
+  int err = tfs_task_start_create(store, &spec, st);
   if (err == TFS_EKEYCONFLICT) {
     describe_conflict(srv, sa->key, msg, msglen);
     return -1;
@@ -243,65 +227,53 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, char id[TFS_ID_MAX +
   return 0;
 }
 
-/* A keyed task that exists but is still queued with no live supervisor was
- * stranded: its creator died between creating and launching it. Like
- * tfs_task_start(), a start under its key launches it, so the key is never
- * wedged (a second launch of one task is harmless: the later supervisor
- * finds the task taken and leaves). */
-static int stranded(mcp_server_t *srv, const char *task_id) {
-  tfs_record_t rec;
-  if (tfs_task_load(mcp_store(srv), task_id, &rec))
-    return 0;
-  int queued = rec.state == TFS_QUEUED;
-  tfs_record_free(&rec);
-  return queued && tfs_task_alive(mcp_store(srv), task_id) == 0;
-}
-
-/* tfs_launch runs on the libuv threadpool: it forks (async-signal-safe
- * between fork and exec, so a threaded caller is fine) and waits until the
- * task leaves `queued`, recording a supervisor that could not start or
- * died early as `failed` — waits the loop must not sit through. */
+/* Step two runs on the libuv thread pool: tfs_task_start_launch forks (a
+ * threaded caller is fine: only async-signal-safe calls between fork and
+ * exec) and waits until the task leaves `queued` — a wait the loop must
+ * not sit through. It works on a store handle of its own: the loop's may
+ * be refreshed meanwhile (a store removed and recreated), which swaps and
+ * closes that handle's directory fds. */
 #define LAUNCH_WAIT_MS 10000
 typedef struct {
   uv_work_t work;
-  mcp_req_t req;   /* kept while the launch runs */
-  int answer;      /* 0 when the reply was already sent (task-augmented) */
-  start_args_t sa; /* owns the environment until the launch is done */
+  mcp_req_t req;      /* kept while the launch runs */
+  int answer;         /* 0 when the reply was already sent (task-augmented) */
+  start_args_t sa;    /* owns the environment until the launch is done */
+  tfs_start_t st;     /* the start, from step one */
+  tfs_store_t *store; /* the launch's own handle */
   mcp_read_t *ra;
   int64_t wait_ms, t0;
-  char task_id[TFS_ID_MAX + 1];
   int err;
 } launch_t;
 
 static void launch_free(launch_t *l) {
   mcp_read_free(l->ra);
   start_args_free(&l->sa);
+  tfs_start_free(&l->st);
+  tfs_store_close(l->store);
   free(l);
 }
 
 static void launch_work(uv_work_t *work) {
   launch_t *l = work->data;
   tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
-  l->err = tfs_launch(mcp_store(l->req.srv), l->task_id, &lo, NULL);
-  /* Adopting a stranded task can race with another adopter (a second
-   * server, `taskfs run --key`): whoever launched it, it runs. */
-  if (l->err == -EALREADY)
-    l->err = 0;
+  l->err = tfs_task_start_launch(l->store, &lo, &l->st);
 }
 
 static void launch_done(uv_work_t *work, int status) {
   launch_t *l = work->data;
   mcp_server_t *srv = l->req.srv;
+  const char *id = l->st.id;
   if (l->err)
-    fprintf(stderr, "taskfs mcp: starting the supervisor of %s failed: %s\n", l->task_id,
+    fprintf(stderr, "taskfs mcp: starting the supervisor of %s failed: %s\n", id,
             tfs_strerror(l->err));
   if (l->answer && !l->req.sess->closed) {
     if (l->err) {
-      mcp_tool_error(&l->req, "task %s was created but its supervisor could not be started: %s",
-                     l->task_id, tfs_strerror(l->err));
+      mcp_tool_error(&l->req, "task %s was created but its supervisor could not be started: %s", id,
+                     tfs_strerror(l->err));
     } else {
       int64_t left = l->wait_ms - (tfs_now_ms() - l->t0);
-      mcp_read_park(&l->req, l->task_id, l->ra, left > 0 ? left : 0);
+      mcp_read_park(&l->req, id, l->ra, left > 0 ? left : 0);
       l->ra = NULL;
     }
   }
@@ -310,9 +282,18 @@ static void launch_done(uv_work_t *work, int status) {
   mcp_hold(srv, -1);
 }
 
-/* Runs the supervisor's launch on the thread pool; the answer (if any)
- * follows in launch_done. Takes l. */
-static void launch(const mcp_req_t *r, launch_t *l) {
+/* Runs step two on the thread pool; the answer (if any) follows in
+ * launch_done. Takes l. Without a handle of its own the launch cannot
+ * run: the task is then failed (never left queued) and the error is
+ * returned. */
+static int launch(const mcp_req_t *r, launch_t *l) {
+  int err = tfs_store_reopen(mcp_store(r->srv), &l->store);
+  if (err) {
+    tfs_task_fail_queued(mcp_store(r->srv), l->st.id, 127,
+                         "the MCP server could not open the store to launch it: %s",
+                         tfs_strerror(err));
+    return err;
+  }
   mcp_req_keep(&l->req, r);
   l->work.data = l;
   mcp_hold(r->srv, 1);
@@ -321,19 +302,12 @@ static void launch(const mcp_req_t *r, launch_t *l) {
     launch_work(&l->work);
     launch_done(&l->work, 0);
   }
+  return 0;
 }
 
 /* Task-augmented: the answer is the durable task, at once. */
-static void reply_created(const mcp_req_t *r, const char *task_id) {
-  tfs_record_t rec;
-  int err = tfs_task_load(mcp_store(r->srv), task_id, &rec);
-  if (err) {
-    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "task %s was created but cannot be read: %s",
-                    task_id, tfs_strerror(err));
-    return;
-  }
-  mcp_reply(r, json_pack("{s:o}", "task", mcp_task_object(&rec)));
-  tfs_record_free(&rec);
+static void reply_created(const mcp_req_t *r, const tfs_record_t *rec) {
+  mcp_reply(r, json_pack("{s:o}", "task", mcp_task_object(rec)));
 }
 
 /* Arguments that could not be used: an isError result, or for a
@@ -357,8 +331,7 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task) {
   int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
   if (!err && mcp_read_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
     err = -EINVAL;
-  int existed = 0;
-  if (!err && create_task(r->srv, &l->sa, l->task_id, &existed, msg, sizeof msg))
+  if (!err && create_task(r->srv, &l->sa, &l->st, msg, sizeof msg))
     err = -EINVAL;
   if (err) {
     start_refused(r, task, err, msg);
@@ -366,21 +339,25 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task) {
     return;
   }
   l->ra->is_start = 1;
-  l->ra->existing = existed;
-  int adopt = existed && stranded(r->srv, l->task_id);
+  l->ra->existing = l->st.existed;
   if (task) {
-    reply_created(r, l->task_id);
+    reply_created(r, &l->st.rec);
     mcp_read_free(l->ra);
     l->ra = NULL;
   }
-  if (existed && !adopt) {
+  if (!l->st.launch) {
     /* Nothing to launch: a plain call answers like a read of the task. */
     if (!task)
-      mcp_read_park(r, l->task_id, l->ra, 0);
+      mcp_read_park(r, l->st.id, l->ra, 0);
     l->ra = NULL;
     launch_free(l);
     return;
   }
   l->answer = !task;
-  launch(r, l);
+  if ((err = launch(r, l))) {
+    if (!task)
+      mcp_tool_error(r, "task %s was created but its supervisor could not be started: %s", l->st.id,
+                     tfs_strerror(err));
+    launch_free(l);
+  }
 }

@@ -5,9 +5,15 @@
  * tested with the official SDK client in tests/mcp/. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <semaphore.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcp/mcp.h"
@@ -353,4 +359,112 @@ Test(mcp_wait, subscriptions_notify_record_and_transcript, .fini = teardown, .ti
 
 Test(mcp_wait, subscriptions_notify_without_inotify, .fini = teardown, .timeout = 60) {
   subscriptions_notify(1);
+}
+
+/* ---- a launch on the thread pool beside a store refresh ------------------ */
+
+/* The interleaving, made deterministic: this test binary interposes
+ * openat64(), which core opens files in the store with. Armed, the first
+ * call a thread other than the test's own makes relative to the store's
+ * tasks/ directory (the launch on the libuv thread pool, about to open a
+ * task file) stops there, with the directory fd it was given in hand, until
+ * the test has had the loop thread refresh the store. */
+static struct {
+  int armed;
+  pid_t main_tid;
+  dev_t dev;
+  ino_t ino;
+  int fd; /* the dirfd the paused call holds */
+  sem_t reached, go;
+} g_race;
+
+static int is_tasks_dir(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g_race.dev && st.st_ino == g_race.ino;
+}
+
+int openat64(int dirfd, const char *path, int flags, ...) {
+  int mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, int);
+    va_end(ap);
+  }
+  if (__atomic_load_n(&g_race.armed, __ATOMIC_ACQUIRE) && gettid() != g_race.main_tid &&
+      is_tasks_dir(dirfd) && __atomic_exchange_n(&g_race.armed, 0, __ATOMIC_ACQ_REL)) {
+    g_race.fd = dirfd;
+    sem_post(&g_race.reached);
+    while (sem_wait(&g_race.go) && errno == EINTR)
+      ;
+  }
+  return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+}
+
+static int sem_wait_s(sem_t *s, int seconds) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += seconds;
+  int rc;
+  while ((rc = sem_timedwait(s, &ts)) && errno == EINTR)
+    ;
+  return rc;
+}
+
+/* The store is removed and recreated while a start's launch runs on the
+ * thread pool. The next request refreshes the store on the loop thread,
+ * which swaps the handle's directory fds and closes the old ones: a launch
+ * that shared that handle would go on with a closed fd (or with whatever
+ * the number names next). Each thread has its own handle, so the fd the
+ * launch holds stays open. */
+Test(mcp_race, a_launch_keeps_its_store_through_a_refresh, .fini = teardown, .timeout = 60) {
+  store_dir = tu_tmpdir("mcpr");
+  char dir[2048], old[2100], tasks[2100];
+  snprintf(dir, sizeof dir, "%s/s", store_dir);
+  snprintf(old, sizeof old, "%s/s.old", store_dir);
+  snprintf(tasks, sizeof tasks, "%s/tasks", dir);
+  setenv("TASKFS_SUPERVISOR_EXE", tu_taskfs_bin(), 1);
+  uv_loop_t loop;
+  cr_assert_eq(uv_loop_init(&loop), 0);
+  mcp_server_config_t cfg = {.loop = &loop, .state_dir = dir, .role = "mcp-test"};
+  mcp_server_t *srv;
+  cr_assert_eq(mcp_server_open(&cfg, &srv), 0);
+  sink_t k = {0};
+  mcp_session_t *s = mcp_session_new(srv, sink_send, &k);
+
+  struct stat st;
+  cr_assert_eq(stat(tasks, &st), 0);
+  g_race.dev = st.st_dev;
+  g_race.ino = st.st_ino;
+  g_race.main_tid = gettid();
+  sem_init(&g_race.reached, 0, 0);
+  sem_init(&g_race.go, 0, 0);
+  __atomic_store_n(&g_race.armed, 1, __ATOMIC_RELEASE);
+  cr_assert_eq(dispatch(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+                           "\"name\":\"start_managed_task\",\"arguments\":{\"taskKey\":\"race\","
+                           "\"command\":[\"true\"],\"waitMs\":0}}}"),
+               1);
+  cr_assert_eq(sem_wait_s(&g_race.reached, 20), 0, "the launch never opened a task file");
+
+  /* Removed and recreated, then a request: the loop thread refreshes. */
+  cr_assert_eq(rename(dir, old), 0);
+  tfs_store_t *fresh;
+  cr_assert_eq(tfs_store_open(dir, &fresh), 0);
+  tfs_store_close(fresh);
+  cr_assert_eq(dispatch(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}"), 1);
+  cr_assert_eq(k.n, 1, "ping is answered at once");
+  int open_still = fcntl(g_race.fd, F_GETFD) != -1;
+  cr_expect(open_still, "the refresh closed the directory fd the launch was using");
+
+  /* The old store goes for good, so the launch ends quickly either way. */
+  tu_rmrf(old);
+  sem_post(&g_race.go);
+  run_until(&loop, &k, 2);
+  cr_assert(strstr(k.msgs[1], "\"id\":1"), "%s", k.msgs[1]);
+
+  mcp_server_shutdown(srv);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  mcp_server_free(srv);
+  cr_assert_eq(uv_loop_close(&loop), 0, "no handle is left open");
+  sink_free(&k);
 }
