@@ -22,7 +22,6 @@ struct mcp_pending {
   char task_id[TFS_ID_MAX + 1];
   int64_t started_ms;
   int64_t deadline_ms; /* 0: none */
-  unsigned what;       /* what of the task wakes it (TFS_WATCH_*) */
   mcp_check_fn check;
   void *data;
   void (*free_fn)(void *data);
@@ -134,7 +133,6 @@ void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned
   mcp_req_keep(&p->req, r);
   snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
   p->started_ms = tfs_now_ms();
-  p->what = what;
   p->check = check;
   p->data = data;
   p->free_fn = free_fn;

@@ -233,7 +233,7 @@ static char *rnd_str(unsigned *seed, size_t n) {
                                  "a",
                                  " ",
                                  "\r\b\f"};
-  char *s = malloc(n * 4 + 1);
+  char *s = malloc(n * 5 + 1); /* the longest piece is 5 bytes */
   size_t o = 0;
   for (size_t i = 0; i < n; i++) {
     if (rand_r(seed) % 2) {
@@ -476,9 +476,11 @@ Test(record, utf8_cut) {
   cr_assert_eq(tfs_utf8_cut(emoji, 5, 4), 4);
   /* Invalid: stray continuation bytes, a truncated sequence, an overlong
    * form: each byte stands alone. */
-  cr_assert_eq(tfs_utf8_cut("a\x80\x80\x80\x80b", 6, 3), 3);
+  static const char stray[] = "a\x80\x80\x80\x80" /* then */ "b";
+  static const char overlong[] = "a\xc0\xaf" /* then */ "b";
+  cr_assert_eq(tfs_utf8_cut(stray, 6, 3), 3);
   cr_assert_eq(tfs_utf8_cut("a\xe2\x82", 3, 2), 2, "a sequence cut short by len is none");
-  cr_assert_eq(tfs_utf8_cut("a\xc0\xafb", 4, 2), 2);
+  cr_assert_eq(tfs_utf8_cut(overlong, 4, 2), 2);
 }
 
 Test(record, save_load_and_size_limit) {
