@@ -260,12 +260,13 @@ static int take_record(const tfs_record_t *rec, const char *json, size_t len, vo
     r->rows = v;
     r->cap = cap;
   }
-  row_t *row = &r->rows[r->n++];
+  row_t *row = &r->rows[r->n];
   memset(row, 0, sizeof *row);
   if (fill_row(r, row, rec, l->now)) {
     l->err = -ENOMEM;
     return 1;
   }
+  r->n++;
   return 0;
 }
 

@@ -135,7 +135,7 @@ typedef struct {
 static int write_failed(const outbuf_t *o, const char *id) {
   if (o->err == EPIPE)
     return CLI_EXIT_OK;
-  cli_error(NULL, "cannot write the transcript of %s: %s", id, strerror(o->err));
+  cli_error(NULL, "cannot write the transcript of task %s: %s", id, strerror(o->err));
   return CLI_EXIT_SYSTEM;
 }
 
@@ -166,7 +166,7 @@ static int follow_round(follow_t *fl, tfs_store_t *store, const char *id) {
   if (fl->o->err) {
     code = write_failed(fl->o, id);
   } else if (n < 0) {
-    cli_error(NULL, "cannot read the transcript of %s: %s", id, tfs_strerror((int)n));
+    cli_error(NULL, "cannot read the transcript of task %s: %s", id, tfs_strerror((int)n));
     code = cli_exit_for((int)n);
   } else if (ended) {
     code = cli_exit_for_record(&rec);
@@ -210,7 +210,7 @@ int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out) {
   sig_guard_enter(&fl.g, 1);
   int rc = tfs_follower_open(store, id, last_n, &fl.f);
   if (rc < 0) {
-    cli_error(NULL, "cannot read the transcript of %s: %s", id, tfs_strerror(rc));
+    cli_error(NULL, "cannot read the transcript of task %s: %s", id, tfs_strerror(rc));
     code = cli_exit_for(rc);
   } else {
     code = follow_loop(&fl, store, id, fd_out);

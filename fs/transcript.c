@@ -79,17 +79,20 @@ int fs_transcript_ready(mnt_t *m, tfile_t *f) {
   backing_retry(m, f);
   if (f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
     return 1;
-  tfs_record_t rec;
   tfs_store_t *s = fs_store(m);
-  int err = s ? tfs_task_load(s, m->tasks.v[f->task].name, &rec) : TFS_ENOTASK;
+  if (!s)
+    return 1; /* the store is gone: the reader will see its end */
+  tfs_record_t rec;
+  int err = tfs_task_load(s, m->tasks.v[f->task].name, &rec);
   int ready = err || tfs_state_terminal(rec.state);
   tfs_record_free(&rec);
   return ready;
 }
 
 /* Readiness of an open file. A transcript that is not ready keeps the
- * poll handle, and the store watch (or its tick) wakes it. Small files are always
- * readable. Never ENOSYS: one ENOSYS turns poll off for the whole mount. */
+ * poll handle, and the store watch (or its tick) wakes it. Small files are
+ * always readable. Never ENOSYS: one ENOSYS turns poll off for the whole
+ * mount. */
 void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                 struct fuse_pollhandle *ph) {
   mnt_t *m = fuse_req_userdata(req);
