@@ -168,8 +168,8 @@ static int path_within(const char *path, const char *dir) {
 /* Refuses a store and a mount point nested in each other. A store inside
  * its own mount point would have the mount reading through itself: every
  * request would wait for itself forever. A mount point inside the store
- * hides part of it (tasks/, keys/) from every process, the mount itself
- * included, whose reads would then wait for themselves. */
+ * hides part of it from every process, the mount itself included, whose
+ * reads would then wait for themselves. */
 static int check_nesting(const char *state, const char *mnt, char *msg, size_t msglen) {
   char real_state[PATH_MAX], real_mnt[PATH_MAX];
   if (!realpath(state, real_state) || !realpath(mnt, real_mnt))
