@@ -127,22 +127,22 @@ const char *cli_quote(const char *s, char *buf, size_t len);
 /* ---- waiting on a task (cli/follow.c) ------------------------------------ */
 
 /* Follows a task's transcript onto fd_out, like `taskfs logs -f`: prints
- * the last last_n complete lines (all of them if last_n < 0), then every
- * new line as it is written (inotify on the task directory, 1 s poll as a
- * fallback). Returns once the task has ended and its transcript is drained
- * (the final partial line included), with cli_exit_for_record() of the
- * final record (a lost task: a note on stderr and CLI_EXIT_LOST); on
- * EPIPE/a closed reader of fd_out with 0; on SIGINT/SIGTERM with 130;
- * on errors with an exit code after printing the error. SIGPIPE is
- * ignored while it runs. */
+ * the last last_n lines (all of them if last_n < 0; a line still being
+ * written is printed once complete), then every new line as it is written
+ * (a core watch and follower). Returns once the task has ended and its
+ * transcript is drained (the final partial line included), with
+ * cli_exit_for_record() of the final record (a lost task: a note on stderr
+ * and CLI_EXIT_LOST); on EPIPE/a closed reader of fd_out with 0; on
+ * SIGINT/SIGTERM with 130; on errors with an exit code after printing the
+ * error. SIGPIPE is ignored while it runs. */
 int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out);
 
-/* Waits until task id is in a terminal state (inotify on the task
- * directory, 1 s poll fallback), filling *rec (caller frees with
- * tfs_record_free). timeout_ms < 0: no limit. Returns 0 when ended,
- * 1 on timeout (rec holds the last record seen), 2 if SIGINT/SIGTERM
- * arrived, or a negative error (TFS_ENOTASK if the task vanished,
- * TFS_ECORRUPT, -errno). Prints nothing. */
+/* tfs_task_wait_end() with SIGINT and SIGTERM let through only while it
+ * sleeps: fills *rec (initialized by the call; free it with
+ * tfs_record_free on every path) with the record as last read, a lost
+ * task settled. Returns 0 when ended, -ETIMEDOUT, -EINTR after
+ * SIGINT/SIGTERM, or another negative error (TFS_ENOTASK if the task
+ * vanished). Prints nothing. */
 int cli_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec);
 
 #endif /* TASKFS_CLI_H */

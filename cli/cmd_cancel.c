@@ -2,6 +2,7 @@
  * file); the task's supervisor sees it at once and stops the whole process
  * tree. Nothing here kills by PID. A task that has already ended is not an
  * error: the verb says so and exits 0, so scripts can cancel idempotently. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,7 +40,6 @@ static int request_stop(tfs_store_t *store, const char *id, int *ended) {
   snprintf(who, sizeof who, "cli pid %ld uid %ld", (long)getpid(), (long)getuid());
   int rc = tfs_cancel_request(store, id, who);
   if (rc == TFS_EFINISHED) {
-    memset(&rec, 0, sizeof rec); /* the loader initializes it */
     rc = tfs_task_load(store, id, &rec);
     if (rc < 0)
       printf("%s already ended; nothing to stop\n", id);
@@ -65,13 +65,13 @@ static int wait_stopped(tfs_store_t *store, const char *id, int64_t timeout_ms) 
   int code = CLI_EXIT_OK, rc = cli_wait_end(store, id, timeout_ms, &rec);
   if (rc == 0) {
     print_end(&rec);
-  } else if (rc == 1) {
+  } else if (rc == -ETIMEDOUT) {
     cli_error("cancel",
               "%s still %s after %lld ms; the stop request stays recorded ('taskfs wait %s' "
               "waits longer)",
               id, tfs_state_name(rec.state), (long long)timeout_ms, id);
     code = CLI_EXIT_TIMEOUT;
-  } else if (rc == 2) {
+  } else if (rc == -EINTR) {
     code = CLI_EXIT_CANCELLED;
   } else {
     cli_error("cancel", "cannot read the record of %s while waiting: %s", id, tfs_strerror(rc));

@@ -1,15 +1,10 @@
 /* taskfs logs [-n N] [-f] ID|KEY: prints a task's transcript byte for byte
  * (binary output included), its last N lines, or follows it until the task
- * ends. Without -f the transcript file is copied as it is, so nothing is
- * lost or re-encoded; -f goes through cli_follow(), which `taskfs run
- * --follow` shares. */
+ * ends. Without -f the transcript is copied as it is (tfs_transcript_copy),
+ * so nothing is lost or re-encoded; -f goes through cli_follow(), which
+ * `taskfs run --follow` shares. */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -32,105 +27,15 @@ static const char usage_text[] =
     "the task's exit code as above (130 also on Ctrl-C). A closed pipe (| head)\n"
     "ends it quietly with 0.\n";
 
-/* Returns the offset where the last n lines of the open file start; a final
- * line without a newline counts as a line, as in tail(1). */
-static int tail_offset(int fd, off_t size, int64_t n, off_t *start) {
-  char buf[65536];
-  off_t end = size;
-  int64_t found = 0;
-  if (n == 0 || size == 0) {
-    *start = size;
-    return 0;
-  }
-  /* A trailing newline ends the last line; it does not start a new one. */
-  char last;
-  if (pread(fd, &last, 1, size - 1) != 1)
-    return -EIO;
-  if (last == '\n')
-    end = size - 1;
-  while (end > 0) {
-    size_t chunk = end < (off_t)sizeof buf ? (size_t)end : sizeof buf;
-    off_t at = end - (off_t)chunk;
-    ssize_t r = pread(fd, buf, chunk, at);
-    if (r < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if ((size_t)r != chunk)
-      return -EIO; /* shrank under us */
-    for (size_t i = chunk; i-- > 0;) {
-      if (buf[i] == '\n' && ++found == n) {
-        *start = at + (off_t)i + 1;
-        return 0;
-      }
-    }
-    end = at;
-  }
-  *start = 0;
-  return 0;
-}
-
-/* Copies the file from start to end (its size when we opened it, so a
- * task writing fast cannot keep us chasing its output) onto stdout.
- * Returns 0, 1 if the reader of stdout went away, or a negative errno. */
-static int copy_out(int fd, off_t start, off_t end) {
-  static char buf[1 << 17];
-  off_t at = start;
-  while (at < end) {
-    size_t want = end - at < (off_t)sizeof buf ? (size_t)(end - at) : sizeof buf;
-    ssize_t r = pread(fd, buf, want, at);
-    if (r < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (r == 0)
-      return 0;
-    at += r;
-    for (ssize_t off = 0; off < r;) {
-      ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(r - off));
-      if (w < 0) {
-        if (errno == EINTR)
-          continue;
-        return errno == EPIPE ? 1 : -errno;
-      }
-      off += w;
-    }
-  }
-  return 0;
-}
-
-/* Prints the whole transcript, or its last last_n lines (last_n >= 0).
- * tfs_task_openat refuses anything but a regular file. */
+/* Prints the whole transcript, or its last last_n lines (last_n >= 0),
+ * byte for byte: tfs_transcript_copy, which counts the last lines as every
+ * face does (a final line without its newline is one of them). */
 static int print_transcript(tfs_store_t *store, const char *id, int64_t last_n) {
-  struct stat st;
-  off_t start = 0;
-  int rc;
-  int fd = tfs_task_openat(store, id, "transcript", O_RDONLY, 0);
-  if (fd == -ENOENT)
-    return CLI_EXIT_OK; /* nothing written yet */
-  if (fd < 0) {
-    cli_error("logs", "cannot open %s/tasks/%s/transcript: %s", tfs_store_path(store), id,
-              tfs_strerror(fd));
-    return CLI_EXIT_SYSTEM;
-  }
-  rc = fstat(fd, &st) ? -errno : 0;
-  if (!rc && last_n >= 0)
-    rc = tail_offset(fd, st.st_size, last_n, &start);
-  if (rc < 0) {
-    close(fd);
-    cli_error("logs", "cannot read %s/tasks/%s/transcript: %s", tfs_store_path(store), id,
-              strerror(-rc));
-    return CLI_EXIT_SYSTEM;
-  }
-  rc = copy_out(fd, start, st.st_size);
-  close(fd);
-  if (rc < 0) {
-    cli_error("logs", "cannot print the transcript of %s: %s", id, strerror(-rc));
-    return CLI_EXIT_SYSTEM;
-  }
-  return CLI_EXIT_OK;
+  int rc = tfs_transcript_copy(store, id, last_n, STDOUT_FILENO);
+  if (rc == 0 || rc == -EPIPE)
+    return CLI_EXIT_OK; /* a closed pipe (| head) is an ordinary end */
+  cli_error("logs", "cannot print the transcript of task %s: %s", id, tfs_strerror(rc));
+  return CLI_EXIT_SYSTEM;
 }
 
 int cmd_logs(int argc, char **argv) {

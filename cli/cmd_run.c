@@ -1,6 +1,8 @@
-/* taskfs run [OPTIONS] -- CMD [ARG...]: creates a task, starts its own
- * detached supervisor (tfs_launch), prints the task id, and returns once
- * the worker is running; --wait / --follow then stay until the task ends.
+/* taskfs run [OPTIONS] -- CMD [ARG...]: creates a task, prints its id,
+ * starts its own detached supervisor, and returns once the worker is
+ * running; --wait / --follow then stay until the task ends. Starting is
+ * the core's one path (tfs_task_start_create, then tfs_task_start_launch:
+ * the id is printed between the two), key adoption included.
  *
  * With --key the task is idempotent: the same key with the same command and
  * working directory names the existing task (nothing runs twice); --rerun
@@ -19,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/verbs.h"
 #include "taskfs/supervise.h"
+#include "taskfs/text.h"
 
 static const char usage_text[] =
     "usage: taskfs run [OPTIONS] [--] CMD [ARG...]\n"
@@ -65,17 +68,6 @@ enum {
   OPT_WAIT,
   OPT_FOLLOW,
 };
-
-/* Length of NAME in NAME=VALUE (a shell-style name), 0 if malformed. */
-static size_t env_name_len(const char *s) {
-  size_t i = 0;
-  if (!(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return 0;
-  while (s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-         (s[i] >= '0' && s[i] <= '9'))
-    i++;
-  return s[i] == '=' ? i : 0;
-}
 
 /* Makes dir absolute without requiring it to exist: a missing directory is
  * the task's start failure to report, not a usage error. */
@@ -135,7 +127,7 @@ static void run_args_free(run_args_t *a) {
  * name to the record. */
 static int run_env(run_args_t *a, const char *arg) {
   char q[96];
-  size_t l = env_name_len(arg);
+  size_t l = tfs_env_name_len(arg);
   if (!l)
     return cli_usage_error("run", "--env wants NAME=VALUE, not '%s'", cli_quote(arg, q, sizeof q));
   a->env[a->nenv] = (char *)arg;
@@ -227,10 +219,10 @@ static int run_operands(run_args_t *a, int argc, char **argv) {
   return CLI_EXIT_OK;
 }
 
-/* Creates the task, or finds the one its key already names (*existed). */
-static int create_task(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX + 1],
-                       int *existed) {
-  int err = tfs_task_create(store, &a->spec, id, existed);
+/* Step one of tfs_task_start: creates the task, or finds the one its key
+ * already names (adopting one stranded in queued: st->launch). */
+static int create_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st) {
+  int err = tfs_task_start_create(store, &a->spec, st);
   if (err == TFS_EKEYCONFLICT) {
     char other[TFS_ID_MAX + 1] = "?";
     tfs_key_lookup(store, a->spec.key, other);
@@ -240,58 +232,45 @@ static int create_task(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_M
               a->spec.key, other, other);
     return CLI_EXIT_USAGE;
   }
+  if (err && st->id[0]) {
+    printf("%s\n", st->id); /* made, but its record does not read back */
+    cli_error("run", "cannot read the record of the new task %s: %s", st->id, tfs_strerror(err));
+    return cli_exit_for(err);
+  }
   if (err) {
     cli_error("run", "cannot create the task in %s: %s", tfs_store_path(store), tfs_strerror(err));
     return cli_exit_for(err);
   }
-  return CLI_EXIT_OK;
-}
-
-/* Whether task id needs a supervisor now. A new task does. A task its key
- * already named only if it is queued with no supervisor: its launcher died
- * between creating and launching it. Adopt it, or the key would be wedged
- * for ever; should the first launch still be on its way, the later of the
- * two supervisors finds the task taken and leaves. An ended one is not run
- * again, and said so. */
-static int needs_launch(tfs_store_t *store, const run_args_t *a, const char *id, int existed) {
-  tfs_record_t rec;
-  if (!existed)
-    return 1;
-  memset(&rec, 0, sizeof rec); /* the loader initializes it */
-  int launch = 0, err = tfs_task_load(store, id, &rec);
-  if (err == 0 && tfs_state_terminal(rec.state) && !a->wait && !a->follow)
+  if (st->ended && !a->wait && !a->follow)
     cli_error("run",
               "key '%s' names task %s, which has ended (%s); not run again (add --rerun "
               "to run it again)",
-              a->spec.key, id, tfs_state_name(rec.state));
-  if (err == 0 && rec.state == TFS_QUEUED && tfs_task_alive(store, id) == 0)
-    launch = 1;
-  tfs_record_free(&rec);
-  return launch;
+              a->spec.key, st->id, tfs_state_name(st->rec.state));
+  return CLI_EXIT_OK;
 }
 
-/* Starts the task's supervisor and waits until the worker runs (or could
- * not start: 127, the reason on stderr). */
-static int launch_task(tfs_store_t *store, const run_args_t *a, const char *id) {
+/* Step two: starts the task's supervisor when it needs one and waits until
+ * the worker runs (or could not start: 127, the reason on stderr). */
+static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st) {
   tfs_launch_opts_t lo = {.env = a->env, .wait_ms = 30000};
-  tfs_record_t rec;
-  int code = CLI_EXIT_OK;
-  memset(&rec, 0, sizeof rec);
-  int err = tfs_launch(store, id, &lo, &rec);
-  if (err) {
-    cli_error("run", "cannot start the supervisor of task %s: %s", id, tfs_strerror(err));
-    code = cli_exit_for(err);
-  } else if (rec.state == TFS_FAILED && rec.nexits == 0) {
-    cli_error("run", "%s", rec.reason ? rec.reason : "the command could not start");
-    code = CLI_EXIT_NOSTART;
-  } else if (rec.state == TFS_QUEUED) {
+  if (!st->launch)
+    return CLI_EXIT_OK;
+  tfs_task_start_launch(store, &lo, st);
+  if (st->launch_err) {
+    cli_error("run", "cannot start the supervisor of task %s: %s", st->id,
+              tfs_strerror(st->launch_err));
+    return cli_exit_for(st->launch_err);
+  }
+  if (st->not_started) {
+    cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
+    return CLI_EXIT_NOSTART;
+  }
+  if (st->rec.state == TFS_QUEUED)
     cli_error("run",
               "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
               "tells when it does",
-              id, id);
-  }
-  tfs_record_free(&rec);
-  return code;
+              st->id, st->id);
+  return CLI_EXIT_OK;
 }
 
 /* Creates the task, prints its id and launches it. From creating the task
@@ -300,7 +279,7 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, const char *id) 
  * closed stdout must not kill us either). */
 static int run_start(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX + 1]) {
   sigset_t hold, old_mask;
-  int existed = 0;
+  tfs_start_t st;
   sigemptyset(&hold);
   sigaddset(&hold, SIGINT);
   sigaddset(&hold, SIGTERM);
@@ -308,14 +287,15 @@ static int run_start(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX
   sigaddset(&hold, SIGQUIT);
   sigprocmask(SIG_BLOCK, &hold, &old_mask);
   signal(SIGPIPE, SIG_IGN);
-  int code = create_task(store, a, id, &existed);
+  int code = create_task(store, a, &st);
   if (!code) {
     /* The id first, whatever happens next, so a script always learns it. */
-    printf("%s\n", id);
+    printf("%s\n", st.id);
     fflush(stdout);
-    if (needs_launch(store, a, id, existed))
-      code = launch_task(store, a, id);
+    code = launch_task(store, a, &st);
   }
+  snprintf(id, TFS_ID_MAX + 1, "%s", st.id);
+  tfs_start_free(&st);
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
   return code;
 }

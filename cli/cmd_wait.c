@@ -1,7 +1,8 @@
 /* taskfs wait [--timeout SEC] ID|KEY: waits until a task has ended and exits
- * with its exit code. It sleeps on inotify (the task directory), re-reading
- * the record at least once a second, so it notices a supervisor that died
- * (the task then reads lost and is settled as lost on disk). */
+ * with its exit code. The wait is the core's (tfs_task_wait_end): it sleeps
+ * on the task's watch, re-reading the record at every tick, so it notices a
+ * supervisor that died (the task then reads lost and is settled as lost on
+ * disk). */
 #include <stdio.h>
 #include <string.h>
 

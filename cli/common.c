@@ -3,7 +3,6 @@
  * creating it), resolving an ID or KEY argument, exit codes, and reporting
  * a task's end. The waits themselves are in cli/follow.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -283,13 +282,9 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
     return CLI_EXIT_NOTASK;
   }
   rc = tfs_task_resolve(store, arg, id_out);
-  /* The task directory must exist, whatever the resolver did with an
-   * id-shaped argument. */
-  if (rc == 0 && fstatat(tfs_store_tasks_fd(store), id_out, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    rc = errno == ENOENT ? TFS_ENOTASK : -errno;
-  } else if (rc == 0 && !S_ISDIR(st.st_mode)) {
-    rc = TFS_ENOTASK;
-  }
+  /* The task must exist, also when a key names one that is gone. */
+  if (rc == 0)
+    rc = tfs_task_stat(store, id_out, &st);
   if (rc == 0)
     return CLI_EXIT_OK;
   if (rc == TFS_ENOTASK) {
@@ -324,15 +319,8 @@ int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **
   return code;
 }
 
-/* Settles a task read as lost (the first reader able to take the lock
- * writes it down), describes a task that did not complete, and returns its
- * exit code. */
-static int report_end(const char *verb, tfs_store_t *store, const char *id, tfs_record_t *rec) {
-  if (rec->state == TFS_LOST && tfs_task_settle_lost(store, id) >= 0) {
-    tfs_record_free(rec);
-    memset(rec, 0, sizeof *rec); /* the loader initializes it */
-    tfs_task_load(store, id, rec);
-  }
+/* Describes a task that did not complete and returns its exit code. */
+static int report_end(const char *verb, const char *id, const tfs_record_t *rec) {
   if (rec->state != TFS_COMPLETED)
     cli_error(verb, "task %s %s%s%s", id, tfs_state_name(rec->state), rec->reason ? ": " : "",
               rec->reason ? rec->reason : "");
@@ -343,18 +331,18 @@ int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_
                     const char *timeout_arg) {
   tfs_record_t rec;
   int code, rc = cli_wait_end(store, id, timeout_ms, &rec);
-  if (rc == 1) {
+  if (rc == -ETIMEDOUT) {
     cli_error(verb, "task %s is still %s after %s s; 'taskfs logs -f %s' follows it", id,
               tfs_state_name(rec.state), timeout_arg, id);
     code = CLI_EXIT_TIMEOUT;
-  } else if (rc == 2) {
+  } else if (rc == -EINTR) {
     code = CLI_EXIT_CANCELLED;
   } else if (rc < 0) {
     cli_error(verb, "cannot wait for task %s: %s", id, tfs_strerror(rc));
     code = cli_exit_for(rc);
   } else {
-    code = report_end(verb, store, id, &rec);
+    code = report_end(verb, id, &rec);
   }
-  tfs_record_free(&rec); /* cli_wait_end leaves it freeable on every path */
+  tfs_record_free(&rec);
   return code;
 }

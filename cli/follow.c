@@ -1,38 +1,31 @@
 /* The two waits that several verbs share: waiting for a task's end
  * (`wait`, `cancel --wait`, `run --wait`) and following its transcript
- * (`logs -f`, `run --follow`).
- *
- * Both waits watch the task directory with inotify: the supervisor appends
- * to transcript (IN_MODIFY) and replaces record.json by rename (IN_MOVED_TO).
- * Each wait asks only for the events it acts on: the end of a task is always
- * a rename of record.json, so cli_wait_end() does not listen to transcript
- * writes (during a flood of output they would wake it, and make it reparse
- * the record, a thousand times a second); cli_follow() needs them.
- * A 1 s poll covers what inotify cannot see (network file systems, a full
- * inotify queue, a watch limit). SIGINT and SIGTERM are blocked except
- * inside ppoll(), so a signal can never slip in between the check of the
- * flag and the wait. */
+ * (`logs -f`, `run --follow`). The mechanisms are core's: the end is
+ * tfs_task_wait_end() (which settles a task read as lost), the follow a
+ * core follower woken by a core watch (the record's renames and the
+ * transcript's appends at once, a tick for what no file shows). What is
+ * left here is the command line's part: SIGINT and SIGTERM are blocked
+ * except inside the core's ppoll() (its signal mask), so a signal can
+ * never slip in between a check and the wait, and the output. */
 #include <errno.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 
-static volatile sig_atomic_t got_signal;
-
+/* The handler only has to exist: a signal it takes ends the core's ppoll()
+ * with EINTR, which is how a wait learns of it. No SA_RESTART. */
 static void on_signal(int sig) {
-  got_signal = sig;
+  (void)sig;
 }
 
 typedef struct {
   sigset_t oldmask;
-  sigset_t waitmask;
+  sigset_t waitmask; /* the mask inside the waits: SIGINT and SIGTERM let through */
   struct sigaction old_int, old_term, old_pipe;
   int ignored_pipe;
 } sig_guard_t;
@@ -41,9 +34,8 @@ static void sig_guard_enter(sig_guard_t *g, int ignore_pipe) {
   struct sigaction sa;
   sigset_t block;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal; /* no SA_RESTART: ppoll must return */
+  sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  got_signal = 0;
   sigemptyset(&block);
   sigaddset(&block, SIGINT);
   sigaddset(&block, SIGTERM);
@@ -70,118 +62,10 @@ static void sig_guard_leave(sig_guard_t *g) {
     sigaction(SIGPIPE, &g->old_pipe, NULL);
 }
 
-typedef struct {
-  int ifd; /* inotify fd, -1 if unavailable: poll only */
-} task_watch_t;
-
-/* What cli_wait_end() watches: every state change renames a new
- * record.json into place (IN_MOVED_TO; its temp file's IN_CREATE comes just
- * before), and a pruned or moved task directory ends the wait. */
-#define WATCH_STATE (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
-/* What cli_follow() watches: the transcript's appends as well. */
-#define WATCH_FOLLOW (WATCH_STATE | IN_MODIFY | IN_CLOSE_WRITE)
-
-static void watch_open(tfs_store_t *store, const char *id, uint32_t mask, task_watch_t *w) {
-  char path[PATH_MAX];
-  w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (w->ifd < 0)
-    return;
-  if (snprintf(path, sizeof path, "%s/tasks/%s", tfs_store_path(store), id) >= (int)sizeof path ||
-      inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW | IN_ONLYDIR) < 0) {
-    close(w->ifd);
-    w->ifd = -1;
-  }
-}
-
-static void watch_close(task_watch_t *w) {
-  if (w->ifd >= 0)
-    close(w->ifd);
-  w->ifd = -1;
-}
-
-/* Sleeps until the task directory changes, timeout_ms passes, a signal
- * arrives, or (out_fd >= 0) the reader of out_fd goes away. Returns 1 if
- * out_fd reported an error or hang-up, else 0. */
-static int watch_wait(task_watch_t *w, const sig_guard_t *g, int64_t timeout_ms, int out_fd) {
-  struct pollfd pfd[2];
-  struct timespec ts;
-  int n = 0, out_i = -1;
-  char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-  if (w->ifd >= 0) {
-    pfd[n].fd = w->ifd;
-    pfd[n].events = POLLIN;
-    n++;
-  }
-  if (out_fd >= 0) {
-    /* events = 0: only POLLERR/POLLHUP, which a pipe's write end reports
-     * once its reader has closed; a tty or a file reports nothing. */
-    pfd[n].fd = out_fd;
-    pfd[n].events = 0;
-    out_i = n++;
-  }
-  if (timeout_ms < 0)
-    timeout_ms = 0;
-  ts.tv_sec = timeout_ms / 1000;
-  ts.tv_nsec = (timeout_ms % 1000) * 1000000;
-  int rc = ppoll(pfd, (nfds_t)n, &ts, &g->waitmask);
-  if (rc <= 0)
-    return 0;
-  if (w->ifd >= 0 && (pfd[0].revents & POLLIN)) {
-    /* Drain the queue: the events only mean "look again". */
-    while (read(w->ifd, evbuf, sizeof evbuf) > 0) {
-    }
-  }
-  if (out_i >= 0 && (pfd[out_i].revents & (POLLERR | POLLHUP)))
-    return 1;
-  return 0;
-}
-
-/* Loads a record into *rec. The loader initializes the record itself (an
- * init before it would leak); zeroing first keeps tfs_record_free() safe
- * whatever point the loader failed at. On failure *rec is left empty. */
-static int load_fresh(tfs_store_t *store, const char *id, tfs_record_t *rec) {
-  memset(rec, 0, sizeof *rec);
-  int rc = tfs_task_load(store, id, rec);
-  if (rc < 0) {
-    tfs_record_free(rec);
-    memset(rec, 0, sizeof *rec);
-  }
-  return rc;
-}
-
 int cli_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec) {
   sig_guard_t g;
-  task_watch_t w;
-  int64_t deadline = timeout_ms >= 0 ? tfs_now_ms() + timeout_ms : 0;
-  int rc;
   sig_guard_enter(&g, 0);
-  watch_open(store, id, WATCH_STATE, &w);
-  for (;;) {
-    rc = load_fresh(store, id, rec);
-    if (rc < 0)
-      break;
-    if (tfs_state_terminal(rec->state)) {
-      rc = 0;
-      break;
-    }
-    if (got_signal) {
-      rc = 2;
-      break;
-    }
-    int64_t wait_ms = 1000;
-    if (timeout_ms >= 0) {
-      int64_t left = deadline - tfs_now_ms();
-      if (left <= 0) {
-        rc = 1;
-        break;
-      }
-      if (left < wait_ms)
-        wait_ms = left;
-    }
-    tfs_record_free(rec);
-    watch_wait(&w, &g, wait_ms, -1);
-  }
-  watch_close(&w);
+  int rc = tfs_task_wait_end(store, id, timeout_ms, &g.waitmask, rec);
   sig_guard_leave(&g);
   return rc;
 }
@@ -241,7 +125,7 @@ static int follow_line(int64_t lineno, const char *line, size_t len, int partial
  * and the signals. */
 typedef struct {
   sig_guard_t g;
-  task_watch_t w;
+  tfs_watch_t *w;
   tfs_follower_t *f;
   outbuf_t *o;
 } follow_t;
@@ -251,7 +135,7 @@ typedef struct {
 static int write_failed(const outbuf_t *o, const char *id) {
   if (o->err == EPIPE)
     return CLI_EXIT_OK;
-  cli_error(NULL, "cannot write the transcript of %s: %s", id, strerror(o->err));
+  cli_error(NULL, "cannot write the transcript of task %s: %s", id, strerror(o->err));
   return CLI_EXIT_SYSTEM;
 }
 
@@ -261,7 +145,7 @@ static int write_failed(const outbuf_t *o, const char *id) {
  * flushed). Returns -1 to go on, else the exit code the follow ends with. */
 static int follow_round(follow_t *fl, tfs_store_t *store, const char *id) {
   tfs_record_t rec;
-  int rc = load_fresh(store, id, &rec);
+  int rc = tfs_task_load(store, id, &rec);
   if (rc == TFS_ENOTASK) {
     tfs_follower_next(fl->f, 1, follow_line, fl->o);
     out_flush(fl->o);
@@ -269,6 +153,7 @@ static int follow_round(follow_t *fl, tfs_store_t *store, const char *id) {
     return CLI_EXIT_NOTASK;
   }
   if (rc < 0) {
+    tfs_record_free(&rec);
     out_flush(fl->o);
     cli_error(NULL, "cannot read the record of %s: %s; 'taskfs show %s' says more", id,
               tfs_strerror(rc), id);
@@ -281,7 +166,7 @@ static int follow_round(follow_t *fl, tfs_store_t *store, const char *id) {
   if (fl->o->err) {
     code = write_failed(fl->o, id);
   } else if (n < 0) {
-    cli_error(NULL, "cannot read the transcript of %s: %s", id, tfs_strerror((int)n));
+    cli_error(NULL, "cannot read the transcript of task %s: %s", id, tfs_strerror((int)n));
     code = cli_exit_for((int)n);
   } else if (ended) {
     code = cli_exit_for_record(&rec);
@@ -295,11 +180,27 @@ static int follow_round(follow_t *fl, tfs_store_t *store, const char *id) {
   return code;
 }
 
+/* Follows until the task has ended and its output is drained, a signal,
+ * or the reader of the output went away. */
+static int follow_loop(follow_t *fl, tfs_store_t *store, const char *id, int fd_out) {
+  int code;
+  tfs_watch_add(fl->w, id, TFS_WATCH_STATE | TFS_WATCH_OUTPUT); /* else the tick alone */
+  while ((code = follow_round(fl, store, id)) < 0) {
+    int r = tfs_watch_wait(fl->w, -1, &fl->g.waitmask, fd_out, NULL, NULL);
+    if (r == -EINTR)
+      return CLI_EXIT_CANCELLED; /* 130, as the shell reports an interrupt */
+    if (r == (int)TFS_WATCH_HANGUP)
+      return CLI_EXIT_OK; /* the reader went away, like EPIPE */
+  }
+  return code;
+}
+
 int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out) {
-  follow_t fl = {.w = {.ifd = -1}};
+  follow_t fl = {0};
   int code;
   fl.o = malloc(sizeof *fl.o);
-  if (!fl.o) {
+  if (!fl.o || tfs_watch_open(store, &fl.w)) {
+    free(fl.o);
     cli_error(NULL, "out of memory");
     return CLI_EXIT_SYSTEM;
   }
@@ -309,24 +210,14 @@ int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out) {
   sig_guard_enter(&fl.g, 1);
   int rc = tfs_follower_open(store, id, last_n, &fl.f);
   if (rc < 0) {
-    cli_error(NULL, "cannot read the transcript of %s: %s", id, tfs_strerror(rc));
+    cli_error(NULL, "cannot read the transcript of task %s: %s", id, tfs_strerror(rc));
     code = cli_exit_for(rc);
   } else {
-    watch_open(store, id, WATCH_FOLLOW, &fl.w);
-    while ((code = follow_round(&fl, store, id)) < 0) {
-      if (got_signal) {
-        code = CLI_EXIT_CANCELLED; /* 130, as the shell reports an interrupt */
-        break;
-      }
-      if (watch_wait(&fl.w, &fl.g, 1000, fd_out)) {
-        code = CLI_EXIT_OK; /* the reader went away, like EPIPE */
-        break;
-      }
-    }
+    code = follow_loop(&fl, store, id, fd_out);
   }
   if (fl.f)
     tfs_follower_close(fl.f);
-  watch_close(&fl.w);
+  tfs_watch_close(fl.w);
   sig_guard_leave(&fl.g);
   free(fl.o);
   return code;

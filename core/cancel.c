@@ -184,6 +184,16 @@ int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t whole
   return 1; /* present is what counts, even when the details are unreadable */
 }
 
+int tfs_cancel_status(tfs_store_t *store, const char *id, char *who, size_t wholen,
+                      int64_t *at_ms) {
+  int r = tfs_cancel_query(store, id, who, wholen, at_ms);
+  if (r)
+    return r;
+  /* No file: the supervisor has consumed the request that ended the task,
+   * and its record keeps who asked. */
+  return ended_request(store, id, who, wholen, at_ms) == 1;
+}
+
 int tfs_cancel_clear(tfs_store_t *store, const char *id) {
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)

@@ -132,3 +132,9 @@ int tfs__task_path(const tfs_store_t *store, const char *id, char *buf, size_t l
              : snprintf(buf, len, "%s/tasks", store->path);
   return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
+
+int tfs_task_path(const tfs_store_t *store, const char *id, char *buf, size_t len) {
+  if (!tfs_id_valid(id))
+    return TFS_EBADID;
+  return tfs__task_path(store, id, buf, len);
+}

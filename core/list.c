@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- listing ----------------------------------------------------------------- */
@@ -14,9 +15,20 @@ static int cmp_ids(const void *a, const void *b) {
   return memcmp(a, b, 16);
 }
 
-/* Reads tasks/ once (readdir only, no stat) and returns the well-formed
- * ids, sorted, in one flat array. */
-int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort) {
+/* A directory entry of tasks/ that is a real directory (what
+ * tfs_task_stat accepts): d_type tells without a stat on most file
+ * systems. */
+static int is_task_dir(DIR *d, const struct dirent *de) {
+  struct stat st;
+  if (de->d_type != DT_UNKNOWN)
+    return de->d_type == DT_DIR;
+  return fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Reads tasks/ once (readdir only; a stat only where d_type is unknown and
+ * dirs_only asks) and returns the well-formed ids, sorted, in one flat
+ * array. */
+static int collect(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort, int dirs_only) {
   *out = NULL;
   *n = 0;
   DIR *d = tfs__dir_open(store->tasks_fd);
@@ -27,7 +39,7 @@ int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort
   struct dirent *de;
   int err = 0;
   while ((de = readdir(d))) {
-    if (!tfs_id_valid(de->d_name))
+    if (!tfs_id_valid(de->d_name) || (dirs_only && !is_task_dir(d, de)))
       continue;
     if ((err = tfs__grow(&ids, &cap, len + 1, sizeof *ids, 256)))
       break;
@@ -43,6 +55,10 @@ int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort
   *out = ids;
   *n = len;
   return 0;
+}
+
+int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort) {
+  return collect(store, out, n, sort, 0);
 }
 
 typedef struct {
@@ -65,12 +81,13 @@ int tfs_task_list(tfs_store_t *store, tfs_task_cb cb, void *arg, size_t *corrupt
   return err;
 }
 
-int tfs_task_ids(tfs_store_t *store, char ***ids_out, size_t *n_out) {
+/* The ids as a malloc'ed array of malloc'ed strings. */
+static int ids_strv(tfs_store_t *store, int dirs_only, char ***ids_out, size_t *n_out) {
   tfs__idbuf_t *ids;
   size_t n;
   *ids_out = NULL;
   *n_out = 0;
-  int err = tfs__collect_ids(store, &ids, &n, 1);
+  int err = collect(store, &ids, &n, 1, dirs_only);
   if (err)
     return err;
   char **v = calloc(n + 1, sizeof *v);
@@ -88,6 +105,14 @@ int tfs_task_ids(tfs_store_t *store, char ***ids_out, size_t *n_out) {
   *ids_out = v;
   *n_out = n;
   return 0;
+}
+
+int tfs_task_ids(tfs_store_t *store, char ***ids, size_t *n) {
+  return ids_strv(store, 0, ids, n);
+}
+
+int tfs_task_dirs(tfs_store_t *store, char ***ids, size_t *n) {
+  return ids_strv(store, 1, ids, n);
 }
 
 void tfs_ids_free(char **ids, size_t n) {

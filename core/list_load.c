@@ -96,6 +96,13 @@ static void load_one(const job_t *j, const char *id, slot_t *s) {
     tfs_record_free(&s->rec);
 }
 
+static void slot_clear(slot_t *s) {
+  if (s->status == SLOT_OK)
+    tfs_record_free(&s->rec);
+  free(s->json);
+  memset(s, 0, sizeof *s);
+}
+
 /* Loads ids[from, to) into their slots. Runs on two threads at once over
  * the halves of a chunk: the store is only read, and each thread writes
  * only its own slots. */
@@ -104,6 +111,9 @@ static void *load_range(void *arg) {
   arena_base = j->arena;
   for (size_t k = j->from; k < j->to; k++) {
     arena_used = 0;
+    /* The slot's previous record, delivered by now, is freed here: on the
+     * loading threads, two at a time, not on the delivering one. */
+    slot_clear(&j->slots[k - j->from]);
     load_one(j, j->ids[k], &j->slots[k - j->from]);
   }
   arena_base = NULL;
@@ -128,13 +138,6 @@ static void load_chunk(job_t base, size_t from, size_t to, int threads) {
     pthread_join(t, NULL);
   else if (mid < to)
     load_range(&b);
-}
-
-static void slot_clear(slot_t *s) {
-  if (s->status == SLOT_OK)
-    tfs_record_free(&s->rec);
-  free(s->json);
-  memset(s, 0, sizeof *s);
 }
 
 /* ---- the walk ---------------------------------------------------------- */
@@ -210,10 +213,11 @@ static void walk(tfs_store_t *store, const tfs__idbuf_t *ids, size_t n, walk_t *
       size_t k = backwards ? len - 1 - i : i;
       if (!w->stopped && !w->err)
         take(w, ids[from + k], &slots[k]);
-      slot_clear(&slots[k]);
     }
     done += len;
   }
+  for (size_t i = 0; i < chunk; i++)
+    slot_clear(&slots[i]);
   free(slots);
   free(arenas);
 }

@@ -63,13 +63,19 @@ static int record_open(const tfs_store_t *store, const char *id) {
  * are 1-3 KiB) costs one read(): a short read of a regular file is its end,
  * and a record is never written in place (saves rename a new file over it).
  * Only when stack fills do the rest go to *heap, read until EOF.
- * On success *text points into stack or *heap, NUL-terminated. */
+ * On success *text points into stack or *heap, NUL-terminated; on
+ * TFS_ECORRUPT *why says what is wrong, in words. */
 static int record_read(int fd, char stack[RECORD_STACK + 1], char **heap, const char **text,
-                       size_t *len) {
+                       size_t *len, const char **why) {
   struct stat st;
   if (fstat(fd, &st))
     return -errno;
-  if (!S_ISREG(st.st_mode) || st.st_size > TFS_RECORD_MAX)
+  if (!S_ISREG(st.st_mode)) {
+    *why = S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file";
+    return TFS_ECORRUPT;
+  }
+  *why = "it is larger than 4 MiB";
+  if (st.st_size > TFS_RECORD_MAX)
     return TFS_ECORRUPT;
   ssize_t r;
   while ((r = read(fd, stack, RECORD_STACK)) < 0 && errno == EINTR) {
@@ -115,31 +121,41 @@ static int record_read(int fd, char stack[RECORD_STACK + 1], char **heap, const 
   return 0;
 }
 
-int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec) {
+/* Reads and parses the record; with why (whylen > 0), a record that does
+ * not load is described in words (the parser's message, "it is a
+ * directory", ...). */
+static int load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec, char *why,
+                    size_t whylen) {
   char stack[RECORD_STACK + 1];
   char *heap TFS_AUTOFREE = NULL;
-  const char *text = NULL;
+  const char *text = NULL, *what = NULL;
   size_t len = 0;
   memset(rec, 0, sizeof *rec);
   if (!tfs_id_valid(id))
     return TFS_EBADID;
   int fd TFS_AUTOCLOSE = record_open(store, id);
-  if (fd < 0)
-    return fd;
-  int err = record_read(fd, stack, &heap, &text, &len);
-  if (err)
-    return err;
-  err = tfs_record_parse(text, len, rec, NULL, 0);
-  if (err) {
-    memset(rec, 0, sizeof *rec);
-    return err;
+  if (fd == TFS_ESYMLINK)
+    what = "it is a symlink";
+  int err = fd < 0 ? fd : record_read(fd, stack, &heap, &text, &len, &what);
+  if (!err) {
+    what = len ? NULL : "it is empty";
+    if ((err = tfs_record_parse(text, len, rec, why, whylen)))
+      memset(rec, 0, sizeof *rec);
   }
   /* A record copied into another task's directory is not that task. */
-  if (strcmp(rec->id, id)) {
+  if (!err && strcmp(rec->id, id)) {
+    if (why && whylen)
+      snprintf(why, whylen, "it is the record of another task, %s", rec->id);
     tfs_record_free(rec);
-    return TFS_ECORRUPT;
+    err = TFS_ECORRUPT;
   }
-  return 0;
+  if ((err == TFS_ECORRUPT || err == TFS_ESYMLINK) && what && why && whylen)
+    snprintf(why, whylen, "%s", what);
+  return err;
+}
+
+int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec) {
+  return load_raw(store, id, rec, NULL, 0);
 }
 
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
@@ -190,6 +206,23 @@ int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec) {
 int tfs_task_load(tfs_store_t *store, const char *id, tfs_record_t *rec) {
   int err = tfs__load_checked(store, id, rec);
   return err == -ENOENT ? TFS_ENOTASK : err;
+}
+
+int tfs_task_load_reason(tfs_store_t *store, const char *id, tfs_record_t *rec, char *why,
+                         size_t whylen) {
+  if (why && whylen)
+    why[0] = '\0';
+  int err = tfs_task_load(store, id, rec);
+  if ((err != TFS_ECORRUPT && err != TFS_ESYMLINK) || !why || !whylen)
+    return err;
+  /* The reading again is the error path only: the listing never pays for
+   * the words. */
+  tfs_record_t again;
+  if (!load_raw(store, id, &again, why, whylen))
+    tfs_record_free(&again); /* mended meanwhile: no words to give */
+  if (!why[0])
+    snprintf(why, whylen, "%s", tfs_strerror(err));
+  return err;
 }
 
 /* Opens a task's lock file without ever blocking: O_NONBLOCK so that a FIFO

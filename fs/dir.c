@@ -32,26 +32,6 @@ static void dirh_free(dirh_t *d) {
   free(d);
 }
 
-/* The task ids of the store. The core lists every well-formed name so
- * that a damaged task can be forgotten; the mount shows only real
- * directories, the names a lookup accepts (a symlink planted in tasks/ is
- * not a task). */
-static int list_tasks(tfs_store_t *s, char ***names, size_t *n) {
-  int err = tfs_task_ids(s, names, n);
-  if (err)
-    return err;
-  size_t kept = 0;
-  struct stat st;
-  for (size_t i = 0; i < *n; i++) {
-    if (fs_task_stat(s, (*names)[i], &st) == 0)
-      (*names)[kept++] = (*names)[i];
-    else
-      free((*names)[i]);
-  }
-  *n = kept;
-  return 0;
-}
-
 /* Takes the snapshot of names of tasks/ or by-key/; the other directories
  * list fixed names and need none. */
 static int dirh_fill(mnt_t *m, dirh_t *d) {
@@ -59,10 +39,12 @@ static int dirh_fill(mnt_t *m, dirh_t *d) {
   tfs_store_t *s = fs_store(m);
   if (!s)
     return 0;
+  /* Only real task directories, the names a lookup accepts (a symlink
+   * planted in tasks/ is no task). */
   if (d->t == N_TASKS)
-    return list_tasks(s, &d->names, &d->n);
+    return tfs_task_dirs(s, &d->names, &d->n);
   if (d->t == N_BYKEY)
-    return fs_key_list(s, &d->names, &d->n);
+    return tfs_key_list(s, &d->names, &d->n);
   return 0;
 }
 
@@ -118,7 +100,7 @@ static int dirh_entry(mnt_t *m, dirh_t *d, size_t i, const char **name, struct s
   case N_TASK:
     if (i >= FS_NTASKFILES)
       return 0;
-    *name = fs_task_files[i].name;
+    *name = FS_KIND_NAME(fs_task_files[i].kind);
     st->st_ino = fs_task_ino(d->idx, fs_task_files[i].kind);
     st->st_mode = S_IFREG;
     return 1;

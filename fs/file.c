@@ -75,7 +75,7 @@ static int file_fill(mnt_t *m, tfile_t *f, node_t t, int acc) {
     return 0;
   int err = fs_render(m, t, f->task, f->kind, &f->buf, &f->len);
   if (err == TFS_ECORRUPT)
-    fs_log(m, LOG_ERR, "task %s: record.json is corrupt; reading it gives EIO",
+    fs_log(m, LOG_ERR, "task %s: its record is corrupt; reading it gives EIO",
            m->tasks.v[f->task].name);
   return err;
 }

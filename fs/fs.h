@@ -32,21 +32,26 @@
 #define INO_TASK_BASE 16
 #define INO_KEY_BIT (1ULL << 62)
 
+/* The kinds of a task's inode numbers: its directory, then its files in
+ * the order of the core's views (K_RECORD is TFS_VIEW_RECORD + 1, ...). */
 enum { K_TASKDIR = 0, K_RECORD = 1, K_TRANSCRIPT = 2, K_CANCEL = 3, K_TOWNER = 4, K_NKINDS = 5 };
+#define FS_KIND_VIEW(kind) ((tfs_view_t)((kind)-1))
 
 /* What an inode number names. */
 typedef enum { N_NONE, N_ROOT, N_OWNER, N_TASKS, N_BYKEY, N_TASK, N_KEY } node_t;
 
 /* The files of a task directory as the mount shows them, in listing
- * order: the one table lookup, readdir and getattr read. */
-#define FS_NTASKFILES 4
+ * order (the core's views): the one table lookup, readdir and getattr
+ * read. Names come from tfs_view_name(). */
+#define FS_NTASKFILES TFS_VIEW_COUNT
 typedef struct {
-  const char *name;
   int kind;
   mode_t mode;
-  const char *backing; /* the store file whose times (and size) it shows */
+  tfs_task_file_t backing; /* the store file whose times (and size) it shows */
 } fs_task_file_t;
 extern const fs_task_file_t fs_task_files[FS_NTASKFILES];
+/* The name of a file kind (K_RECORD...). */
+#define FS_KIND_NAME(kind) tfs_view_name(FS_KIND_VIEW(kind))
 
 struct tfile;
 
@@ -54,7 +59,7 @@ struct tfile;
  * keys). */
 typedef struct {
   char *name;
-  int wd;              /* inotify watch on the task dir, -1 if none */
+  int watched;         /* on the mount's store watch (it has open transcripts) */
   struct tfile *files; /* open transcript handles of this task */
 } tab_entry_t;
 
@@ -85,19 +90,19 @@ typedef struct tfile {
   struct tfile *all_prev, *all_next; /* every open file, freed at unmount */
 } tfile_t;
 
-/* The store watch of one mount (fs/watch.c). */
+/* The store watch of one mount (fs/watch.c): one core watch, its fd under
+ * a uv_poll, and the tick that re-checks waiting polls for what no event
+ * shows (a supervisor that died, a task the watch could not add). */
 typedef struct {
-  int fd; /* inotify instance, -1 if none */
-  uv_poll_t watcher;
-  /* wd -> task index + 1 (0 = none). inotify hands out small increasing
-   * numbers, so a flat array is both simple and O(1). */
-  uint32_t *wd_map;
-  size_t wd_cap;
+  tfs_watch_t *w;
+  uv_poll_t poller; /* on tfs_watch_fd(w), when there is one */
+  uv_timer_t tick;  /* runs while a poll handle waits */
 } fs_watch_t;
 
 typedef struct {
   char *state_dir;
-  tfs_store_t *store; /* NULL while the store directory is absent */
+  tfs_store_t *store; /* for the mount's life (refreshed in place) */
+  int store_gone;     /* the store directory is absent: tasks/ reads empty */
   uid_t uid;          /* owner of <state>/tasks: owns every file */
   gid_t gid;
   struct timespec mount_time;
@@ -129,7 +134,6 @@ fuse_ino_t fs_key_ino(size_t idx);
 int fs_name_ino(mnt_t *m, node_t dir, const char *name, fuse_ino_t *ino);
 int fs_errno(int err);
 int fs_task_stat(tfs_store_t *s, const char *id, struct stat *st);
-int fs_task_file_stat(tfs_store_t *s, const char *id, const char *name, struct stat *st);
 void fs_dir_attr(mnt_t *m, struct stat *st, fuse_ino_t ino, const struct stat *from);
 int fs_node_attr(mnt_t *m, fuse_ino_t ino, struct stat *st);
 double fs_attr_timeout(mnt_t *m, fuse_ino_t ino);
@@ -138,11 +142,9 @@ void fs_reply_entry(fuse_req_t req, mnt_t *m, fuse_ino_t ino, double entry_timeo
 /* ---- fs/bykey.c ---- */
 void fs_bykey_lookup(fuse_req_t req, mnt_t *m, const char *name);
 int fs_key_attr(mnt_t *m, size_t idx, fuse_ino_t ino, struct stat *st);
-int fs_key_list(tfs_store_t *s, char ***names, size_t *n);
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
 
 /* ---- fs/render.c ---- */
-int fs_task_record(tfs_store_t *s, const char *id, tfs_record_t *rec);
 int fs_render(mnt_t *m, node_t t, size_t idx, int kind, char **out, size_t *len);
 
 /* ---- fs/file.c ---- */
@@ -155,6 +157,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ---- fs/transcript.c ---- */
 int fs_transcript_open(tfs_store_t *s, const char *id);
+int fs_transcript_ready(mnt_t *m, tfile_t *f);
 void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t off);
 void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                 struct fuse_pollhandle *ph);
@@ -181,6 +184,8 @@ int fs_watch_init(mnt_t *m);
 void fs_watch_close(mnt_t *m);
 void fs_watch_attach(mnt_t *m, tfile_t *f);
 void fs_watch_detach(mnt_t *m, tfile_t *f);
+/* A poll handle is kept on f: makes sure the tick runs. */
+void fs_watch_poll_kept(mnt_t *m);
 
 /* ---- fs/ops.c ---- */
 extern const struct fuse_lowlevel_ops fs_ops;

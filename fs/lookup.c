@@ -34,7 +34,7 @@ static void lookup_task(fuse_req_t req, mnt_t *m, const char *name) {
 /* A file inside a task directory; the names never change. */
 static void lookup_task_file(fuse_req_t req, mnt_t *m, size_t idx, const char *name) {
   for (size_t i = 0; i < FS_NTASKFILES; i++) {
-    if (!strcmp(name, fs_task_files[i].name)) {
+    if (!strcmp(name, FS_KIND_NAME(fs_task_files[i].kind))) {
       fs_reply_entry(req, m, fs_task_ino(idx, fs_task_files[i].kind), 60.0);
       return;
     }

@@ -33,27 +33,26 @@ void fs_log(mnt_t *m, int prio, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Returns the store, reopening it when its directory was removed (and maybe
- * recreated) under the mount: tfs_store_refresh() checks the tasks/
- * directory's identity at every call, so a replaced store is picked up at
- * the next request and a missing one reads as empty. */
+/* Returns the store, or NULL while its directory is absent (the mount then
+ * shows it empty). tfs_store_refresh() checks the store's identity at
+ * every call and reopens it in place when it was removed and recreated
+ * under the mount, so one handle serves the mount's whole life (the store
+ * watch holds it too) and a replaced store is picked up at the next
+ * request. */
 tfs_store_t *fs_store(mnt_t *m) {
-  if (m->store && tfs_store_refresh(m->store) < 0) {
-    fs_log(m, LOG_WARNING, "the store %s is gone; the mount shows it empty until it returns",
-           m->state_dir);
-    tfs_store_close(m->store);
-    m->store = NULL;
+  if (tfs_store_refresh(m->store) < 0) {
+    if (!m->store_gone)
+      fs_log(m, LOG_WARNING, "the store %s is gone; the mount shows it empty until it returns",
+             m->state_dir);
+    m->store_gone = 1;
+    return NULL;
   }
-  if (!m->store) {
-    if (tfs_store_open_existing(m->state_dir, &m->store)) {
-      m->store = NULL;
-      return NULL;
-    }
+  if (m->store_gone)
     fs_log(m, LOG_INFO, "serving the store %s", m->state_dir);
-  }
+  m->store_gone = 0;
   /* Files belong to whoever owns the store; a chown shows at once. */
   struct stat st;
-  if (fstat(tfs_store_tasks_fd(m->store), &st) == 0) {
+  if (tfs_store_stat(m->store, &st) == 0) {
     m->uid = st.st_uid;
     m->gid = st.st_gid;
   }
@@ -119,7 +118,6 @@ static mnt_t *mnt_new(const fs_mount_opts_t *opts) {
   if (!m)
     return NULL;
   m->use_syslog = opts->use_syslog;
-  m->watch.fd = -1;
   m->uid = getuid();
   m->gid = getgid();
   clock_gettime(CLOCK_REALTIME, &m->mount_time);
@@ -131,6 +129,7 @@ static mnt_t *mnt_new(const fs_mount_opts_t *opts) {
 
 /* Everything mnt_new and the steps after it took, in reverse. */
 static void mnt_free(mnt_t *m) {
+  fs_watch_close(m); /* after the open files, which leave it */
   if (m->store)
     tfs_store_close(m->store);
   fs_tab_free(&m->tasks);
@@ -141,20 +140,22 @@ static void mnt_free(mnt_t *m) {
 }
 
 /* Opens (and, the first time, creates) the store. That is not taking
- * ownership: the mount never calls tfs_store_acquire. */
+ * ownership: the mount never calls tfs_store_acquire. The mount reads
+ * through a reader's handle (it changes nothing), kept for its life. */
 static int mnt_open_store(mnt_t *m, const char *dir, char *msg, size_t msglen) {
   tfs_store_t *s;
   int err = tfs_store_open(dir, &s);
+  if (!err) {
+    tfs_store_close(s);
+    err = tfs_store_open_existing(dir, &m->store);
+  }
+  if (!err && !(m->state_dir = strdup(tfs_store_path(m->store))))
+    err = -ENOMEM;
   if (err) {
     snprintf(msg, msglen, "cannot open the store %s: %s", dir, tfs_strerror(err));
     return err;
   }
-  tfs_store_close(s);
-  m->state_dir = strdup(dir);
-  if (!m->state_dir || !fs_store(m)) {
-    snprintf(msg, msglen, "cannot open the store %s", dir);
-    return -EIO;
-  }
+  fs_store(m);
   return 0;
 }
 
@@ -167,8 +168,8 @@ static int path_within(const char *path, const char *dir) {
 /* Refuses a store and a mount point nested in each other. A store inside
  * its own mount point would have the mount reading through itself: every
  * request would wait for itself forever. A mount point inside the store
- * hides part of it (tasks/, keys/) from every process, the mount itself
- * included, whose reads would then wait for themselves. */
+ * hides part of it from every process, the mount itself included, whose
+ * reads would then wait for themselves. */
 static int check_nesting(const char *state, const char *mnt, char *msg, size_t msglen) {
   char real_state[PATH_MAX], real_mnt[PATH_MAX];
   if (!realpath(state, real_state) || !realpath(mnt, real_mnt))
@@ -224,7 +225,7 @@ static int session_mount(mnt_t *m, const fs_mount_opts_t *opts, char *msg, size_
 }
 
 /* Puts the FUSE fd, the store watch and the signals on the loop. Without
- * inotify the mount still works; poll just is not woken early. */
+ * inotify the mount still works; poll is woken by the watch's tick. */
 static int loop_start(mnt_t *m, char *msg, size_t msglen) {
   int fd = fuse_session_fd(m->se);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -237,9 +238,10 @@ static int loop_start(mnt_t *m, char *msg, size_t msglen) {
   }
   m->fuse_watcher.data = m;
   uv_poll_start(&m->fuse_watcher, UV_READABLE, on_fuse);
-  if ((err = fs_watch_init(m)))
-    fs_log(m, LOG_WARNING, "no inotify (%s): poll on transcripts will not wake early",
-           tfs_strerror(err));
+  if ((err = fs_watch_init(m))) {
+    snprintf(msg, msglen, "cannot watch the store: %s", tfs_strerror(err));
+    return err;
+  }
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
   for (int i = 0; i < 3; i++) {
     uv_signal_init(&m->loop, &m->sig[i]);
@@ -270,7 +272,6 @@ static void serve(mnt_t *m) {
   fuse_session_destroy(m->se);
   m->se = NULL;
   fs_free_open_files(m);
-  fs_watch_close(m);
 }
 
 int fs_mount_run(const fs_mount_opts_t *opts) {

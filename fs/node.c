@@ -5,8 +5,6 @@
  * timeouts are 0), so sizes and mtimes are fresh at every stat, which is
  * what `tail -f` (it polls st_size on FUSE) and `ls -l` need. */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,17 +12,14 @@
 #include "fs/fs.h"
 
 const fs_task_file_t fs_task_files[FS_NTASKFILES] = {
-    {"record.json", K_RECORD, 0400, "record.json"},
-    {"transcript", K_TRANSCRIPT, 0400, "transcript"},
-    {"cancel", K_CANCEL, 0600, "cancel"},
-    {"owner", K_TOWNER, 0400, "record.json"},
+    [TFS_VIEW_RECORD] = {K_RECORD, 0400, TFS_FILE_RECORD},
+    [TFS_VIEW_TRANSCRIPT] = {K_TRANSCRIPT, 0400, TFS_FILE_TRANSCRIPT},
+    [TFS_VIEW_CANCEL] = {K_CANCEL, 0600, TFS_FILE_CANCEL},
+    [TFS_VIEW_OWNER] = {K_TOWNER, 0400, TFS_FILE_RECORD},
 };
 
 static const fs_task_file_t *task_file(int kind) {
-  for (size_t i = 0; i < FS_NTASKFILES; i++)
-    if (fs_task_files[i].kind == kind)
-      return &fs_task_files[i];
-  return NULL;
+  return kind > K_TASKDIR && kind < K_NKINDS ? &fs_task_files[FS_KIND_VIEW(kind)] : NULL;
 }
 
 /* Splits an inode number into its node type, table index and file kind. */
@@ -92,21 +87,10 @@ int fs_errno(int err) {
   return EIO;
 }
 
-/* 0 if tasks/<id> is a real directory (fills st), else -ENOENT. */
+/* 0 if the task is a real directory (fills st), else -ENOENT; an absent
+ * store (s NULL) has no tasks. */
 int fs_task_stat(tfs_store_t *s, const char *id, struct stat *st) {
-  if (!s || fstatat(tfs_store_tasks_fd(s), id, st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st->st_mode))
-    return -ENOENT;
-  return 0;
-}
-
-/* Stats tasks/<id>/<name> without following a symlink at the last step;
- * fs_task_stat has already refused a symlinked task directory. */
-int fs_task_file_stat(tfs_store_t *s, const char *id, const char *name, struct stat *st) {
-  char rel[TFS_ID_MAX + 32];
-  snprintf(rel, sizeof rel, "%s/%s", id, name);
-  if (fstatat(tfs_store_tasks_fd(s), rel, st, AT_SYMLINK_NOFOLLOW))
-    return -errno;
-  return S_ISREG(st->st_mode) ? 0 : -ENOENT;
+  return s && tfs_task_stat(s, id, st) == 0 ? 0 : -ENOENT;
 }
 
 void fs_dir_attr(mnt_t *m, struct stat *st, fuse_ino_t ino, const struct stat *from) {
@@ -161,7 +145,7 @@ static int task_node_attr(mnt_t *m, tfs_store_t *s, fuse_ino_t ino, size_t idx, 
   /* A transcript has the backing file's size and mtime, every time: tail
    * -f reads up to st_size; one not created yet reads as empty. A small
    * file has the size a fresh open renders, the backing file's times. */
-  int missing = fs_task_file_stat(s, id, tf->backing, &bst) != 0;
+  int missing = tfs_task_file_stat(s, id, tf->backing, &bst) != 0;
   off_t size = kind != K_TRANSCRIPT ? rendered_size(m, N_TASK, idx, kind)
                : missing            ? 0
                                     : bst.st_size;
@@ -185,12 +169,11 @@ int fs_node_attr(mnt_t *m, fuse_ino_t ino, struct stat *st) {
     fs_dir_attr(m, st, ino, NULL);
     return 0;
   case N_TASKS:
-    fs_dir_attr(m, st, ino, s && !fstat(tfs_store_tasks_fd(s), &bst) ? &bst : NULL);
+    fs_dir_attr(m, st, ino, s && !tfs_store_stat(s, &bst) ? &bst : NULL);
     return 0;
   case N_OWNER:
     file_attr(m, st, ino, 0400, rendered_size(m, t, 0, 0),
-              s && !fstatat(tfs_store_fd(s), "owner.json", &bst, AT_SYMLINK_NOFOLLOW) ? &bst
-                                                                                      : NULL);
+              s && !tfs_owner_stat(s, &bst) ? &bst : NULL);
     return 0;
   case N_KEY:
     return fs_key_attr(m, idx, ino, st);

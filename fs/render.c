@@ -11,15 +11,6 @@
 
 #include "fs/fs.h"
 
-/* Loads a task's record into *rec. The loader initializes the record
- * itself (an init before it would leak); zeroing it first keeps
- * tfs_record_free() safe whatever point the loader failed at, so the
- * caller frees it on every path. */
-int fs_task_record(tfs_store_t *s, const char *id, tfs_record_t *rec) {
-  memset(rec, 0, sizeof *rec);
-  return s ? tfs_task_load(s, id, rec) : TFS_ENOTASK;
-}
-
 /* Appends a newline to a malloc'ed JSON text (jansson does not). */
 static char *with_newline(char *js, size_t *len) {
   if (!js)
@@ -76,7 +67,7 @@ static int render_store_owner(mnt_t *m, char **out, size_t *len) {
  * lost. */
 static int render_record(tfs_store_t *s, const char *id, char **out, size_t *len) {
   tfs_record_t rec;
-  int err = fs_task_record(s, id, &rec);
+  int err = tfs_task_load(s, id, &rec);
   if (!err) {
     *out = with_newline(tfs_record_dump(&rec), len);
     if (!*out)
@@ -95,7 +86,7 @@ static json_t *str_or_null(const char *s) {
 static int render_task_owner(tfs_store_t *s, const char *id, char **out, size_t *len) {
   tfs_record_t rec;
   char tbuf[TFS_TIME_BUF];
-  int err = fs_task_record(s, id, &rec);
+  int err = tfs_task_load(s, id, &rec);
   if (err) {
     tfs_record_free(&rec);
     return err;
@@ -122,24 +113,13 @@ static int render_task_owner(tfs_store_t *s, const char *id, char **out, size_t 
 }
 
 /* tasks/<id>/cancel: "0\n", or "1 <when> <who>\n" once a stop was asked
- * (pending, or acted on and kept in the record). */
+ * (pending, or the one that ended the task: tfs_cancel_status). */
 static int render_cancel(tfs_store_t *s, const char *id, char **out, size_t *len) {
   char who[256] = "";
   int64_t at = 0;
-  int r = tfs_cancel_query(s, id, who, sizeof who, &at);
+  int r = tfs_cancel_status(s, id, who, sizeof who, &at);
   if (r < 0)
     return r;
-  if (r == 0) {
-    /* The supervisor clears the request once it has acted on it; the
-     * record keeps who stopped the task, so cancel still says so. */
-    tfs_record_t rec;
-    if (!fs_task_record(s, id, &rec) && rec.cancel_by) {
-      snprintf(who, sizeof who, "%s", rec.cancel_by);
-      at = rec.cancel_ms;
-      r = 1;
-    }
-    tfs_record_free(&rec);
-  }
   char tbuf[TFS_TIME_BUF];
   int n = r ? asprintf(out, "1 %s %s\n", at > 0 ? tfs_time_format(at, tbuf) : "-", *who ? who : "-")
             : asprintf(out, "0\n");

@@ -19,13 +19,13 @@
  * most max_pages (256 pages = 1 MiB with libfuse 3.14). */
 #define READ_MAX (4u << 20)
 
-/* Opens a task's transcript for reading. O_NONBLOCK keeps a FIFO planted
- * in the store from hanging the mount (every request is served on one
- * thread); tfs_task_openat refuses anything but a regular file. */
+/* Opens a task's transcript for reading (the core refuses anything but a
+ * regular file, and never blocks in the open). O_NONBLOCK stays on: every
+ * request is served on one thread. */
 int fs_transcript_open(tfs_store_t *s, const char *id) {
   if (!s)
     return -ENOENT;
-  return tfs_task_openat(s, id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  return tfs_task_file_open(s, id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
 }
 
 /* A handle opened before the supervisor made the transcript tries again. */
@@ -74,21 +74,25 @@ void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t
 /* Whether a poll on the transcript should report it readable now: bytes
  * past the furthest point this handle has read, or a task that has ended
  * (the reader will see EOF), or one that cannot be read at all. */
-static int transcript_ready(mnt_t *m, tfile_t *f) {
+int fs_transcript_ready(mnt_t *m, tfile_t *f) {
   struct stat st;
   backing_retry(m, f);
   if (f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
     return 1;
+  tfs_store_t *s = fs_store(m);
+  if (!s)
+    return 1; /* the store is gone: the reader will see its end */
   tfs_record_t rec;
-  int err = fs_task_record(fs_store(m), m->tasks.v[f->task].name, &rec);
+  int err = tfs_task_load(s, m->tasks.v[f->task].name, &rec);
   int ready = err || tfs_state_terminal(rec.state);
   tfs_record_free(&rec);
   return ready;
 }
 
 /* Readiness of an open file. A transcript that is not ready keeps the
- * poll handle, and the store watch wakes it. Small files are always
- * readable. Never ENOSYS: one ENOSYS turns poll off for the whole mount. */
+ * poll handle, and the store watch (or its tick) wakes it. Small files are
+ * always readable. Never ENOSYS: one ENOSYS turns poll off for the whole
+ * mount. */
 void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                 struct fuse_pollhandle *ph) {
   mnt_t *m = fuse_req_userdata(req);
@@ -104,10 +108,12 @@ void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
       fuse_pollhandle_destroy(f->ph);
     f->ph = ph;
   }
-  int ready = transcript_ready(m, f);
+  int ready = fs_transcript_ready(m, f);
   if (ready && f->ph) {
     fuse_pollhandle_destroy(f->ph);
     f->ph = NULL;
   }
+  if (f->ph)
+    fs_watch_poll_kept(m);
   fuse_reply_poll(req, ready ? POLLIN | POLLRDNORM : 0);
 }

@@ -148,6 +148,18 @@ Test(cancel, request_after_the_final_save_leaves_nothing) {
   close(lock);
 }
 
+/* Records the task cancelled by a request of by, at ms, as its supervisor
+ * does when the request ends it. */
+static void end_by_request(const char *id, const char *by, int64_t ms) {
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0);
+  rec.state = TFS_CANCELLED;
+  rec.cancel_by = strdup(by);
+  rec.cancel_ms = ms;
+  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
+  tfs_record_free(&rec);
+}
+
 /* For an ended task only the request that ended it counts: a stale cancel
  * file beside an end of its own reads as no request; the one the record
  * names reads as itself. */
@@ -160,14 +172,41 @@ Test(cancel, ended_tasks_report_only_the_request_that_ended_them) {
   fx_write(p, "{\"by\":\"stale\",\"at\":\"2026-01-01T00:00:00.000Z\"}\n");
   cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 0);
 
-  tfs_record_t rec;
-  cr_assert_eq(tfs_task_load(fx_store, id, &rec), 0);
-  rec.state = TFS_CANCELLED;
-  rec.cancel_by = strdup("cli pid 7");
-  rec.cancel_ms = 1795916208999LL;
-  cr_assert_eq(tfs_task_save(fx_store, &rec), 0);
-  tfs_record_free(&rec);
+  end_by_request(id, "cli pid 7", 1795916208999LL);
   cr_assert_eq(tfs_cancel_query(fx_store, id, who, sizeof who, &at), 1);
   cr_assert_str_eq(who, "cli pid 7", "the record's request, not the file's");
   cr_assert_eq(at, 1795916208999LL);
+}
+
+/* What a face shows as a task's stop request (tfs_cancel_status): a
+ * pending request, or the one that ended the task after the supervisor
+ * has consumed its file; never a stale file beside an end of its own. */
+Test(cancel, status_is_pending_or_the_request_that_ended_the_task) {
+  char id[TFS_ID_MAX + 1], p[128], who[64];
+  int64_t at = -1;
+  fx_create("x", NULL, id);
+  cr_assert_eq(tfs_cancel_status(fx_store, id, who, sizeof who, &at), 0);
+  cr_assert_str_eq(who, "");
+  cr_assert_eq(at, 0);
+  cr_assert_eq(tfs_cancel_request(fx_store, id, "cli pid 9"), 0);
+  cr_assert_eq(tfs_cancel_status(fx_store, id, who, sizeof who, &at), 1, "pending");
+  cr_assert_str_eq(who, "cli pid 9");
+
+  /* The supervisor acts on it: records it, clears the file. */
+  end_by_request(id, "cli pid 9", 1795916208123LL);
+  cr_assert_eq(tfs_cancel_clear(fx_store, id), 0);
+  cr_assert_eq(tfs_cancel_query(fx_store, id, NULL, 0, NULL), 0, "nothing pending");
+  cr_assert_eq(tfs_cancel_status(fx_store, id, who, sizeof who, &at), 1,
+               "the request that ended it");
+  cr_assert_str_eq(who, "cli pid 9");
+  cr_assert_eq(at, 1795916208123LL);
+
+  /* An end of its own with a stale file beside it: no request. */
+  char id2[TFS_ID_MAX + 1];
+  fx_create("y", NULL, id2);
+  fx_set_state(id2, TFS_COMPLETED);
+  snprintf(p, sizeof p, "tasks/%s/cancel", id2);
+  fx_write(p, "{\"by\":\"stale\",\"at\":\"2026-01-01T00:00:00.000Z\"}\n");
+  cr_assert_eq(tfs_cancel_status(fx_store, id2, who, sizeof who, &at), 0);
+  cr_assert_eq(tfs_cancel_status(fx_store, "zzzzzzzz-zzzzzz", NULL, 0, NULL), TFS_ENOTASK);
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "taskfs/taskfs.h"
+#include "tests/helpers/standin.h"
 #include "tests/helpers/testutil.h"
 
 #define FUSE_MAGIC 0x65735546
@@ -528,6 +529,17 @@ static void read_to_eof(int fd) {
     ;
 }
 
+/* Opens a running task's transcript through the mount and reads it to its
+ * end: a poll then finds nothing to read. */
+static int open_read_to_end(const char *id) {
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  cr_assert_geq(fd, 0);
+  read_to_eof(fd);
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  cr_assert_eq(poll(&pfd, 1, 0), 0, "a running task's read transcript is not readable");
+  return fd;
+}
+
 Test(mount, poll_and_epoll_wake_on_append) {
   char id[TFS_ID_MAX + 1];
   talking_task(id);
@@ -761,6 +773,84 @@ Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads
   read_to_eof(fd);
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
   cr_assert_eq(poll(&pfd, 1, 20000), 1, "an ended task's transcript must poll readable");
+  close(fd);
+}
+
+/* Kills pid after a pause, from a child, while the test sleeps in poll(). */
+static void kill_later(pid_t pid) {
+  pid_t k = fork();
+  cr_assert_geq(k, 0);
+  if (k == 0) {
+    usleep(300 * 1000);
+    _exit(kill(pid, SIGKILL) ? 1 : 0);
+  }
+  track(k);
+}
+
+/* A supervisor that dies without a word (no record, no output) leaves its
+ * task lost: a poller on its transcript is woken by the watch's tick and
+ * sees EOF. */
+Test(mount, poll_wakes_when_a_supervisor_dies_without_a_word) {
+  char id[TFS_ID_MAX + 1];
+  make_task(NULL, id);
+  append_line(id, "said before");
+  pid_t sup = tu_standin_supervisor(g_state, id, 0); /* it never writes a byte */
+  cr_assert_gt(sup, 0);
+  track(sup);
+  int fd = open_read_to_end(id);
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  kill_later(sup);
+  /* When its timeout runs out, poll() asks the file once more, and the
+   * task reads lost by then: only a return well before the timeout shows
+   * that the mount woke the poller. */
+  int64_t t0 = tfs_now_ms();
+  cr_assert_eq(poll(&pfd, 1, 30000), 1, "poll did not wake when the supervisor died");
+  cr_assert_lt(tfs_now_ms() - t0, 25000, "poll was not woken, it timed out");
+  char buf[16];
+  cr_assert_eq(read(fd, buf, sizeof buf), 0, "a lost task's transcript is at its end");
+  cr_assert(record_state_is(id, "lost"));
+  close(fd);
+}
+
+/* How many inotify instances process pid holds. */
+static int inotify_fds(pid_t pid) {
+  char path[64], target[64];
+  int n = 0;
+  for (int fd = 0; fd < 1024; fd++) {
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    if (len > 0) {
+      target[len] = 0;
+      n += strcmp(target, "anon_inode:inotify") == 0;
+    }
+  }
+  return n;
+}
+
+/* TASKFS_NO_INOTIFY is read by the mount as by every other face: it keeps
+ * no inotify instance, and a poll is still woken, by the tick. */
+Test(mount, without_inotify_poll_still_wakes_on_append) {
+  cr_expect_eq(inotify_fds(g_mount_pid), 1, "the mount's one store watch");
+  kill(-g_mount_pid, SIGTERM);
+  waitpid(g_mount_pid, NULL, 0);
+  g_mount_pid = -1;
+  cr_assert(tu_wait_until(is_unmounted, NULL, 20000));
+  setenv("TASKFS_NO_INOTIFY", "1", 1);
+  start_mount();
+  unsetenv("TASKFS_NO_INOTIFY");
+  cr_expect_eq(inotify_fds(g_mount_pid), 0, "TASKFS_NO_INOTIFY=1, yet the mount uses inotify");
+
+  char id[TFS_ID_MAX + 1];
+  talking_task(id);
+  contains_t c = {mpath("tasks/%s/transcript", id), "before tail"};
+  cr_assert(tu_wait_until(file_contains, &c, 20000));
+  int fd = open_read_to_end(id);
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  say_later("late");
+  cr_assert_eq(poll(&pfd, 1, 20000), 1, "poll did not wake on append without inotify");
+  char buf[64];
+  cr_assert_eq(read(fd, buf, sizeof buf), 5);
+  cr_assert_eq(memcmp(buf, "late\n", 5), 0);
   close(fd);
 }
 

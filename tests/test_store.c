@@ -1018,3 +1018,91 @@ Test(store, reopened_handle_survives_the_originals_refresh) {
   tfs_store_close(copy);
   cr_assert_eq(tfs_store_open(fx_path(""), &fx_store), 0);
 }
+
+/* tfs_task_load leaves the record freeable on every path, whatever the
+ * caller's memory held before; tfs_task_load_reason says in words why a
+ * record does not load (what `taskfs show` prints). */
+Test(store, a_failed_load_is_freeable_and_says_why) {
+  char id[TFS_ID_MAX + 1], other[TFS_ID_MAX + 1], p[128], why[256];
+  tfs_record_t rec;
+  fx_create("x", NULL, id);
+  fx_create("y", NULL, other);
+  snprintf(p, sizeof p, "tasks/%s/record.json", id);
+  const char *bad_ids[] = {"zzzzzzzz-zzzzzz", "../x", id};
+  fx_write(p, "{\"v\": 1, \"id\": tru");
+  for (size_t i = 0; i < 3; i++) {
+    memset(&rec, 0xa5, sizeof rec); /* garbage, as an uninitialized local */
+    cr_assert_lt(tfs_task_load(fx_store, bad_ids[i], &rec), 0);
+    tfs_record_free(&rec);
+  }
+  cr_assert_eq(tfs_task_load_reason(fx_store, id, &rec, why, sizeof why), TFS_ECORRUPT);
+  cr_assert(strstr(why, "record.json: line 1"), "%s", why);
+  tfs_record_free(&rec);
+
+  struct {
+    const char *what, *want;
+  } cases[] = {{"empty", "it is empty"},
+               {"dir", "it is a directory"},
+               {"fifo", "it is not a regular file"},
+               {"other", "it is the record of another task"},
+               {"symlink", "it is a symlink"}};
+  char target[4096];
+  snprintf(target, sizeof target, "%s", fx_path(p));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    unlink(target);
+    rmdir(target);
+    const char *w = cases[i].what;
+    if (!strcmp(w, "empty"))
+      fx_write(p, "");
+    else if (!strcmp(w, "dir"))
+      cr_assert_eq(mkdir(target, 0700), 0);
+    else if (!strcmp(w, "fifo"))
+      cr_assert_eq(mkfifo(target, 0600), 0);
+    else if (!strcmp(w, "symlink"))
+      cr_assert_eq(symlink("/etc/passwd", target), 0);
+    else {
+      char from[128], *text;
+      size_t len;
+      snprintf(from, sizeof from, "tasks/%s/record.json", other);
+      cr_assert_not_null(text = tu_read_file(fx_path(from), &len));
+      cr_assert_eq(tu_write_file(target, text, len), 0);
+      free(text);
+    }
+    int err = tfs_task_load_reason(fx_store, id, &rec, why, sizeof why);
+    cr_assert(err == TFS_ECORRUPT || err == TFS_ESYMLINK, "%s: %s", w, tfs_strerror(err));
+    cr_assert(strstr(why, cases[i].want), "%s: '%s'", w, why);
+    tfs_record_free(&rec);
+  }
+  cr_assert_eq(tfs_task_load_reason(fx_store, other, &rec, why, sizeof why), 0);
+  cr_assert_str_eq(why, "", "a record that loads has no reason");
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_task_load_reason(fx_store, "zzzzzzzz-zzzzzz", &rec, NULL, 0), TFS_ENOTASK);
+}
+
+/* tfs_task_dirs lists only real task directories: what tfs_task_stat and
+ * a lookup through the mount accept. */
+Test(store, task_dirs_are_the_real_directories) {
+  char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1], path[4096];
+  fx_create("x", NULL, a);
+  fx_create("y", NULL, b);
+  cr_assert_eq(symlink(fx_path("tasks"), fx_path("tasks/zzzzzzzz-symlnk")), 0);
+  fx_write("tasks/zzzzzzzz-afile0", "x");
+  char **ids;
+  size_t n;
+  cr_assert_eq(tfs_task_ids(fx_store, &ids, &n), 0);
+  cr_assert_eq(n, 4, "every well-formed name");
+  tfs_ids_free(ids, n);
+  cr_assert_eq(tfs_task_dirs(fx_store, &ids, &n), 0);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(ids[0], a);
+  cr_assert_str_eq(ids[1], b);
+  cr_assert_null(ids[2]);
+  tfs_ids_free(ids, n);
+  struct stat st;
+  cr_assert_eq(tfs_task_stat(fx_store, "zzzzzzzz-symlnk", &st), TFS_ENOTASK);
+  cr_assert_eq(tfs_task_path(fx_store, a, path, sizeof path), 0);
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+  cr_assert_eq(tfs_task_path(fx_store, "../etc", path, sizeof path), TFS_EBADID);
+  cr_assert_eq(tfs_task_path(fx_store, a, path, 8), -ENAMETOOLONG);
+}

@@ -333,10 +333,17 @@ int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
  * record says running/queued-with-supervisor but the task lock is free, the
  * returned record reads TFS_LOST (nothing is written; see
- * tfs_task_settle_lost). rec is initialized by the call: pass an empty or
- * freed record, never one that still owns allocations (they would leak);
- * free it with tfs_record_free() on success. */
+ * tfs_task_settle_lost). rec is initialized by the call, whatever it held
+ * (uninitialized memory is fine; a record that still owns allocations
+ * would leak them), and is left freeable on every path: tfs_record_free()
+ * after any return, success or error, is right and safe. */
 int tfs_task_load(tfs_store_t *store, const char *id, tfs_record_t *rec);
+/* tfs_task_load(), and for a record that does not load (TFS_ECORRUPT,
+ * TFS_ESYMLINK) why, in words, into why: the parser's message ("record.json:
+ * field 'state': ..."), "it is a directory", "it is empty", "it is a
+ * symlink", ... (`taskfs show`). why may be NULL; "" when it loads. */
+int tfs_task_load_reason(tfs_store_t *store, const char *id, tfs_record_t *rec, char *why,
+                         size_t whylen);
 /* If the task reads running but its lock is free, takes the lock and writes
  * state lost. Returns 1 if it wrote, 0 if nothing to do. */
 int tfs_task_settle_lost(tfs_store_t *store, const char *id);
@@ -405,6 +412,10 @@ int tfs_task_list_opts(tfs_store_t *store, const tfs_list_opts_t *opts, tfs_list
 /* All task ids, oldest first, without reading any record. *ids is a
  * malloc'ed array of malloc'ed strings; free with tfs_ids_free. */
 int tfs_task_ids(tfs_store_t *store, char ***ids, size_t *n);
+/* As tfs_task_ids(), only the ids that are real directories (what
+ * tfs_task_stat() accepts: a symlink or a file planted under an id is left
+ * out), from d_type where the file system gives it (the mount's tasks/). */
+int tfs_task_dirs(tfs_store_t *store, char ***ids, size_t *n);
 void tfs_ids_free(char **ids, size_t n);
 /* Number of tasks, without reading records. */
 int64_t tfs_task_count(tfs_store_t *store);
@@ -438,6 +449,10 @@ int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who);
  * task that has ended, only the request the record says ended it counts:
  * a stale cancel file beside an end of its own reads as 0. */
 int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t wholen, int64_t *at_ms);
+/* What a face shows as the task's stop request: 1 if one is pending (as
+ * tfs_cancel_query), or the task has ended by one (the request its record
+ * names, also once the supervisor has consumed the cancel file), else 0. */
+int tfs_cancel_status(tfs_store_t *store, const char *id, char *who, size_t wholen, int64_t *at_ms);
 int tfs_cancel_clear(tfs_store_t *store, const char *id);
 
 /* ---- transcript -------------------------------------------------------- */
@@ -609,6 +624,9 @@ typedef enum {
 
 /* The file's name inside tasks/<id>/ (for messages and diagnostics). */
 const char *tfs_task_file_name(tfs_task_file_t which);
+/* The path of the task's directory, for a message that tells a user what
+ * to look at or remove; faces never open it. 0 or -ENAMETOOLONG. */
+int tfs_task_path(const tfs_store_t *store, const char *id, char *buf, size_t len);
 /* Opens the file with flags | O_NOFOLLOW | O_CLOEXEC (mode for O_CREAT).
  * The open never blocks, and the file must be what it should be: a regular
  * file, the doorbell a FIFO; anything else (a planted FIFO, device,
