@@ -88,7 +88,7 @@ static SX_UNUSED int sx_zombie(const char *name) {
 /* 1 if the process runs in this test's directory (workers do), so that
  * another checkout running the same tests at the same time is not
  * counted. */
-static int in_test_dir(const char *name) {
+static SX_UNUSED int in_test_dir(const char *name) {
   char path[64], cwd[PATH_MAX];
   snprintf(path, sizeof path, "/proc/%s/cwd", name);
   ssize_t n = readlink(path, cwd, sizeof cwd - 1);
@@ -111,11 +111,19 @@ static SX_UNUSED int sx_procs_with(const char *needle) {
   return sx_each_proc(count_cmd, (void *)needle);
 }
 
+/* Kills every process whose command line contains arg: used with the
+ * test's store path, which only its supervisors name (they run in /). */
 static int kill_cmd(pid_t pid, const char *name, void *arg) {
   char buf[4096];
   if (sx_cmdline(name, buf, sizeof buf) == 0 && strstr(buf, (const char *)arg))
     kill(pid, SIGKILL);
   return 0;
+}
+
+/* The same for this test's processes only (a marker like "sleep 300.125"
+ * may run in another checkout's test too). */
+static int kill_cmd_here(pid_t pid, const char *name, void *arg) {
+  return in_test_dir(name) ? kill_cmd(pid, name, arg) : 0;
 }
 
 static int kill_in_dir(pid_t pid, const char *name, void *arg) {
@@ -132,7 +140,7 @@ static int kill_in_dir(pid_t pid, const char *name, void *arg) {
 }
 
 static SX_UNUSED void sx_kill_procs_with(const char *needle) {
-  sx_each_proc(kill_cmd, (void *)needle);
+  sx_each_proc(kill_cmd_here, (void *)needle);
 }
 
 static int none_alive(void *arg) {
@@ -213,7 +221,7 @@ static SX_UNUSED void sx_start(char id[TFS_ID_MAX + 1], const char *script,
 /* Waits (generously) for the task to end; returns its record. */
 static SX_UNUSED tfs_record_t sx_wait(const char *id, int64_t timeout_ms) {
   tfs_record_t rec;
-  int err = tfs_wait_end(sx_store, id, timeout_ms, &rec);
+  int err = tfs_task_wait_end(sx_store, id, timeout_ms, NULL, &rec);
   cr_assert_eq(err, 0, "task %s did not end: %s", id, tfs_strerror(err));
   return rec;
 }
