@@ -185,8 +185,4 @@ Test(ls_many, core_listing_options) {
     cr_assert_str_eq(out[0], ids[99]);
     cr_assert_str_eq(out[2], ids[97]);
   }
-  /* The old entry point is the same listing. */
-  size_t corrupt = 0;
-  cr_assert_eq(tfs_task_list(store, NULL, NULL, &corrupt), 0);
-  cr_assert_eq(corrupt, 1);
 }

@@ -350,12 +350,6 @@ int tfs_task_alive(tfs_store_t *store, const char *id);
  * Returns the lock fd (O_CLOEXEC; closing it releases the lock). */
 int tfs_task_lock(tfs_store_t *store, const char *id);
 
-/* Every task, oldest first. cb is called once per readable record, in
- * order; corrupt ones are counted in *corrupt (may be NULL) and skipped.
- * cb returns non-zero to stop early. */
-typedef int (*tfs_task_cb)(const tfs_record_t *rec, void *arg);
-int tfs_task_list(tfs_store_t *store, tfs_task_cb cb, void *arg, size_t *corrupt);
-
 /* The listing every face uses (`taskfs ls`, MCP lists, the mount, the
  * viewers): ids from one readdir, records loaded on up to two threads in
  * chunks (the JSON parse is the cost), handed to cb on the calling thread
@@ -484,7 +478,6 @@ int tfs_transcript_copy(tfs_store_t *store, const char *id, int64_t last_n, int 
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
-int64_t tfs_follower_lineno(const tfs_follower_t *f); /* last line delivered */
 void tfs_follower_close(tfs_follower_t *f);
 
 /* ---- watching and waiting -------------------------------------------------- */
