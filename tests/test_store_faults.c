@@ -12,21 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "taskfs/taskfs.h"
 #include "tests/helpers/testutil.h"
 
-static char *tmp;                   /* per-test directory */
-static char small[PATH_MAX];        /* a tmpfs mounted by the test, or "" */
-static char sub_mnt[PATH_MAX + 64]; /* one mounted inside a task, or "" */
+static char *tmp;                    /* per-test directory */
+static char small[PATH_MAX];         /* a tmpfs mounted by the test, or "" */
+static char sub_mnt[PATH_MAX + 64];  /* one mounted inside a task, or "" */
+static char binds[2][PATH_MAX + 64]; /* files bind-mounted over, or "" */
 static char state_dir[PATH_MAX + 16];
 static tfs_store_t *store;
 
 static void setup(void) {
   tmp = tu_tmpdir("faults");
-  small[0] = sub_mnt[0] = 0;
+  small[0] = sub_mnt[0] = binds[0][0] = binds[1][0] = 0;
 }
 
 static void teardown(void) {
@@ -37,6 +39,9 @@ static void teardown(void) {
     umount2(small, MNT_DETACH);
   if (sub_mnt[0])
     umount2(sub_mnt, MNT_DETACH);
+  for (int i = 0; i < 2; i++)
+    if (binds[i][0])
+      umount2(binds[i], MNT_DETACH);
   tu_sh(NULL, "chattr -R -i '%s' 2>/dev/null", tmp);
   tu_rmrf(tmp);
   free(tmp);
@@ -224,4 +229,61 @@ Test(store_faults, a_mount_point_in_a_task_is_ebusy) {
   sub_mnt[0] = 0;
   cr_assert_eq(tfs_task_forget(store, id), 0);
   cr_assert_eq(tfs_task_count(store), 0);
+}
+
+/* A directory planted where a file is replaced: the save and the stop
+ * request fail (EISDIR), the directory stays, and no temp file is left. */
+Test(store_faults, a_directory_planted_as_a_file_is_refused) {
+  char id[TFS_ID_MAX + 1], path[PATH_MAX + 96];
+  snprintf(state_dir, sizeof state_dir, "%s/state", tmp);
+  cr_assert_eq(tfs_store_open(state_dir, &store), 0);
+  create(id);
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(store, id, &rec), 0);
+  snprintf(path, sizeof path, "%s/tasks/%s/cancel", state_dir, id);
+  cr_assert_eq(mkdir(path, 0700), 0);
+  cr_assert_eq(tfs_cancel_request(store, id, "tester"), -EISDIR);
+  snprintf(path, sizeof path, "%s/tasks/%s/record.json", state_dir, id);
+  char moved[PATH_MAX + 128];
+  snprintf(moved, sizeof moved, "%s.kept", path);
+  cr_assert_eq(rename(path, moved), 0);
+  cr_assert_eq(mkdir(path, 0700), 0);
+  cr_assert_eq(tfs_task_save(store, &rec), -EISDIR);
+  tfs_record_free(&rec);
+  cr_assert_eq(dotfiles(id), 0, "a temp file was left behind");
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+}
+
+/* Bind-mounts the file src over dst (created empty) in slot i. */
+static void bind_over(int i, const char *src, const char *dst) {
+  cr_assert_eq(tu_write_file(dst, "", 0), 0);
+  if (mount(src, dst, NULL, MS_BIND, NULL) != 0)
+    cr_skip_test("cannot bind-mount %s: %s", src, strerror(errno));
+  snprintf(binds[i], sizeof binds[i], "%s", dst);
+}
+
+/* A file whose size says 0 but holds bytes (what procfs, sysfs and some
+ * network or FUSE file systems report) is read to its end; one longer than
+ * a key can be is refused. Here: this process's /proc comm, named after the
+ * task, bind-mounted over a key file, and its /proc maps over another. */
+Test(store_faults, a_file_whose_size_lies_is_read_to_its_end) {
+  char id[TFS_ID_MAX + 1], got[TFS_ID_MAX + 1], src[64], path[PATH_MAX + 64];
+  snprintf(state_dir, sizeof state_dir, "%s/state", tmp);
+  cr_assert_eq(tfs_store_open(state_dir, &store), 0);
+  create(id);
+  cr_assert_eq(prctl(PR_SET_NAME, id), 0);
+  snprintf(src, sizeof src, "/proc/%d/comm", (int)getpid());
+  snprintf(path, sizeof path, "%s/keys/sized-zero", state_dir);
+  bind_over(0, src, path);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_eq(st.st_size, 0, "comm has a size here: the test proves nothing");
+  cr_assert_eq(tfs_key_lookup(store, "sized-zero", got), 0);
+  cr_assert_str_eq(got, id);
+  snprintf(src, sizeof src, "/proc/%d/maps", (int)getpid());
+  snprintf(path, sizeof path, "%s/keys/too-long", state_dir);
+  bind_over(1, src, path);
+  cr_assert_eq(tfs_key_lookup(store, "too-long", got), TFS_ECORRUPT);
 }
