@@ -32,7 +32,7 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 
-.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan coverage
+.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan coverage api-reach
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -110,7 +110,7 @@ format:
 	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
 
 clean:
-	rm -rf $(BUILD) build-asan build-cov
+	rm -rf $(BUILD) build-asan build-cov build-reach
 
 # `make coverage`: line coverage of core/ and supervisor/ from the whole
 # suite (the C tests and the MCP node tests, which drive the binary). Built
@@ -131,6 +131,13 @@ coverage:
 	lcov --list $(COV_BUILD)/coverage.info | tee $(COV_BUILD)/coverage.txt
 	genhtml --quiet --output-directory $(COV_BUILD)/html $(COV_BUILD)/coverage.info
 	@lcov --summary $(COV_BUILD)/coverage.info 2>&1 | grep -E 'lines|functions'
+
+# `make api-reach`: each public function of libtaskfs.a and
+# libtaskfs-supervisor.a, whether the shipped binary reaches it (a
+# --gc-sections link in build-reach), and who calls it; fails when one is
+# called by tests alone.
+api-reach:
+	./scripts/api-reach.sh build-reach
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -123,7 +123,7 @@ static int cmd_fill(tfs_store_t *store, long n) {
   return 0;
 }
 
-static int print_one(const tfs_record_t *rec, void *arg) {
+static int print_one(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   printf("%s %s %d %d\n", rec->id, tfs_state_name(rec->state), (int)rec->supervisor_pid,
          (int)rec->worker_pid);
   return 0;
@@ -136,7 +136,7 @@ typedef struct {
   int err;
 } cancel_ctx_t;
 
-static int cancel_one(const tfs_record_t *rec, void *arg) {
+static int cancel_one(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   cancel_ctx_t *c = arg;
   if (tfs_state_terminal(rec->state))
     return 0;
@@ -188,13 +188,12 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "fill") && argc == 4) {
     rc = cmd_fill(store, atol(argv[3]));
   } else if (!strcmp(argv[1], "pids")) {
-    size_t corrupt = 0;
-    err = tfs_task_list(store, print_one, NULL, &corrupt);
+    err = tfs_task_list_opts(store, NULL, print_one, NULL, NULL);
     if (err < 0)
       rc = fail("list", err);
   } else if (!strcmp(argv[1], "cancel-all") && argc == 4) {
     cancel_ctx_t c = {store, argv[3], 0, 0};
-    err = tfs_task_list(store, cancel_one, &c, NULL);
+    err = tfs_task_list_opts(store, NULL, cancel_one, &c, NULL);
     if (err < 0)
       rc = fail("list", err);
     else if (c.err)

@@ -42,6 +42,31 @@ static void ring_doorbell(tfs_store_t *store, const char *id) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The supervisor's end: whatever has the name (a FIFO left by a killed
+ * supervisor, or a file planted there) is replaced, since the caller owns
+ * the task. O_RDWR makes the caller a reader (writers never get ENXIO) and
+ * a writer (its reads never see EOF); the type is checked on the fd, so a
+ * swap between mkfifoat and openat is refused. */
+int tfs_doorbell_open(tfs_store_t *store, const char *id) {
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  const char *name = TFS__FILE(DOORBELL);
+  if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+    return -errno;
+  if (mkfifoat(dfd, name, 0600) < 0)
+    return -errno;
+  int fd TFS_AUTOCLOSE = openat(dfd, name, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return tfs__open_err(errno);
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+    return TFS_ECORRUPT;
+  int bell = fd;
+  fd = -1;
+  return bell;
+}
+
 /* The request's text: {"by": who (valid UTF-8), "at": now} and a newline.
  * *by gets the sanitized who, which the supervisor copies into the record
  * with *at when the request ends the task. */

@@ -42,7 +42,7 @@ static int remove_ended(tfs_store_t *store, const char *id) {
   if (err == -ENOENT) /* no record yet: being created, unless that is old */
     return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS
                ? -EBUSY
-               : tfs__rm_tree_at(store->tasks_fd, id);
+               : tfs__rm_task(store, id);
   if (err == TFS_ENOTASK || err == -ENOMEM)
     return err;
   if (!err) {
@@ -53,7 +53,7 @@ static int remove_ended(tfs_store_t *store, const char *id) {
     if (!ended)
       return -EBUSY; /* queued: a supervisor may be on its way */
   }
-  return tfs__rm_tree_at(store->tasks_fd, id);
+  return tfs__rm_task(store, id);
 }
 
 int tfs_task_forget(tfs_store_t *store, const char *id) {

@@ -165,27 +165,45 @@ int tfs_read_small(int dirfd, const char *name, size_t max, char **out, size_t *
       break;
     n += (size_t)r;
   }
-  if (n > max) {
-    free(buf);
-    return -EFBIG;
-  }
-  buf[n] = '\0';
+  buf[n] = '\0'; /* n < cap <= max + 1: a file past max stopped the loop */
   *out = buf;
   if (len)
     *len = n;
   return 0;
 }
 
-int tfs__rm_tree_at(int dirfd, const char *name) {
+/* 1 if the directory fd is the root of a mount below parent (a mount point
+ * planted in a task, or a bind mount): a removal never crosses into another
+ * file system, whatever it holds. */
+static int mount_root(int parent, int fd) {
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO, &sx) == 0 &&
+      (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+  struct stat a, b;
+  return fstat(parent, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+/* unlinkat() says EISDIR for a directory (POSIX allows EPERM, which is
+ * also what an immutable or append-only file gets): a name that turns out
+ * not to be a directory keeps the unlink's error, so a file that cannot be
+ * removed is reported as such, not as a planted symlink. In the top
+ * directory, last (if not NULL) goes only once everything else has. */
+static int rm_tree(int dirfd, const char *name, const char *last) {
   if (unlinkat(dirfd, name, 0) == 0)
     return 0;
   if (errno == ENOENT)
     return 0;
   if (errno != EISDIR && errno != EPERM)
     return -errno;
+  int unlink_err = errno;
   int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return tfs__open_err(errno);
+    return errno == ENOTDIR ? -unlink_err : tfs__open_err(errno);
+  if (mount_root(dirfd, fd)) {
+    close(fd);
+    return -EBUSY;
+  }
   DIR *d = fdopendir(fd);
   if (!d) {
     int e = -errno;
@@ -195,16 +213,30 @@ int tfs__rm_tree_at(int dirfd, const char *name) {
   int err = 0;
   struct dirent *de;
   while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+        (last && !strcmp(de->d_name, last)))
       continue;
-    int e = tfs__rm_tree_at(fd, de->d_name);
+    int e = rm_tree(fd, de->d_name, NULL);
     if (e && !err)
       err = e;
   }
+  if (last && !err)
+    err = rm_tree(fd, last, NULL); /* whatever it is: a planted dir too */
   closedir(d);
   if (unlinkat(dirfd, name, AT_REMOVEDIR) && errno != ENOENT && !err)
     err = -errno;
   return err;
+}
+
+int tfs__rm_tree_at(int dirfd, const char *name) {
+  return rm_tree(dirfd, name, NULL);
+}
+
+/* The record goes last: a removal that fails half way (a file that cannot
+ * be removed, a mount point inside) leaves the task readable as it was,
+ * ended, and a later forget finishes it. */
+int tfs__rm_task(const tfs_store_t *store, const char *id) {
+  return rm_tree(store->tasks_fd, id, TFS__FILE(RECORD));
 }
 
 int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first) {

@@ -75,6 +75,9 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
+/* Removes tasks/<id> so, with its record last: a removal that fails half
+ * way leaves the task as it was (readable, ended). */
+int tfs__rm_task(const tfs_store_t *store, const char *id);
 
 /* Takes / releases the store-wide key lock (flock on keys/). */
 int tfs__keys_lock(const tfs_store_t *store);

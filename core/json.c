@@ -340,16 +340,3 @@ char *tfs__json_str(const tfs__jdoc_t *d, int i, size_t *len) {
     *len = o;
   return out;
 }
-
-int tfs__json_str_is(const tfs__jdoc_t *d, int i, const char *s) {
-  const tfs__jnode_t *n = &d->v[i];
-  size_t k = strlen(s);
-  if (n->type != TFS__J_STR)
-    return 0;
-  if (!n->esc)
-    return n->len == k && !memcmp(n->s, s, k);
-  char *v = tfs__json_str(d, i, NULL);
-  int same = v && !strcmp(v, s);
-  free(v);
-  return same;
-}

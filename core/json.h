@@ -49,7 +49,5 @@ int tfs__json_next(const tfs__jdoc_t *d, int elem);
 /* A string's value, unescaped and NUL-terminated (it may hold NUL bytes:
  * *len counts them), malloc'ed; NULL without memory. */
 char *tfs__json_str(const tfs__jdoc_t *d, int i, size_t *len);
-/* 1 if node i is the string s. */
-int tfs__json_str_is(const tfs__jdoc_t *d, int i, const char *s);
 
 #endif

@@ -61,26 +61,6 @@ int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort
   return collect(store, out, n, sort, 0);
 }
 
-typedef struct {
-  tfs_task_cb cb;
-  void *arg;
-} plain_t;
-
-static int plain_cb(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
-  plain_t *p = arg;
-  return p->cb ? p->cb(rec, p->arg) : 0;
-}
-
-/* Every task oldest first: the listing of tfs_task_list_opts, all of it. */
-int tfs_task_list(tfs_store_t *store, tfs_task_cb cb, void *arg, size_t *corrupt) {
-  plain_t p = {cb, arg};
-  tfs_list_stats_t st;
-  int err = tfs_task_list_opts(store, NULL, plain_cb, &p, &st);
-  if (corrupt)
-    *corrupt = err ? 0 : st.corrupt;
-  return err;
-}
-
 /* The ids as a malloc'ed array of malloc'ed strings. */
 static int ids_strv(tfs_store_t *store, int dirs_only, char ***ids_out, size_t *n_out) {
   tfs__idbuf_t *ids;

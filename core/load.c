@@ -36,13 +36,13 @@ static int no_openat2;
  * the open; the caller refuses anything but a regular file. */
 static int record_open(const tfs_store_t *store, const char *id) {
   if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
-    char path[TFS_ID_MAX + sizeof "/record.json"];
+    char path[TFS_ID_MAX + 32];
     struct open_how how = {
         .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
     };
-    snprintf(path, sizeof path, "%s/record.json", id);
-    long fd = syscall(SYS_openat2, tfs_store_tasks_fd(store), path, &how, sizeof how);
+    snprintf(path, sizeof path, "%s/%s", id, TFS__FILE(RECORD));
+    long fd = syscall(SYS_openat2, store->tasks_fd, path, &how, sizeof how);
     if (fd >= 0)
       return (int)fd;
     if (errno == ELOOP || errno == EXDEV)

@@ -36,16 +36,23 @@ int tfs_task_alive(tfs_store_t *store, const char *id) {
   return errno == EWOULDBLOCK ? 1 : -errno;
 }
 
+/* A supervisor that finds the lock busy waits LOCK_WAIT_MS at most: the
+ * others who take it (settling a lost task, failing a queued one,
+ * forgetting it) hold it a moment only, so a lock still busy after that
+ * belongs to another supervisor. A task may be launched twice (a
+ * `run --key` adopting a task whose launcher died races with a late first
+ * launch), and the second supervisor must not wait, blocked, for the
+ * task's whole life. */
+#define LOCK_WAIT_MS 2000
+#define LOCK_RETRY_MS 50
+
 int tfs_task_lock(tfs_store_t *store, const char *id) {
-  int fd = tfs__open_lock(store, id, O_RDWR | O_CREAT);
-  if (fd < 0)
-    return fd;
-  int err = tfs__flock_wait(fd, LOCK_EX);
-  if (err) {
-    close(fd);
-    return err;
+  for (int waited = 0;; waited += LOCK_RETRY_MS) {
+    int fd = tfs__task_trylock(store, id);
+    if (fd != -EBUSY || waited >= LOCK_WAIT_MS)
+      return fd;
+    tfs__sleep_ms(LOCK_RETRY_MS);
   }
-  return fd;
 }
 
 int tfs__task_trylock(tfs_store_t *store, const char *id) {

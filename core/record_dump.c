@@ -10,6 +10,7 @@
  * only '"', '\\' and C0 controls are escaped (\b \f \n \r \t, else
  * \u00XX in upper-case hex). */
 #include "core/internal.h"
+#include "taskfs/text.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -239,15 +240,13 @@ static void dump_outcome(jw_t *w, const tfs_record_t *rec) {
   num_or_null(w, rec->exit_code >= 0, rec->exit_code);
   key(w, "signal");
   num_or_null(w, rec->signal != 0, rec->signal);
-  const char *abbrev = rec->signal ? sigabbrev_np(rec->signal) : NULL;
+  /* Named as the supervisor's reasons name it (a real-time signal too). */
+  char name[TFS_SIGNAME_MAX];
   key(w, "signalName");
-  if (abbrev) {
-    char name[32];
-    snprintf(name, sizeof name, "SIG%s", abbrev);
-    str(w, name);
-  } else {
+  if (rec->signal)
+    str(w, tfs_signal_name(rec->signal, name));
+  else
     puts_(w, "null");
-  }
   key(w, "reason");
   str(w, rec->reason);
   key(w, "created");

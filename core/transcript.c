@@ -516,10 +516,6 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   return err ? err : n;
 }
 
-int64_t tfs_follower_lineno(const tfs_follower_t *f) {
-  return f->next_lineno - 1;
-}
-
 void tfs_follower_close(tfs_follower_t *f) {
   free(f);
 }

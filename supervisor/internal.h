@@ -16,8 +16,6 @@
 #define SUP_CAPTURE_BUF (64 * 1024)
 /* Bytes of a line that are given to the important-line classifier. */
 #define SUP_CAPTURE_FEED_MAX 4096
-/* Name of the sidecar that lists which transcript lines came from stderr. */
-#define SUP_STDERR_LINES "stderr-lines"
 
 enum { SUP_STDOUT = 0, SUP_STDERR = 1 };
 
@@ -30,7 +28,7 @@ typedef struct {
 
 typedef struct {
   int fd;               /* transcript, O_APPEND */
-  int side_fd;          /* stderr-lines sidecar, O_APPEND; -1: none */
+  int side_fd;          /* TFS_FILE_STDERR_LINES sidecar, O_APPEND; -1: none */
   tfs_important_t *imp; /* fed with every new line; may be NULL */
   int64_t lines;        /* lines in the transcript (a final partial one counts) */
   int64_t bytes;        /* bytes in the transcript */
@@ -77,10 +75,10 @@ void sup_capture_flush_side(sup_capture_t *c);
 
 /* ---- files ------------------------------------------------------------ */
 
-/* Opens tasks/<id>/<name> for writing as a regular file only: O_NONBLOCK so
- * a FIFO planted there fails (ENXIO) instead of hanging, then anything but
- * a regular file is refused (-EINVAL); O_NONBLOCK is cleared again. */
-int sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags);
+/* Opens a task file (mode 0600 if created) as tfs_task_file_open() does:
+ * never hanging on a planted FIFO and refusing anything but a regular
+ * file, which is -EINVAL here ("not a regular file" in its messages). */
+int sup_open_file(tfs_store_t *store, const char *id, tfs_task_file_t which, int flags);
 
 /* ---- the process tree ------------------------------------------------ */
 

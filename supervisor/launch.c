@@ -93,10 +93,11 @@ static int env_memfd(char *const *over, int *fd) {
   return 0;
 }
 
-int sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags) {
-  /* tfs_task_openat() refuses anything but a regular file (TFS_ECORRUPT);
-   * the supervisor's messages call that "not a regular file". */
-  int fd = tfs_task_openat(store, id, name, flags, 0600);
+int sup_open_file(tfs_store_t *store, const char *id, tfs_task_file_t which, int flags) {
+  /* tfs_task_file_open() refuses anything but a regular file
+   * (TFS_ECORRUPT); the supervisor's messages call that "not a regular
+   * file". */
+  int fd = tfs_task_file_open(store, id, which, flags, 0600);
   return fd == TFS_ECORRUPT ? -EINVAL : fd;
 }
 
@@ -202,10 +203,9 @@ static int spawn_prepare(tfs_store_t *store, const char *id, const tfs_launch_op
   *a = NULL;
   if ((sp->devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
     return -errno;
-  sp->logfd =
-      tfs_task_file_open(store, id, TFS_FILE_SUPERVISOR_LOG, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  sp->logfd = sup_open_file(store, id, TFS_FILE_SUPERVISOR_LOG, O_WRONLY | O_CREAT | O_APPEND);
   if (sp->logfd < 0)
-    return sp->logfd == TFS_ECORRUPT ? -EINVAL : sp->logfd;
+    return sp->logfd;
   return pipe2(sp->st, O_CLOEXEC) < 0 ? -errno : 0;
 }
 

@@ -5,7 +5,9 @@
  * the policy does: --restart no|on-failure|always. A quick death (exit
  * within min-uptime) counts towards the crash loop; max_restarts quick
  * deaths in a row are restarted, the next one ends the task failed.
- * Restarts after quick deaths back off: 100 ms doubling to 5 s.
+ * Restarts after quick deaths back off: 100 ms doubling to 5 s, counted
+ * from the exit the record holds, so a record shows every restart at least
+ * its back-off after the exit before it.
  */
 #include "supervisor/sup.h"
 #include "taskfs/text.h"
@@ -19,8 +21,18 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 
+/* The next worker starts no sooner than restart_at_ms, the last worker's
+ * recorded exit plus the back-off, by the clock the record's times are
+ * taken from: libuv's timers count from the loop's cached time, which may
+ * lag the exit, and in whole milliseconds of another clock, so the timer
+ * can fire a little early; then it waits out the rest. */
 static void on_backoff_timer(uv_timer_t *t) {
   sup_t *s = t->data;
+  int64_t left = s->restart_at_ms - tfs_now_ms();
+  if (left > 0) {
+    uv_timer_start(&s->backoff_timer, on_backoff_timer, (uint64_t)left, 0);
+    return;
+  }
   s->rec.restarts++;
   sup_start_worker(s);
 }
@@ -115,6 +127,8 @@ static void schedule_restart(sup_t *s, int64_t uptime_ms, int quick) {
   s->phase = PH_BACKOFF;
   sup_log(s, "restarting in %" PRId64 " ms (%d quick exit(s) in a row)", delay, s->quick_in_row);
   sup_save(s);
+  s->restart_at_ms = s->worker_ended_ms + delay;
+  uv_update_time(&s->loop);
   uv_timer_start(&s->backoff_timer, on_backoff_timer, (uint64_t)delay, 0);
 }
 

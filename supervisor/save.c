@@ -21,9 +21,9 @@
 
 #define SAVE_TICK_MS 250     /* counters are saved at most this often */
 #define ALIVE_EVERY_MS 30000 /* aliveAt is refreshed at least this often */
-/* Space held back for the final record: if the worker's output fills the
- * disk, this file is deleted before the last save so the end still lands. */
-#define RESERVE_NAME "space-reserve"
+/* Space held back for the final record (TFS_FILE_SPACE_RESERVE): if the
+ * worker's output fills the disk, this file is deleted before the last
+ * save so the end still lands. */
 #define RESERVE_BYTES (128 * 1024)
 
 static void on_save_tick(uv_timer_t *t);
@@ -88,7 +88,8 @@ void sup_save_init(sup_t *s) {
 }
 
 void sup_reserve_make(sup_t *s) {
-  int fd TFS_AUTOCLOSE = sup_open_file(s->store, s->id, RESERVE_NAME, O_WRONLY | O_CREAT | O_TRUNC);
+  int fd TFS_AUTOCLOSE =
+      sup_open_file(s->store, s->id, TFS_FILE_SPACE_RESERVE, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0)
     return;
   int err = posix_fallocate(fd, 0, RESERVE_BYTES);
@@ -97,9 +98,7 @@ void sup_reserve_make(sup_t *s) {
 }
 
 static void release_reserve(sup_t *s) {
-  char path[TFS_ID_MAX + 32];
-  snprintf(path, sizeof path, "%s/%s", s->id, RESERVE_NAME);
-  unlinkat(tfs_store_tasks_fd(s->store), path, 0);
+  tfs_task_file_remove(s->store, s->id, TFS_FILE_SPACE_RESERVE);
 }
 
 /* Adds to the reason what the transcript lost, if anything. */

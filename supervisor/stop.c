@@ -104,41 +104,15 @@ static void on_signal(uv_signal_t *h, int signum) {
   request_stop(s, by, tfs_now_ms());
 }
 
-/* Creates tasks/<id>/doorbell, the FIFO that tfs_cancel_request() writes a
- * byte into after it has written the cancel file. One FIFO per task costs a
- * file descriptor, where an inotify watch would cost one of the user's few
- * inotify instances (fs.inotify.max_user_instances, 128 by default), which
- * hundreds of supervisors would use up for every other program. Opened
- * O_RDWR so that this process is a reader (writers do not get ENXIO) and a
- * writer (reads never see EOF). Returns 0, or a negative errno: then stop
- * requests are noticed by the poll alone. */
-static int open_doorbell(sup_t *s) {
-  char path[TFS_ID_MAX + 32];
-  int tfd = tfs_store_tasks_fd(s->store);
-  snprintf(path, sizeof path, "%s/%s", s->id, TFS_DOORBELL);
-  /* Whatever has the name (a FIFO left by a killed supervisor, or a file
-   * planted there) is replaced: this process owns the task. */
-  if (unlinkat(tfd, path, 0) < 0 && errno != ENOENT)
-    return -errno;
-  if (mkfifoat(tfd, path, 0600) < 0)
-    return -errno;
-  int fd TFS_AUTOCLOSE = openat(tfd, path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
-    return -EEXIST; /* replaced between mkfifoat and openat */
-  s->bell_fd = fd;
-  fd = -1;
-  return 0;
-}
-
+/* The doorbell (tfs_doorbell_open), the FIFO that tfs_cancel_request()
+ * writes a byte into after it has written the cancel file. One FIFO per
+ * task costs a file descriptor, where an inotify watch would cost one of
+ * the user's few inotify instances (fs.inotify.max_user_instances, 128 by
+ * default), which hundreds of supervisors would use up for every other
+ * program. */
 void sup_doorbell_close(sup_t *s) {
-  char path[TFS_ID_MAX + 32];
-  if (s->bell_fd < 0)
-    return;
-  snprintf(path, sizeof path, "%s/%s", s->id, TFS_DOORBELL);
-  unlinkat(tfs_store_tasks_fd(s->store), path, 0);
+  if (s->bell_fd >= 0)
+    tfs_task_file_remove(s->store, s->id, TFS_FILE_DOORBELL);
 }
 
 /* The doorbell, unless TASKFS_NO_INOTIFY is on (the name is historical:
@@ -146,9 +120,11 @@ void sup_doorbell_close(sup_t *s) {
 static void start_doorbell(sup_t *s) {
   if (tfs_watch_disabled())
     return;
-  int err = open_doorbell(s);
-  if (err) {
-    sup_log(s, "cannot create the doorbell (%s); polling for stop requests", strerror(-err));
+  s->bell_fd = tfs_doorbell_open(s->store, s->id);
+  if (s->bell_fd < 0) {
+    sup_log(s, "cannot create the doorbell (%s); polling for stop requests",
+            tfs_strerror(s->bell_fd));
+    s->bell_fd = -1;
     return;
   }
   uv_poll_init(&s->loop, &s->bell_poll, s->bell_fd);

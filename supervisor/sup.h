@@ -70,6 +70,7 @@ typedef struct {
   uv_timer_t backoff_timer;
   int quick_in_row;
   int64_t backoff_ms;
+  int64_t restart_at_ms; /* the next worker starts no sooner */
 
   /* save.c */
   uv_timer_t save_timer, alive_timer;

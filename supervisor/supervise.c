@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,30 +111,6 @@ static int parse_args(int argc, char **argv, args_t *a) {
   return -1;
 }
 
-/* Takes the task lock (the same flock as tfs_task_lock(), O_CLOEXEC), but
- * without blocking for ever: a task may be launched twice (a `run --key`
- * adopting a task whose launcher died races with a late first launch), and
- * the second supervisor must not wait, blocked, for the task's whole life.
- * Readers (settling a lost task, a launcher giving up) hold the lock only
- * for a moment, so a lock still busy after 2 s belongs to a supervisor.
- * Returns the fd, -EBUSY, or another negative error. */
-static int lock_task(sup_t *s) {
-  int fd TFS_AUTOCLOSE = tfs_task_openat(s->store, s->id, "lock", O_RDWR | O_CREAT, 0600);
-  if (fd < 0)
-    return fd;
-  for (int i = 0; i < 40; i++) {
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      int locked = fd;
-      fd = -1;
-      return locked;
-    }
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      return -errno;
-    usleep(50 * 1000);
-  }
-  return -EBUSY;
-}
-
 /* Fills the record's supervisor fields for this process. */
 static void claim(sup_t *s) {
   tfs_owner_t o;
@@ -182,7 +157,10 @@ static int take_task(sup_t *s, const char *dir) {
     sup_log(s, "cannot open the store %s: %s", dir, tfs_strerror(err));
     return 111;
   }
-  s->lock_fd = lock_task(s);
+  /* A lock still busy after a short wait is another supervisor's: a task
+   * may be launched twice (tfs_task_start adopting a task whose launcher
+   * died, beside a late first launch), and the second one leaves. */
+  s->lock_fd = tfs_task_lock(s->store, s->id);
   if (s->lock_fd == -EBUSY) {
     sup_log(s, "another supervisor owns this task: nothing to do");
     return 0;
@@ -210,14 +188,13 @@ static int take_task(sup_t *s, const char *dir) {
  * sidecar, and sets the capture up. Returns -1 to go on, or the exit code. */
 static int open_output(sup_t *s) {
   s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  /* As tfs_transcript_open_append(), but a FIFO planted as the transcript
-   * is refused instead of blocking the supervisor for ever. */
-  s->tx_fd = sup_open_file(s->store, s->id, "transcript", O_WRONLY | O_CREAT | O_APPEND);
-  s->side_fd = sup_open_file(s->store, s->id, SUP_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND);
+  /* A FIFO planted as either file is refused, never waited on. */
+  s->tx_fd = tfs_transcript_open_append(s->store, s->id);
+  s->side_fd = sup_open_file(s->store, s->id, TFS_FILE_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND);
   if (s->devnull < 0 || s->tx_fd < 0)
     return fail_setup(s, "cannot open the transcript: %s",
-                      s->tx_fd == -EINVAL ? "it is not a regular file"
-                                          : tfs_strerror(s->tx_fd < 0 ? s->tx_fd : -errno));
+                      s->tx_fd == TFS_ECORRUPT ? "it is not a regular file"
+                                               : tfs_strerror(s->tx_fd < 0 ? s->tx_fd : -errno));
   fcntl(s->tx_fd, F_SETFD, FD_CLOEXEC);
   if (s->side_fd >= 0)
     fcntl(s->side_fd, F_SETFD, FD_CLOEXEC);

@@ -92,6 +92,16 @@ static __attribute__((unused)) void fx_set_state(const char *id, tfs_state_t sta
   tfs_record_free(&rec);
 }
 
+/* Lists every task as the faces do (tfs_task_list_opts, oldest first),
+ * asserting success; returns how many records were corrupt. cb may be
+ * NULL. */
+static __attribute__((unused)) size_t fx_list(tfs_list_cb cb, void *arg) {
+  tfs_list_stats_t st;
+  int err = tfs_task_list_opts(fx_store, NULL, cb, arg, &st);
+  cr_assert_eq(err, 0, "tfs_task_list_opts: %s", tfs_strerror(err));
+  return st.corrupt;
+}
+
 /* Waits for a child and returns its exit status (or 128 + signal). */
 static __attribute__((unused)) int fx_wait(pid_t pid) {
   int st;

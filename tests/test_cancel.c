@@ -73,7 +73,7 @@ Test(cancel, rings_only_a_fifo) {
   char id[TFS_ID_MAX + 1], p[64], target[PATH_MAX], buf[8];
   struct stat st;
   fx_create("x", NULL, id);
-  snprintf(p, sizeof p, "tasks/%s/" TFS_DOORBELL, id);
+  snprintf(p, sizeof p, "tasks/%s/%s", id, tfs_task_file_name(TFS_FILE_DOORBELL));
 
   /* No doorbell, or a FIFO nobody reads: the request still succeeds. */
   cr_assert_eq(tfs_cancel_request(fx_store, id, "a"), 0);

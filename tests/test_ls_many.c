@@ -213,10 +213,6 @@ Test(ls_many, core_listing_options) {
     cr_assert_eq(c.n, 997, "the rest: 2988, 2985, ... 0");
     cr_assert_eq(st.left, 0, "walked to the oldest");
   }
-  /* The old entry point is the same listing. */
-  size_t corrupt = 0;
-  cr_assert_eq(tfs_task_list(store, NULL, NULL, &corrupt), 0);
-  cr_assert_eq(corrupt, 1);
 }
 
 /* ---- `ls --json` is the core listing ----------------------------------- */

@@ -488,7 +488,7 @@ typedef struct {
   int stop_after;
 } collect_t;
 
-static int collect_cb(const tfs_record_t *rec, void *arg) {
+static int collect_cb(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   collect_t *c = arg;
   strcpy(c->ids[c->n++], rec->id);
   return c->stop_after && c->n >= c->stop_after;
@@ -528,10 +528,8 @@ Test(store, list_skips_and_counts_corrupt) {
   fx_write("tasks/.record.json.tmp.1.abc", "{");
 
   collect_t c = {0};
-  size_t corrupt = 99;
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c, &corrupt), 0);
+  cr_assert_eq(fx_list(collect_cb, &c), 9);
   cr_assert_eq(c.n, 3);
-  cr_assert_eq(corrupt, 9);
   for (int i = 0; i < 3; i++)
     cr_assert_str_eq(c.ids[i], good[i], "oldest first");
   cr_assert_eq(tfs_task_count(fx_store), 12);
@@ -550,13 +548,12 @@ Test(store, list_skips_and_counts_corrupt) {
   snprintf(p, sizeof p, "tasks/%s/record.json", fresh);
   cr_assert_eq(unlink(fx_path(p)), 0);
   collect_t c2 = {.stop_after = 2};
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c2, &corrupt), 0);
+  fx_list(collect_cb, &c2);
   cr_assert_eq(c2.n, 2, "the callback stops the listing");
   collect_t c3 = {0};
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c3, &corrupt), 0);
+  cr_assert_eq(fx_list(collect_cb, &c3), 9);
   cr_assert_eq(c3.n, 3);
-  cr_assert_eq(corrupt, 9);
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c3, NULL), 0);
+  cr_assert_eq(tfs_task_list_opts(fx_store, NULL, collect_cb, &c3, NULL), 0, "no stats");
 
   /* Corrupt tasks can still be forgotten, including the planted dir. */
   for (int i = 0; i < 9; i++)
@@ -735,9 +732,7 @@ Test(store, planted_symlinks_refused) {
   char got[TFS_ID_MAX + 1];
   cr_assert_eq(tfs_task_resolve(fx_store, id2, got), TFS_ESYMLINK);
   /* Listing counts both as corrupt, and forget removes the links only. */
-  size_t corrupt;
-  cr_assert_eq(tfs_task_list(fx_store, NULL, NULL, &corrupt), 0);
-  cr_assert_eq(corrupt, 2);
+  cr_assert_eq(fx_list(NULL, NULL), 2);
   cr_assert_eq(tfs_task_forget(fx_store, id), 0);
   cr_assert_eq(tfs_task_forget(fx_store, id2), 0);
   tfs_record_free(&rec);

@@ -69,10 +69,6 @@ int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_la
                    tfs_start_t *st);
 void tfs_start_free(tfs_start_t *st);
 
-/* Deprecated: tfs_task_wait_end(store, id, timeout_ms, NULL, rec_out) of
- * taskfs.h (the mechanism lives in core); kept until its callers move. */
-int tfs_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec_out);
-
 /* The body of the hidden `taskfs supervise` verb. Returns an exit code. */
 int tfs_supervise_main(int argc, char **argv);
 

@@ -358,15 +358,12 @@ int tfs_task_fail_queued(tfs_store_t *store, const char *id, int code, const cha
 
 /* 1 if a supervisor holds the task's lock, 0 if not, < 0 on error. */
 int tfs_task_alive(tfs_store_t *store, const char *id);
-/* Takes the task lock for the calling process's lifetime (supervisor only);
- * blocks until it is free. Returns the lock fd (O_CLOEXEC). */
+/* Takes the task lock for the calling process's lifetime (the supervisor
+ * does, once). Waits up to 2 s while the lock is held, by the others who
+ * take it for a moment only (settling a lost task, failing a queued one,
+ * forgetting it); still held then, it is another supervisor's: -EBUSY.
+ * Returns the lock fd (O_CLOEXEC; closing it releases the lock). */
 int tfs_task_lock(tfs_store_t *store, const char *id);
-
-/* Every task, oldest first. cb is called once per readable record, in
- * order; corrupt ones are counted in *corrupt (may be NULL) and skipped.
- * cb returns non-zero to stop early. */
-typedef int (*tfs_task_cb)(const tfs_record_t *rec, void *arg);
-int tfs_task_list(tfs_store_t *store, tfs_task_cb cb, void *arg, size_t *corrupt);
 
 /* The listing every face uses (`taskfs ls`, MCP lists, the mount, the
  * viewers): ids from one readdir, records loaded on up to two threads in
@@ -434,10 +431,9 @@ int tfs_task_prune(tfs_store_t *store, size_t keep);
 
 /* ---- stop requests ---------------------------------------------------- */
 
-/* tasks/<id>/doorbell: a FIFO the supervisor reads; a stop request writes
- * one byte into it after the cancel file, so that no inotify watch is
- * needed to notice the request at once. */
-#define TFS_DOORBELL "doorbell"
+/* The doorbell (TFS_FILE_DOORBELL) is a FIFO the supervisor reads; a stop
+ * request writes one byte into it after the cancel file, so that no
+ * inotify watch is needed to notice the request at once. */
 
 /* Records a stop request (who: free text, e.g. "cli pid 123 uid 0"), then
  * rings the task's doorbell (never writing to anything but a FIFO).
@@ -454,6 +450,11 @@ int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t whole
  * names, also once the supervisor has consumed the cancel file), else 0. */
 int tfs_cancel_status(tfs_store_t *store, const char *id, char *who, size_t wholen, int64_t *at_ms);
 int tfs_cancel_clear(tfs_store_t *store, const char *id);
+/* The supervisor's end of the doorbell: a new FIFO in place of whatever
+ * had the name, opened for reading and writing, non-blocking. Returns the
+ * fd, or a negative error (then stop requests are noticed by a poll). The
+ * supervisor removes it at its end (tfs_task_file_remove). */
+int tfs_doorbell_open(tfs_store_t *store, const char *id);
 
 /* ---- transcript -------------------------------------------------------- */
 
@@ -516,7 +517,6 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
-int64_t tfs_follower_lineno(const tfs_follower_t *f); /* last line delivered */
 void tfs_follower_close(tfs_follower_t *f);
 
 /* ---- watching and waiting -------------------------------------------------- */
