@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "taskfs/taskfs.h"
+#include "core/internal.h" /* the store generator writes the layout itself */
 
 static int fail(const char *what, int err) {
   fprintf(stderr, "tfsgen: %s: %s\n", what, tfs_strerror(err));
@@ -86,7 +86,7 @@ static int cmd_fill(tfs_store_t *store, long n) {
   /* The copies are older than the template, one ms apart, so that ids sort
    * in creation order like real ones. */
   int64_t ms0 = now - n - 1000;
-  int tasks = tfs_store_tasks_fd(store);
+  int tasks = tfs__store_tasks_fd(store);
   srand((unsigned)getpid() ^ (unsigned)now);
   for (long i = 0; i < n; i++) {
     char cid[TFS_ID_MAX + 1], rnd[8];

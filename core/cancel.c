@@ -193,7 +193,7 @@ int tfs_cancel_query(tfs_store_t *store, const char *id, char *who, size_t whole
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  int err = tfs_read_small(dfd, TFS__FILE(CANCEL), 65536, &text, &len);
+  int err = tfs__read_small(dfd, TFS__FILE(CANCEL), 65536, &text, &len);
   if (err == -ENOENT)
     return 0;
   if (err && err != -EFBIG && err != TFS_ECORRUPT)

@@ -68,7 +68,7 @@ int tfs_task_file_open(tfs_store_t *store, const char *id, tfs_task_file_t which
   return tfs__open_in_task(store, id, name, flags, mode, which == TFS_FILE_DOORBELL);
 }
 
-int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode) {
+int tfs__task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode) {
   if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
     return -EINVAL;
   /* The doorbell, a FIFO by design, is checked by its users. */

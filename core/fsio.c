@@ -71,7 +71,7 @@ static int fsync_dir(int dirfd) {
 /* The temp file lives in the same directory (rename is atomic only within a
  * filesystem) and starts with '.', which no id or key can, so no reader
  * mistakes it for a record, a task or a key. */
-int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) {
+int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len) {
   return tfs__write_atomic_flags(dirfd, name, data, len, 0, NULL);
 }
 
@@ -117,7 +117,7 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
   }
 }
 
-int tfs_read_small(int dirfd, const char *name, size_t max, char **out, size_t *len) {
+int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len) {
   struct stat st;
   *out = NULL;
   if (len)

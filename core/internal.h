@@ -2,6 +2,7 @@
 #ifndef TASKFS_CORE_INTERNAL_H
 #define TASKFS_CORE_INTERNAL_H
 
+#include "taskfs/cleanup.h"
 #include "taskfs/taskfs.h"
 
 #include <dirent.h>
@@ -66,7 +67,7 @@ int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec);
  * files that must be visible at once but need not survive a crash. */
 #define TFS__WRITE_NOSYNC 1u
 
-/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). st (may
+/* tfs__write_atomic() with flags (0: the same as tfs__write_atomic). st (may
  * be NULL) gets the identity of the file written, so that its writer can
  * tell later whether the name still holds its own file. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
@@ -136,17 +137,21 @@ typedef char tfs__idbuf_t[16];
  * ids, sorted when sort is set, in one malloc'ed array. */
 int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort);
 
-static inline void tfs__closep(int *fd) {
-  if (*fd >= 0) {
-    int e = errno;
-    close(*fd);
-    errno = e;
-  }
-}
-static inline void tfs__freep(void *p) {
-  free(*(void **)p);
-}
-#define TFS_AUTOCLOSE __attribute__((cleanup(tfs__closep)))
-#define TFS_AUTOFREE __attribute__((cleanup(tfs__freep)))
+
+
+/* The store's directory fds and files by name: the disk layout, for core
+ * (and its tests and the bench's store generator) only; faces use the
+ * calls of taskfs.h. */
+int tfs__store_fd(const tfs_store_t *store);       /* <state> dir fd */
+int tfs__store_tasks_fd(const tfs_store_t *store); /* <state>/tasks dir fd */
+/* Opens <store>/tasks/<id>/<name> by name, with the checks of
+ * tfs_task_file_open(). */
+int tfs__task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode);
+/* Writes data to dirfd/name atomically and durably (temp, fsync, rename,
+ * fsync dir). */
+int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len);
+/* Reads a whole small file (at most max bytes) relative to dirfd with
+ * O_NOFOLLOW; *out is malloc'ed and NUL-terminated. */
+int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len);
 
 #endif

@@ -17,7 +17,7 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
   size_t len;
   if (!tfs_key_valid(key))
     return TFS_EBADID;
-  int err = tfs_read_small(store->keys_fd, key, 256, &text, &len);
+  int err = tfs__read_small(store->keys_fd, key, 256, &text, &len);
   if (err == -ENOENT)
     return TFS_ENOTASK;
   if (err)

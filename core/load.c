@@ -166,7 +166,7 @@ int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
   if (!text)
     return -ENOMEM;
   size_t len = strlen(text);
-  int err = len > TFS_RECORD_MAX ? -EFBIG : tfs_write_atomic(dfd, TFS__FILE(RECORD), text, len);
+  int err = len > TFS_RECORD_MAX ? -EFBIG : tfs__write_atomic(dfd, TFS__FILE(RECORD), text, len);
   free(text);
   return err;
 }

@@ -159,7 +159,7 @@ out:
 int tfs_store_owner(tfs_store_t *store, tfs_owner_t *out) {
   char *text;
   size_t len;
-  int err = tfs_read_small(store->fd, TFS__OWNER_FILE, 65536, &text, &len);
+  int err = tfs__read_small(store->fd, TFS__OWNER_FILE, 65536, &text, &len);
   if (err) {
     memset(out, 0, sizeof *out);
     return err == -EFBIG ? TFS_ECORRUPT : err;
@@ -182,7 +182,7 @@ int tfs_store_acquire(tfs_store_t *store, const char *role, tfs_owner_t *previou
   char *text = owner_json(&self, 0);
   if (!text)
     return -ENOMEM;
-  err = tfs_write_atomic(store->fd, TFS__OWNER_FILE, text, strlen(text));
+  err = tfs__write_atomic(store->fd, TFS__OWNER_FILE, text, strlen(text));
   free(text);
   return err;
 }

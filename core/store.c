@@ -206,11 +206,11 @@ const char *tfs_store_path(const tfs_store_t *store) {
   return store->path;
 }
 
-int tfs_store_fd(const tfs_store_t *store) {
+int tfs__store_fd(const tfs_store_t *store) {
   return store->fd;
 }
 
-int tfs_store_tasks_fd(const tfs_store_t *store) {
+int tfs__store_tasks_fd(const tfs_store_t *store) {
   return store->tasks_fd;
 }
 

@@ -2,6 +2,7 @@
  * listing with corrupt records, liveness, forgetting and pruning, and
  * planted symlinks. */
 #include "tests/core_fixture.h"
+#include "core/internal.h" /* tests of the internal file helpers */
 
 #include <sys/file.h>
 
@@ -54,8 +55,8 @@ Test(store, open_modes_independent_of_umask) {
     cr_assert_eq(st.st_mode & 07777, 0700, "%s mode %o", p, st.st_mode & 07777);
   }
   cr_assert_str_eq(tfs_store_path(s), path);
-  cr_assert_geq(tfs_store_fd(s), 0);
-  cr_assert_geq(tfs_store_tasks_fd(s), 0);
+  cr_assert_geq(tfs__store_fd(s), 0);
+  cr_assert_geq(tfs__store_tasks_fd(s), 0);
   char id[TFS_ID_MAX + 1];
   char *argv[] = {"true", NULL};
   tfs_task_spec_t spec = {.argv = argv, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
@@ -239,7 +240,7 @@ Test(store, hostile_ids_rejected_everywhere) {
     cr_assert_eq(tfs_transcript_open_append(fx_store, b), TFS_EBADID);
     cr_assert_eq(tfs_transcript_read(fx_store, b, 1, -1, NULL, NULL), TFS_EBADID);
     cr_assert_eq(tfs_follower_open(fx_store, b, 0, &f), TFS_EBADID);
-    cr_assert_eq(tfs_task_openat(fx_store, b, "record.json", O_RDONLY, 0), TFS_EBADID);
+    cr_assert_eq(tfs__task_openat(fx_store, b, "record.json", O_RDONLY, 0), TFS_EBADID);
     cr_assert_eq(tfs_key_lookup(fx_store, b, id), TFS_EBADID);
     cr_assert_eq(tfs_task_resolve(fx_store, b, id), TFS_EBADID, "resolve %s", b);
     char *argv[] = {"true", NULL};
@@ -712,7 +713,7 @@ Test(store, planted_symlinks_refused) {
   cr_assert_eq(symlink(victim, fx_path(p)), 0);
   cr_assert_eq(tfs_task_lock(fx_store, id), TFS_ESYMLINK);
   cr_assert_eq(tfs_task_alive(fx_store, id), TFS_ESYMLINK);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "lock", O_RDONLY, 0), TFS_ESYMLINK);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "lock", O_RDONLY, 0), TFS_ESYMLINK);
 
   /* tasks/<id> itself */
   char id2[TFS_ID_MAX + 1], vdir[4096];
@@ -763,37 +764,37 @@ Test(store, planted_symlinks_refused) {
 Test(store, task_openat_and_io_helpers) {
   char id[TFS_ID_MAX + 1];
   fx_create("x", NULL, id);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "../escape", O_RDONLY, 0), -EINVAL);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "..", O_RDONLY, 0), -EINVAL);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "nothere", O_RDONLY, 0), -ENOENT);
-  cr_assert_eq(tfs_task_openat(fx_store, "zzzzzzzz-zzzzzz", "x", O_RDONLY, 0), TFS_ENOTASK);
-  int fd = tfs_task_openat(fx_store, id, "record.json", O_RDONLY, 0);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "../escape", O_RDONLY, 0), -EINVAL);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "..", O_RDONLY, 0), -EINVAL);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "nothere", O_RDONLY, 0), -ENOENT);
+  cr_assert_eq(tfs__task_openat(fx_store, "zzzzzzzz-zzzzzz", "x", O_RDONLY, 0), TFS_ENOTASK);
+  int fd = tfs__task_openat(fx_store, id, "record.json", O_RDONLY, 0);
   cr_assert_geq(fd, 0);
   cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
   close(fd);
 
   int dfd = open(fx_dir, O_RDONLY | O_DIRECTORY);
-  cr_assert_eq(tfs_write_atomic(dfd, "f.txt", "hello", 5), 0);
+  cr_assert_eq(tfs__write_atomic(dfd, "f.txt", "hello", 5), 0);
   char *out;
   size_t len;
-  cr_assert_eq(tfs_read_small(dfd, "f.txt", 100, &out, &len), 0);
+  cr_assert_eq(tfs__read_small(dfd, "f.txt", 100, &out, &len), 0);
   cr_assert_eq(len, 5);
   cr_assert_str_eq(out, "hello");
   free(out);
-  cr_assert_eq(tfs_read_small(dfd, "f.txt", 4, &out, &len), -EFBIG);
-  cr_assert_eq(tfs_write_atomic(dfd, "f.txt", "", 0), 0);
-  cr_assert_eq(tfs_read_small(dfd, "f.txt", 4, &out, &len), 0);
+  cr_assert_eq(tfs__read_small(dfd, "f.txt", 4, &out, &len), -EFBIG);
+  cr_assert_eq(tfs__write_atomic(dfd, "f.txt", "", 0), 0);
+  cr_assert_eq(tfs__read_small(dfd, "f.txt", 4, &out, &len), 0);
   cr_assert_eq(len, 0);
   free(out);
-  cr_assert_eq(tfs_write_atomic(dfd, "a/b", "x", 1), -EINVAL);
+  cr_assert_eq(tfs__write_atomic(dfd, "a/b", "x", 1), -EINVAL);
   cr_assert_eq(mkfifo("/dev/null/x", 0600), -1);
   char fifo[4200];
   snprintf(fifo, sizeof fifo, "%s/fifo", fx_dir);
   cr_assert_eq(mkfifo(fifo, 0600), 0);
-  cr_assert_eq(tfs_read_small(dfd, "fifo", 100, &out, &len), TFS_ECORRUPT, "a FIFO never hangs");
+  cr_assert_eq(tfs__read_small(dfd, "fifo", 100, &out, &len), TFS_ECORRUPT, "a FIFO never hangs");
   /* O_PATH directory fds work for the atomic write too. */
   int pfd = open(fx_dir, O_PATH | O_DIRECTORY);
-  cr_assert_eq(tfs_write_atomic(pfd, "g.txt", "x", 1), 0);
+  cr_assert_eq(tfs__write_atomic(pfd, "g.txt", "x", 1), 0);
   close(pfd);
   close(dfd);
   char *ls = NULL;

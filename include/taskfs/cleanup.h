@@ -3,9 +3,6 @@
  * TFS_AUTOFREE and released when it goes out of scope, so early returns
  * need no goto and no repeated close. To hand the resource on, set the
  * local to -1 (or NULL) after copying it.
- *
- * core/internal.h still has its own copy of these (tfs__closep,
- * tfs__freep); it is to include this header instead.
  */
 #ifndef TASKFS_CLEANUP_H
 #define TASKFS_CLEANUP_H
@@ -28,9 +25,7 @@ static inline void tfs_freep(void *p) {
   free(*(void **)p);
 }
 
-#ifndef TFS_AUTOCLOSE
 #define TFS_AUTOCLOSE __attribute__((cleanup(tfs_closep)))
 #define TFS_AUTOFREE __attribute__((cleanup(tfs_freep)))
-#endif
 
 #endif /* TASKFS_CLEANUP_H */

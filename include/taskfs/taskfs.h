@@ -264,11 +264,6 @@ const char *tfs_store_path(const tfs_store_t *store);
 int tfs_store_stat(const tfs_store_t *store, struct stat *st);
 /* Stats <state>/owner.json; -ENOENT if no owner was ever recorded. */
 int tfs_owner_stat(const tfs_store_t *store, struct stat *st);
-/* Deprecated: faces must not use the store's directory fds (they are the
- * disk layout); removed once fs/, mcp/ and cli/ migrate to the calls of
- * this header. */
-int tfs_store_fd(const tfs_store_t *store);       /* <state> dir fd */
-int tfs_store_tasks_fd(const tfs_store_t *store); /* <state>/tasks dir fd */
 
 /* Instance record (owner.json). */
 typedef struct {
@@ -657,16 +652,6 @@ typedef enum {
 } tfs_view_t;
 const char *tfs_view_name(tfs_view_t which);
 
-/* Deprecated (faces must not use it; removed once fs/, mcp/ and cli/
- * migrate to tfs_task_file_open): opens <store>/tasks/<id>/<name> by name,
- * with the checks of tfs_task_file_open(). */
-int tfs_task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode);
-/* Writes data to dirfd/name atomically and durably (temp, fsync, rename,
- * fsync dir). */
-int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len);
-/* Reads a whole small file (at most max bytes) relative to dirfd with
- * O_NOFOLLOW; *out is malloc'ed and NUL-terminated. */
-int tfs_read_small(int dirfd, const char *name, size_t max, char **out, size_t *len);
 
 #ifdef __cplusplus
 }
