@@ -131,12 +131,12 @@ static const case_t cases[] = {
     {"foo.cpp(12): warning C4996: 'strcpy': This function may be unsafe.", W},
     {"Found 3 errors in 2 files.", E},
     {"Found 0 errors. Watching for file changes.", P},
-    {"/usr/bin/ld: cannot find -lfoo: No such file or directory", P},
+    {"/usr/bin/ld: cannot find -lfoo: No such file or directory", E},
     {"collect2: error: ld returned 1 exit status", E},
     /* make */
     {"make: *** [Makefile:12: build/main.o] Error 1", F},
     {"make[2]: *** [src/CMakeFiles/app.dir/build.make:76: src/app.o] Error 2", F},
-    {"make: *** No rule to make target 'install'.  Stop.", F},
+    {"make: *** No rule to make target 'install'.  Stop.", E},
     {"make[1]: Leaving directory '/home/u/src'", P},
     {"make: Nothing to be done for 'all'.", P},
     /* pytest */
@@ -148,7 +148,7 @@ static const case_t cases[] = {
     {"========================= 3 passed, 1 failed in 0.12s =========================", S},
     {"==================== 1 failed, 2 passed, 1 error in 0.51s =====================", S},
     {"============================== 5 passed in 0.03s ===============================", S},
-    {"=================================== FAILURES ===================================", F},
+    {"=================================== FAILURES ===================================", P},
     {"=========================== short test summary info ============================", P},
     {"collected 4 items", P},
     /* python */
@@ -170,7 +170,7 @@ static const case_t cases[] = {
     {"ok  \tgithub.com/acme/widget\t0.012s", S},
     {"PASS", S},
     {"=== RUN   TestParse", P},
-    {"    parse_test.go:14: got 2, want 3", P},
+    {"    parse_test.go:14: got 2, want 3", E},
     {"panic: runtime error: index out of range [3] with length 3", E},
     {"goroutine 1 [running]:", P},
     /* cargo / rustc */
@@ -182,7 +182,7 @@ static const case_t cases[] = {
     {"warning: unused variable: `error`", W},
     {"error: could not compile `widget` (lib) due to 2 previous errors", E},
     {"thread 'main' panicked at src/main.rs:2:5:", E},
-    {"failures:", F},
+    {"failures:", P},
     {"   Compiling widget v0.1.0 (/home/u/widget)", P},
     {"    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.52s", P},
     /* jest */
@@ -213,7 +213,7 @@ static const case_t cases[] = {
     {"found 0 vulnerabilities", P},
     /* Criterion */
     {"[FAIL] store::reopen: (0.01s)", F},
-    {"[----] tests/test_store.c:41: Assertion Failed", F},
+    {"[----] tests/test_store.c:41: Assertion Failed", E},
     {"[====] Synthesis: Tested: 3 | Passing: 3 | Failing: 0 | Crashing: 0", S},
     {"[RUN ] store::reopen", P},
     /* ctest */
@@ -246,7 +246,7 @@ static const case_t cases[] = {
     {"Kernel panic - not syncing: Attempted to kill init!", E},
     {"==4242== ERROR SUMMARY: 0 errors from 0 contexts (suppressed: 0 from 0)", S},
     {"==4242== ERROR SUMMARY: 2 errors from 2 contexts (suppressed: 0 from 0)", E},
-    {"==4242== Invalid read of size 4", P},
+    {"==4242== Invalid read of size 4", E},
     /* logs */
     {"2026-11-30 01:00:00 ERROR connection refused", E},
     {"2026-11-30T01:00:00Z WARN disk almost full", W},

@@ -109,6 +109,7 @@ typedef enum {
   TFS_LINE_WARNING,
   TFS_LINE_FAILURE, /* a test or build failure marker */
   TFS_LINE_SUMMARY, /* a test runner's or build tool's summary / success */
+  TFS_LINE_CONTEXT, /* never from the classifier: a line shown around the lead */
 } tfs_line_kind_t;
 
 const char *tfs_line_kind_name(tfs_line_kind_t k);
@@ -132,9 +133,23 @@ typedef struct {
                  with C0 controls but tab also as U+FFFD */
 } tfs_important_line_t;
 
+#define TFS_CONTEXT_MAX 8        /* context lines kept around the lead */
+#define TFS_CONTEXT_TEXT_MAX 240 /* bytes kept of one context line */
+
+struct tfs__lead_tracker;
+
 /* First K and last K important lines. "last" never repeats a line that is
  * in "first"; last is kept in order, oldest first, once finalized by
- * tfs_important_last(). */
+ * tfs_important_last().
+ *
+ * The lead is the first error: the important line that best says what went
+ * wrong, chosen as the output goes by (core/lead.c): the first error or
+ * failure, replaced by a line that says more within the next lines (the
+ * exception after "Traceback", the assertion after "--- FAIL:"); context
+ * holds the lines the tool printed around it (the traceback's last frame,
+ * a caret's message, Expected/Received, "-->", javac's "symbol:"), in line
+ * order, at most TFS_CONTEXT_MAX. Both are kept whatever the first/last K
+ * rings drop. */
 typedef struct {
   int k;
   int64_t total; /* important lines seen in all */
@@ -143,6 +158,11 @@ typedef struct {
   size_t nlast;                /* ring buffer of k slots */
   size_t last_head;
   tfs_important_line_t *last;
+  tfs_important_line_t lead; /* lead.line 0: none (yet) */
+  size_t ncontext;
+  tfs_important_line_t *context;    /* TFS_CONTEXT_MAX slots, kind TFS_LINE_CONTEXT */
+  int lead_final;                   /* the lead and its context no longer change */
+  struct tfs__lead_tracker *tracker; /* capture state while they may */
 } tfs_important_t;
 
 /* k <= 0: TFS_IMPORTANT_K_DEFAULT; k > TFS_IMPORTANT_K_MAX: -EINVAL. A zeroed
@@ -156,6 +176,67 @@ int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind
                       size_t len);
 /* The i-th of the last lines, oldest first (0 <= i < nlast). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i);
+/* Sets the lead and adds a context line (used when loading a record): the
+ * lead no longer changes when more lines are fed. */
+int tfs_important_set_lead(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
+                           const char *text, size_t len);
+int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *text, size_t len);
+
+/* ---- triage: what a small answer shows -------------------------------- */
+
+/* One line an answer may show: the lead, a context line, or another
+ * important line. */
+typedef enum { TFS_PICK_LEAD = 0, TFS_PICK_CONTEXT, TFS_PICK_OTHER } tfs_pick_role_t;
+
+typedef struct {
+  const tfs_important_line_t *line; /* into the tfs_important_t it came from */
+  tfs_pick_role_t role;
+  int from_last; /* an "other" line of the last K (0: of the first K) */
+} tfs_pick_t;
+
+typedef struct {
+  tfs_pick_t *v; /* most needed first */
+  size_t n;
+} tfs_triage_t;
+
+/* Orders the important lines for a reader with little room, most needed
+ * first: the lead, its context lines, then the other important lines,
+ * errors before failures before warnings before summaries, a cause before
+ * a verdict, earlier before later; a line is listed once. A reader that
+ * must fit a size drops picks from the end (after its own tail: the tail
+ * shrinks first). With budget > 0, only the picks whose texts (each
+ * costing its length plus per_line) fit in budget bytes are listed; the
+ * lead always is. Returns 0 or -ENOMEM. */
+int tfs_triage_select(const tfs_important_t *imp, size_t budget, size_t per_line,
+                      tfs_triage_t *out);
+void tfs_triage_free(tfs_triage_t *t);
+
+/* ---- why a worker ended ------------------------------------------------ */
+
+/* A cgroup's memory events, read where the kernel keeps them (cgroup v2
+ * memory.events, v1 memory.oom_control and memory.failcnt). */
+typedef struct {
+  int known;        /* 0: no memory controller could be read */
+  int v2;           /* 1: cgroup v2 */
+  int64_t oom;      /* v2: times the limit was hit and reclaim failed */
+  int64_t oom_kill; /* processes the OOM killer killed in the cgroup */
+  int64_t failcnt;  /* v1: times usage hit the limit */
+  int64_t limit;    /* bytes; -1: none */
+  char path[256];   /* the cgroup, as /proc/PID/cgroup names it */
+} tfs_memcg_t;
+
+/* Reads the memory events of the cgroup of pid (0: this process); with
+ * path already set (a previous read), of that cgroup. */
+void tfs_memcg_read(pid_t pid, tfs_memcg_t *m);
+
+/* A worker's end in words, from its wait status and the memory events of
+ * its cgroup before it started and after it ended (either may be NULL or
+ * unknown): "exited with code 1", "exited with code 137 (128 + SIGKILL): a
+ * process of the task was killed by the kernel's OOM killer: its cgroup
+ * reached its memory limit (256 MiB)", "killed by signal SIGSEGV
+ * (segmentation fault: an invalid memory access)". Returns buf. */
+char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t *after,
+                        char *buf, size_t len);
 
 /* ---- the record -------------------------------------------------------- */
 
