@@ -8,13 +8,19 @@
  * would hold after a long run. Then:
  *
  *  - recall: the case's first expected line (the first line of `expect`)
- *    is in one of the kept lines (first K + last K);
- *  - precision: of the kept lines, those that really matter: a line of the
- *    case's output that holds an `expect` line, or one of the substrings
- *    listed in the case's optional `important` file (the other errors,
- *    failures, warnings and the run's verdict). Noise lines never count.
+ *    is in what the record keeps: the lead (the first error) and its
+ *    context lines, or one of the first K + last K important lines;
+ *  - lead: the first expected line is the lead or one of its context lines,
+ *    the lines an answer shows first;
+ *  - precision: of the kept important lines (first K + last K), those that
+ *    really matter: a line of the case's output that holds an `expect`
+ *    line, or one of the substrings listed in the case's optional
+ *    `important` file (the other errors, failures, warnings and the run's
+ *    verdict). Noise lines never count.
  *
- * Only the public tfs_important_* and tfs_classify_line() API is used.
+ * Only the public tfs_important_* and tfs_classify_line() API is used. The
+ * size of the MCP answers is measured by tests/mcp/corpus.test.mjs, which
+ * bench/corpus.sh runs after this.
  *
  * Usage: corpus [CORPUS_DIR [NOISE_LINES [K]]]   (defaults tests/corpus 60000 20)
  * bench/corpus.sh builds and runs it. */
@@ -157,7 +163,7 @@ static int holds_any(const char *plain, const subs_t *a, const subs_t *b) {
 }
 
 typedef struct {
-  int recalled, all_recalled, kept, truly;
+  int recalled, all_recalled, led, kept, truly;
 } result_t;
 
 /* Verbose mode: where each expected line is in the output, the kind the
@@ -262,6 +268,25 @@ static int run_case(const char *corpus, const char *name, long noise, int k, res
       printf("    %s %6lld %-7s %.100s\n", real ? "+" : "-", (long long)l->line,
              tfs_line_kind_name(l->kind), l->text);
   }
+  /* The lead and its context count for recall, not for precision: they
+   * are not important lines of their own. */
+  int led = 0;
+  for (size_t i = 0; i <= imp.ncontext; i++) {
+    const char *t = i == 0 ? imp.lead.text : imp.context[i - 1].text;
+    for (int e = 0; t && e < expect.n; e++)
+      if (strstr(t, expect.text[e])) {
+        seen[e] = 1;
+        led |= e == 0;
+      }
+  }
+  if (verbose && imp.lead.text) {
+    printf("    lead %6lld %-7s %.100s\n", (long long)imp.lead.line,
+           tfs_line_kind_name(imp.lead.kind), imp.lead.text);
+    for (size_t i = 0; i < imp.ncontext; i++)
+      printf("    ctx  %6lld         %.100s\n", (long long)imp.context[i].line,
+             imp.context[i].text);
+  }
+  r->led = led;
   r->recalled = expect.n > 0 && seen[0];
   r->all_recalled = expect.n > 0;
   for (int e = 0; e < expect.n; e++)
@@ -275,9 +300,9 @@ static int run_case(const char *corpus, const char *name, long noise, int k, res
   else
     snprintf(where, sizeof where, "line %d, %s #%d", exp_line, tfs_line_kind_name(exp_kind),
              exp_rank);
-  printf("| %-34s | %4d | %5d | %4lld | %-26s | %-6s | %-4s | %2d/%-2d |\n", name, code, nlines,
-         (long long)imp.total, where, r->recalled ? "yes" : "**no**",
-         r->all_recalled ? "yes" : "no", r->truly, r->kept);
+  printf("| %-34s | %4d | %5d | %4lld | %-26s | %-6s | %-4s | %-4s | %2d/%-2d |\n", name, code,
+         nlines, (long long)imp.total, where, r->recalled ? "yes" : "**no**",
+         r->led ? "yes" : "no", r->all_recalled ? "yes" : "no", r->truly, r->kept);
 
   tfs_important_free(&imp);
   for (int i = 0; i < nlines; i++)
@@ -365,23 +390,26 @@ int main(int argc, char **argv) {
 
   printf("%d cases, %ld noise lines after each output, K = %d (first K + last K kept)\n\n", n,
          noise, k);
-  printf("| %-34s | %4s | %5s | %4s | %-26s | %-6s | %-4s | %-5s |\n", "case", "exit", "lines",
-         "imp", "first expected line", "recall", "all", "prec");
-  printf("|%.36s|------|-------|------|%.28s|--------|------|-------|\n",
+  printf("| %-34s | %4s | %5s | %4s | %-26s | %-6s | %-4s | %-4s | %-5s |\n", "case", "exit",
+         "lines", "imp", "first expected line", "recall", "lead", "all", "prec");
+  printf("|%.36s|------|-------|------|%.28s|--------|------|------|-------|\n",
          "------------------------------------", "----------------------------");
-  int recalled = 0, all = 0, kept = 0, truly = 0, ran = 0;
+  int recalled = 0, led = 0, all = 0, kept = 0, truly = 0, ran = 0;
   for (int i = 0; i < n; i++) {
     result_t r;
     if (run_case(corpus, names[i], noise, k, &r))
       continue;
     ran++;
     recalled += r.recalled;
+    led += r.led;
     all += r.all_recalled;
     kept += r.kept;
     truly += r.truly;
   }
   printf("\nrecall (first expected line kept): %d/%d = %.1f%%\n", recalled, ran,
          100.0 * recalled / (ran ? ran : 1));
+  printf("first expected line is the lead or its context: %d/%d = %.1f%%\n", led, ran,
+         100.0 * led / (ran ? ran : 1));
   printf("every expected line kept: %d/%d = %.1f%%\n", all, ran, 100.0 * all / (ran ? ran : 1));
   printf("precision (kept lines that really matter): %d/%d = %.1f%%\n", truly, kept,
          100.0 * truly / (kept ? kept : 1));

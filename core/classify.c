@@ -157,11 +157,20 @@ static int wrapped_kind(line_t *l, int k) {
     if (match(l, l->start, hints[i]))
       return TFS_LINE_PLAIN;
   if (l->wrapper == W_NPM_ERR) {
-    /* Indented payload is a tree or a relayed build's progress; "gyp
-     * info" is node-gyp's progress; a bare path names a log. */
-    if (k == TFS_LINE_PLAIN && (is_blank(l->s[l->start]) || match(l, l->start, "gyp info") ||
-                                match(l, l->start, "gyp http") || match(l, l->start, "gyp verb") ||
-                                memchr(l->s + l->start, ' ', l->n - l->start) == NULL))
+    /* npm relays what the failed script printed and node-gyp's log: an
+     * indented payload is a tree or a build's progress, a bare path names a
+     * log; node-gyp's own lines and npm's "path" and "command" say where,
+     * not what. */
+    static const char *const relayed[] = {
+        "gyp info", "gyp http", "gyp verb", "gyp ERR! stack at", "gyp ERR! System",
+        "gyp ERR! command", "gyp ERR! cwd", "gyp ERR! node", "path ", "command sh",
+        "command bash", "make: Entering", "make: Leaving",
+    };
+    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
+      if (match(l, l->start, relayed[i]))
+        return TFS_LINE_PLAIN;
+    if (k == TFS_LINE_PLAIN &&
+        (is_blank(l->s[l->start]) || memchr(l->s + l->start, ' ', l->n - l->start) == NULL))
       return TFS_LINE_PLAIN;
     return k == TFS_LINE_WARNING ? k : TFS_LINE_ERROR;
   }
@@ -211,14 +220,17 @@ tfs_line_kind_t tfs__classify(const char *line, size_t len, int *rank, int *bloc
   int k = tfs__cl_forms(&l);
   if (k < 0)
     k = tfs__cl_markers(&l);
+  /* A form or a marker that says plain (a frame, a heading, a hint) is
+   * plain whoever wrapped it; only words are the wrapper's to judge. */
+  int decided = k >= 0;
   if (k < 0)
     k = keyword_kind(&l);
-  if (l.wrapper >= W_NPM_ERR)
+  if (l.wrapper >= W_NPM_ERR && !(decided && k == TFS_LINE_PLAIN))
     k = wrapped_kind(&l, k);
   if (k == TFS_LINE_PLAIN)
     return TFS_LINE_PLAIN;
   if (rank)
-    *rank = l.rank ? l.rank : tfs__cl_rank(&l, k);
+    *rank = tfs__cl_rank(&l, k);
   if (block)
     *block = l.located || l.rank == TFS__RANK_HEADING;
   return (tfs_line_kind_t)k;

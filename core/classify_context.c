@@ -35,8 +35,9 @@ static int has_alnum(const line_t *l, size_t from) {
   return 0;
 }
 
-/* A path and a line number alone ("/a/b/index.js:6", node's throw site),
- * or a bare path (eslint's file heading). */
+/* A path and a line number alone ("/a/b/index.js:6", node's throw site;
+ * "a.f90:10:6:", gfortran's): TFS__CX_PLACE; a bare path (eslint's file
+ * heading): TFS__CX_LOCATION; else 0. */
 static int bare_location(const line_t *l) {
   size_t i = l->start, dot = 0, slash = 0;
   for (; i < l->n; i++) {
@@ -48,13 +49,17 @@ static int bare_location(const line_t *l) {
     else if (c == '.')
       dot = 1;
     else if (c == ':') {
-      size_t j = i + 1;
-      while (j < l->n && is_digit(l->s[j]))
+      size_t j = i;
+      for (int groups = 0; groups < 2 && j + 1 < l->n && l->s[j] == ':' && is_digit(l->s[j + 1]);
+           groups++)
+        for (j++; j < l->n && is_digit(l->s[j]);)
+          j++;
+      if (j < l->n && l->s[j] == ':')
         j++;
-      return j > i + 1 && j == l->n && (slash || dot);
+      return j > i + 1 && j == l->n && (slash || dot) ? TFS__CX_PLACE : 0;
     }
   }
-  return slash && l->s[l->start] != '-';
+  return slash && l->s[l->start] != '-' ? TFS__CX_LOCATION : 0;
 }
 
 /* "Expected: 5000", "Received: 2000", "left: Amount(103)", "  --> a.rs:3:9",
@@ -64,7 +69,8 @@ static int value_form(const line_t *l) {
       "Expected",  "expected:", "Received", "received:", "Actual",      "actual:",
       "left:",     "right:",    "-->",      "symbol:",   "location:",   "what():",
       "but was",   "- Expected", "+ Received", "- expected", "+ actual", "Difference",
-      "Address 0x", "Diff:",    "found:",   "required:", "reason:",
+      "Address 0x", "Diff:",    "found:",   "required:", "reason:",     "(file \"",
+      "(procedure \"",
   };
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
     if (match(l, l->start, forms[i]))
@@ -138,7 +144,10 @@ int tfs__context_form(const char *line, size_t len) {
       match(&l, p, "For more information") || match(&l, p, "Run with") ||
       match(&l, p, "See ") || match(&l, p, "To see the full"))
     return TFS__CX_HINT;
-  if (bare_location(&l) || match(&l, p, "In file included") || match(&l, p, "on ") ||
+  int bare = bare_location(&l);
+  if (bare)
+    return bare;
+  if (match(&l, p, "In file included") || match(&l, p, "on ") ||
       ((memmem(l.s + p, l.n - p, ": In ", 5) || memmem(l.s + p, l.n - p, ": in function", 13)) &&
        l.s[l.n - 1] == ':'))
     return TFS__CX_LOCATION;

@@ -379,6 +379,51 @@ static int valgrind_report(line_t *l) {
   return -1;
 }
 
+/* Perl's "Can't locate X.pm in @INC", Tcl's "can't read "x": no such
+ * variable", "Cannot find module 'x'": a report of its own. */
+static int cannot(line_t *l, size_t p) {
+  if (!(match(l, p + 1, "an't ") || match(l, p + 1, "annot ")))
+    return 0;
+  l->rank = TFS__RANK_ERROR;
+  l->located = 1;
+  return 1;
+}
+
+/* "a.pas(6,24) Error: x", "a.cu(3): error: x", "A.cs(42,17): error CS0103:
+ * x": a file, a line (and column) in parentheses, then the message.
+ * Returns its kind, or -1. */
+static int paren_located(line_t *l) {
+  size_t i = 0, lim = l->n < 256 ? l->n : 256, dot = 0;
+  for (; i < lim && l->s[i] != '('; i++) {
+    unsigned k = word_class[l->s[i]];
+    if ((k & C_STOP) || (k & C_BAD))
+      return -1;
+    if (k & C_DOT)
+      dot = i + 1;
+  }
+  if (i >= lim || !dot || dot >= i || is_digit(l->s[dot]) || i + 1 >= l->n || !is_digit(l->s[i + 1]))
+    return -1;
+  size_t j = i + 1;
+  while (j < l->n && (is_digit(l->s[j]) || l->s[j] == ','))
+    j++;
+  if (j >= l->n || l->s[j] != ')')
+    return -1;
+  j++;
+  if (j < l->n && l->s[j] == ':')
+    j++;
+  j = skip_blanks(l, j);
+  if (match(l, j, "warning") || match(l, j, "Warning") || match(l, j, "Hint") ||
+      match(l, j, "Note") || match(l, j, "note"))
+    return match(l, j, "warning") || match(l, j, "Warning") ? TFS_LINE_WARNING : TFS_LINE_PLAIN;
+  if (match(l, j, "error") || match(l, j, "Error") || match(l, j, "fatal") ||
+      match(l, j, "Fatal")) {
+    l->located = 1;
+    l->rank = TFS__RANK_CAUSE;
+    return TFS_LINE_ERROR;
+  }
+  return -1;
+}
+
 int tfs__cl_forms(line_t *l) {
   size_t p = l->start;
   if (p >= l->n)
@@ -414,6 +459,8 @@ int tfs__cl_forms(line_t *l) {
       return TFS_LINE_WARNING; /* apt */
     break;
   case 'C':
+    if (cannot(l, p))
+      return TFS_LINE_ERROR;
     /* git: "CONFLICT (content): Merge conflict in a.c". */
     if (match(l, p, "CONFLICT (")) {
       l->rank = TFS__RANK_CAUSE;
@@ -435,6 +482,10 @@ int tfs__cl_forms(line_t *l) {
       l->located = 1;
       return TFS_LINE_ERROR;
     }
+    break;
+  case 'c':
+    if (cannot(l, p))
+      return TFS_LINE_ERROR;
     break;
   case 'K':
     if (skip_blanks(l, p + 6) == l->n && match(l, p, "Killed")) {
@@ -461,6 +512,9 @@ int tfs__cl_forms(line_t *l) {
     }
     break;
   }
+  int k = paren_located(l);
+  if (k >= 0)
+    return k;
   first_word_t w;
   first_word(l, &w);
   if (w.program) {

@@ -13,8 +13,10 @@ static void exception_name(line_t *l, size_t a, size_t b) {
   if (s == a && !tfs__cl_standalone(l, a, b))
     return;
   l->flags |= F_ERROR;
-  if (tfs__cl_report_start(l, s))
+  if (tfs__cl_report_start(l, s)) {
     l->rank = TFS__RANK_CAUSE;
+    l->located = 1;
+  }
 }
 
 void tfs__cl_error(line_t *l, size_t i) {
@@ -41,8 +43,10 @@ void tfs__cl_error(line_t *l, size_t i) {
       if (tfs__cl_condition_word(l, a, b, 0)) {
         l->flags |= F_ERROR;
         /* JavaScript's and terraform's "Error: message" is the report. */
-        if (a == l->start && match(l, a, "Error") && b < l->n && l->s[b] == ':')
+        if (a == l->start && match(l, a, "Error") && b < l->n && l->s[b] == ':') {
           l->rank = TFS__RANK_CAUSE;
+          l->located = 1; /* a report of its own */
+        }
       }
       return;
     }

@@ -55,6 +55,13 @@ static const char *const verdicts[] = {
     "Error(s)",
     "Test failed.",
     "not ok",
+    "exitcode",
+    "compilation aborted",
+    "Compilation aborted",
+    "errors compiling",
+    "errors detected",
+    "error detected",
+    "compilation error",
 };
 
 static int has(const line_t *l, const char *s) {
@@ -65,14 +72,19 @@ static int has(const line_t *l, const char *s) {
 int tfs__cl_rank(const line_t *l, int kind) {
   if (kind != TFS_LINE_ERROR && kind != TFS_LINE_FAILURE)
     return TFS__RANK_NONE;
+  /* A rule that knew ranked the line; a verdict's words still make it one
+   * ("Error: /usr/bin/ppcx64 returned an error exitcode"). */
+  int rank = l->rank ? l->rank : TFS__RANK_ERROR;
+  if (rank == TFS__RANK_VERDICT || rank == TFS__RANK_HEADING)
+    return rank;
   /* Lines that count ("1 error generated", "Found 3 errors in 2 files",
    * "1 failing", "FAILED (failures=1)") sum up the run. */
-  if (l->other_counts || l->fail_counts)
+  if (!l->rank && (l->other_counts || l->fail_counts))
     return TFS__RANK_VERDICT;
   if (l->wrapper == W_NPM_ERR && (match(l, l->start, "code ") || match(l, l->start, "errno ")))
     return TFS__RANK_VERDICT;
   for (size_t i = 0; i < sizeof verdicts / sizeof verdicts[0]; i++)
     if (has(l, verdicts[i]))
       return TFS__RANK_VERDICT;
-  return TFS__RANK_ERROR;
+  return rank;
 }

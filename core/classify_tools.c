@@ -124,9 +124,10 @@ static int test_headings(line_t *l, size_t p) {
       return TFS_LINE_FAILURE;
     break;
   case '_':
+    /* pytest: "____ ERROR collecting a.py ____" says what failed; the
+     * heading over a failed test's report only names it. */
     if ((t = banner(l, p, '_')))
-      return ranked(l, match(l, t, "ERROR") ? TFS_LINE_ERROR : TFS_LINE_FAILURE,
-                    TFS__RANK_HEADING);
+      return match(l, t, "ERROR") ? ranked(l, TFS_LINE_ERROR, TFS__RANK_HEADING) : TFS_LINE_PLAIN;
     break;
   case '=':
     if ((t = banner(l, p, '=')) && (match(l, t, "FAILURES ") || match(l, t, "ERRORS ")))
@@ -140,6 +141,10 @@ static int test_headings(line_t *l, size_t p) {
      * "[ERROR] Failures:". The items say what failed. */
     if (whole(l, "failures:") || whole(l, "Failures:") || whole(l, "errors:") ||
         whole(l, "Errors:"))
+      return TFS_LINE_PLAIN;
+    /* tsc's table under "Found 3 errors in 2 files.": "Errors  Files". */
+    if (match(l, p, "Errors ") && skip_blanks(l, p + 7) < l->n &&
+        match(l, skip_blanks(l, p + 7), "Files") && skip_blanks(l, p + 7) + 5 == l->n)
       return TFS_LINE_PLAIN;
     break;
   case '[':
@@ -282,6 +287,8 @@ static int build_markers(line_t *l, size_t p) {
     if (make_failure(l, p)) {
       if (contains(l, p, "No rule to make target") || contains(l, p, "missing separator"))
         return ranked(l, TFS_LINE_ERROR, TFS__RANK_CAUSE);
+      if (contains(l, p, "Waiting for unfinished jobs"))
+        return TFS_LINE_PLAIN; /* the failure was told just before */
       return ranked(l, TFS_LINE_FAILURE, TFS__RANK_VERDICT);
     }
     break;

@@ -158,7 +158,8 @@ enum {
   TFS__CX_EMPTY = 0, /* nothing to read: blank, a bare gutter, a prefix only */
   TFS__CX_OTHER,     /* text that goes on from the line before */
   TFS__CX_FORM,      /* context by its form: Expected/Received, "-->", symbol:, a caret with text */
-  TFS__CX_LOCATION,  /* where: "File \"x\", line 3", "a.js:6", a bare path, "x.c: In function" */
+  TFS__CX_LOCATION,  /* where: "File \"x\", line 3", a bare path, "x.c: In function" */
+  TFS__CX_PLACE,     /* a source location alone, "a.js:6", "a.f90:10:6:": above its report */
   TFS__CX_CODE,      /* a source line the tool quotes, or a caret under it */
   TFS__CX_FRAME,     /* a stack frame of the program's own code */
   TFS__CX_LIBFRAME,  /* a frame in a library, the runtime or the test framework */

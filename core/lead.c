@@ -99,18 +99,22 @@ static int before_context(tfs_important_t *imp, tracker_t *t, int64_t lead) {
     int form = tfs__context_form(r->raw, r->len);
     if (form == TFS__CX_EMPTY)
       continue;
-    if (form == TFS__CX_LOCATION) {
+    if (form == TFS__CX_LOCATION || form == TFS__CX_PLACE) {
       int err = add_context(imp, r->line, r->raw, r->len);
       for (size_t j = 0; j < nb && !err; j++)
         err = add_context(imp, between[j]->line, between[j]->raw, between[j]->len);
       return err;
     }
-    if (nb == 0 && (r->rank == TFS__RANK_HEADING || form == TFS__CX_CODE))
+    if (nb == 0 && r->rank == TFS__RANK_HEADING)
       return add_context(imp, r->line, r->raw, r->len);
     if (nb + 1 >= BEFORE_MAX)
       break;
     between[nb++] = r;
   }
+  /* No location above: the code line right above, if it is one (pytest's
+   * ">       assert x"). */
+  if (nb > 0 && tfs__context_form(between[0]->raw, between[0]->len) == TFS__CX_CODE)
+    return add_context(imp, between[0]->line, between[0]->raw, between[0]->len);
   return 0;
 }
 
@@ -151,6 +155,9 @@ static int after_line(tfs_important_t *imp, tracker_t *t, int64_t lineno, const 
   int form = tfs__context_form(line, len), take = 0, err = 0;
   switch (form) {
   case TFS__CX_EMPTY:
+    return 0;
+  case TFS__CX_PLACE:
+    t->after_to = 0; /* gfortran's next report starts with its place */
     return 0;
   case TFS__CX_FRAMES:
   case TFS__CX_LIBFRAME:
