@@ -301,8 +301,8 @@ static int run_case(const char *corpus, const char *name, long noise, int k, res
     snprintf(where, sizeof where, "line %d, %s #%d", exp_line, tfs_line_kind_name(exp_kind),
              exp_rank);
   printf("| %-34s | %4d | %5d | %4lld | %-26s | %-6s | %-4s | %-4s | %2d/%-2d |\n", name, code,
-         nlines, (long long)imp.total, where, r->recalled ? "yes" : "**no**",
-         r->led ? "yes" : "no", r->all_recalled ? "yes" : "no", r->truly, r->kept);
+         nlines, (long long)imp.total, where, r->recalled ? "yes" : "**no**", r->led ? "yes" : "no",
+         r->all_recalled ? "yes" : "no", r->truly, r->kept);
 
   tfs_important_free(&imp);
   for (int i = 0; i < nlines; i++)

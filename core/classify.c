@@ -147,8 +147,14 @@ static int keyword_kind(line_t *l) {
  * their empty lines, hints and the progress they relay. */
 static int wrapped_kind(line_t *l, int k) {
   static const char *const hints[] = {
-      "To see the full stack trace", "Re-run Maven", "For more information", "[Help ",
-      "-> [Help", "Please refer to", "A complete log of this run", "For a full report see",
+      "To see the full stack trace",
+      "Re-run Maven",
+      "For more information",
+      "[Help ",
+      "-> [Help",
+      "Please refer to",
+      "A complete log of this run",
+      "For a full report see",
       "Run with --",
   };
   if (l->start >= l->n)
@@ -162,9 +168,10 @@ static int wrapped_kind(line_t *l, int k) {
      * log; node-gyp's own lines and npm's "path" and "command" say where,
      * not what. */
     static const char *const relayed[] = {
-        "gyp info", "gyp http", "gyp verb", "gyp ERR! stack at", "gyp ERR! System",
-        "gyp ERR! command", "gyp ERR! cwd", "gyp ERR! node", "path ", "command sh",
-        "command bash", "make: Entering", "make: Leaving",
+        "gyp info",        "gyp http",         "gyp verb",     "gyp ERR! stack at",
+        "gyp ERR! System", "gyp ERR! command", "gyp ERR! cwd", "gyp ERR! node",
+        "path ",           "command sh",       "command bash", "make: Entering",
+        "make: Leaving",
     };
     for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
       if (match(l, l->start, relayed[i]))

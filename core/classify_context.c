@@ -12,13 +12,16 @@
  * framework rather than the program's own code. */
 static int library_frame(const line_t *l) {
   static const char *const libs[] = {
-      "node_modules/", "node:", "(internal/", "site-packages/", "dist-packages/", "/usr/lib/",
-      "/usr/local/lib/", "/usr/include/", "/usr/local/go/", "/src/runtime/", "/src/testing/",
-      "<frozen ", "java.base/", "jdk.internal.", "sun.reflect", "java.lang.reflect",
-      "org.junit.", "junit.framework", "org.testng", "/rustc/", "/.cargo/registry/",
-      "libsanitizer", "../sysdeps/", "libc_start", "libc.so", "vgpreload", "System.Runtime",
-      "System.Reflection", "System.Threading", "Microsoft.", "Xunit.", "NUnit.",
-      "_pytest/", "unittest/", "/lib/python", "<anonymous>)", "__libc_", "(in /",
+      "node_modules/",     "node:",           "(internal/",      "site-packages/",
+      "dist-packages/",    "/usr/lib/",       "/usr/local/lib/", "/usr/include/",
+      "/usr/local/go/",    "/src/runtime/",   "/src/testing/",   "<frozen ",
+      "java.base/",        "jdk.internal.",   "sun.reflect",     "java.lang.reflect",
+      "org.junit.",        "junit.framework", "org.testng",      "/rustc/",
+      "/.cargo/registry/", "libsanitizer",    "../sysdeps/",     "libc_start",
+      "libc.so",           "vgpreload",       "System.Runtime",  "System.Reflection",
+      "System.Threading",  "Microsoft.",      "Xunit.",          "NUnit.",
+      "_pytest/",          "unittest/",       "/lib/python",     "<anonymous>)",
+      "__libc_",           "(in /",
   };
   for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
     size_t k = strlen(libs[i]);
@@ -66,11 +69,11 @@ static int bare_location(const line_t *l) {
  * "symbol:   variable x", "what():  ..." and their kin. */
 static int value_form(const line_t *l) {
   static const char *const forms[] = {
-      "Expected",  "expected:", "Received", "received:", "Actual",      "actual:",
-      "left:",     "right:",    "-->",      "symbol:",   "location:",   "what():",
-      "but was",   "- Expected", "+ Received", "- expected", "+ actual", "Difference",
-      "Address 0x", "Diff:",    "found:",   "required:", "reason:",     "(file \"",
-      "(procedure \"",
+      "Expected",   "expected:", "Received",   "received:",  "Actual",
+      "actual:",    "left:",     "right:",     "-->",        "symbol:",
+      "location:",  "what():",   "but was",    "- Expected", "+ Received",
+      "- expected", "+ actual",  "Difference", "Address 0x", "Diff:",
+      "found:",     "required:", "reason:",    "(file \"",   "(procedure \"",
   };
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
     if (match(l, l->start, forms[i]))
@@ -81,10 +84,9 @@ static int value_form(const line_t *l) {
 /* A line that heads a stack trace. */
 static int trace_heading(const line_t *l) {
   size_t p = l->start;
-  return match(l, p, "goroutine ") || match(l, p, "Stack Trace:") ||
-         match(l, p, "Stack trace:") || match(l, p, "stack backtrace:") ||
-         match(l, p, "Traceback") || match(l, p, "Call Stack") || match(l, p, "Backtrace:") ||
-         match(l, p, "Emitted 'error' event");
+  return match(l, p, "goroutine ") || match(l, p, "Stack Trace:") || match(l, p, "Stack trace:") ||
+         match(l, p, "stack backtrace:") || match(l, p, "Traceback") || match(l, p, "Call Stack") ||
+         match(l, p, "Backtrace:") || match(l, p, "Emitted 'error' event");
 }
 
 /* An excerpt's gutter followed by carets or dashes and words: rustc's
@@ -141,8 +143,8 @@ int tfs__context_form(const char *line, size_t len) {
   if (l.s[p] == '>' && p + 1 < l.n && is_blank(l.s[p + 1]))
     return TFS__CX_CODE; /* pytest's failing line ">       assert x" */
   if (match(&l, p, "note: run with") || match(&l, p, "hint:") ||
-      match(&l, p, "For more information") || match(&l, p, "Run with") ||
-      match(&l, p, "See ") || match(&l, p, "To see the full"))
+      match(&l, p, "For more information") || match(&l, p, "Run with") || match(&l, p, "See ") ||
+      match(&l, p, "To see the full"))
     return TFS__CX_HINT;
   int bare = bare_location(&l);
   if (bare)

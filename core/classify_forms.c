@@ -131,8 +131,7 @@ int tfs__cl_frame_at(const line_t *l, size_t i) {
       while (e < l->n && !is_blank(l->s[e]))
         e++;
       for (size_t k = j; k < e; k++)
-        if (l->s[k] == '.' || l->s[k] == '(' || l->s[k] == ':' || l->s[k] == '<' ||
-            l->s[k] == '/')
+        if (l->s[k] == '.' || l->s[k] == '(' || l->s[k] == ':' || l->s[k] == '<' || l->s[k] == '/')
           return 1;
       return l->s[l->n - 1] == ')';
     }
@@ -261,8 +260,8 @@ static void first_word(const line_t *l, first_word_t *w) {
  * diagnostic's kind: error unless it names another one. */
 static int located_kind(line_t *l, size_t colon) {
   size_t j = colon;
-  for (int groups = 0; groups < 2 && j < l->n && l->s[j] == ':' && j + 1 < l->n &&
-                       is_digit(l->s[j + 1]);
+  for (int groups = 0;
+       groups < 2 && j < l->n && l->s[j] == ':' && j + 1 < l->n && is_digit(l->s[j + 1]);
        groups++) {
     j++;
     while (j < l->n && is_digit(l->s[j]))
@@ -355,8 +354,9 @@ static int program_report(line_t *l, size_t p) {
 static int valgrind_report(line_t *l) {
   size_t p = l->start;
   static const char *const errs[] = {
-      "Invalid read",        "Invalid write",  "Invalid free",
-      "Mismatched free",     "Use of uninit",  "Conditional jump or move",
+      "Invalid read",        "Invalid write",
+      "Invalid free",        "Mismatched free",
+      "Use of uninit",       "Conditional jump or move",
       "Syscall param",       "Source and destination overlap",
       "Process terminating", "Argument 'size' of function",
   };
@@ -401,7 +401,8 @@ static int paren_located(line_t *l) {
     if (k & C_DOT)
       dot = i + 1;
   }
-  if (i >= lim || !dot || dot >= i || is_digit(l->s[dot]) || i + 1 >= l->n || !is_digit(l->s[i + 1]))
+  if (i >= lim || !dot || dot >= i || is_digit(l->s[dot]) || i + 1 >= l->n ||
+      !is_digit(l->s[i + 1]))
     return -1;
   size_t j = i + 1;
   while (j < l->n && (is_digit(l->s[j]) || l->s[j] == ','))

@@ -160,9 +160,9 @@ int tfs__cl_count_near(const line_t *l, size_t a, size_t b) {
  * follows it, and the line talks about errors rather than reporting one. */
 static int modifier_follows(const line_t *l, size_t b) {
   static const char *const nouns[] = {
-      "handling", "handler",  "handlers", "reporting", "reporter", "reports", "messages",
-      "log",      "logs",     "logging",  "page",      "pages",    "rate",    "budget",
-      "checking", "recovery", "tracking", "boundary",  "level",    "levels",  "codes",
+      "handling", "handler",  "handlers", "reporting", "reporter",  "reports", "messages",
+      "log",      "logs",     "logging",  "page",      "pages",     "rate",    "budget",
+      "checking", "recovery", "tracking", "boundary",  "level",     "levels",  "codes",
       "classes",  "types",    "callback", "flag",      "threshold", "message"};
   size_t t = skip_blanks(l, b);
   if (t == b || t >= l->n)

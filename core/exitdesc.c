@@ -6,11 +6,13 @@
  * memory.events "oom" (the cgroup reached its memory.max and reclaim could
  * not make room) and "oom_kill" (processes of the cgroup the OOM killer
  * killed, whichever limit ran out); cgroup v1 keeps "oom_kill" in
- * memory.oom_control and counts the times usage hit the limit in
- * memory.failcnt. The supervisor reads them when the worker starts and
- * when it is reaped (tfs_memcg_read); an oom_kill that grew in between
- * says the OOM killer acted, "oom" (or failcnt under a set limit) that the
- * cgroup's own limit was the reason, and no growth that it did not act.
+ * memory.oom_control, and the times usage hit the limit in memory.failcnt
+ * and the highest usage in memory.max_usage_in_bytes (some kernels leave
+ * failcnt at 0: a peak at the limit says the same). The supervisor reads
+ * them when the worker starts and when it is reaped (tfs_memcg_read); an
+ * oom_kill that grew in between says the OOM killer acted, "oom" (v1: a
+ * limit set and reached) that the cgroup's own limit was the reason, and
+ * no growth that it did not act.
  * Only when neither could be read does the reason say "possibly out of
  * memory". */
 #include <fcntl.h>
@@ -82,7 +84,7 @@ static int cgroup_of(pid_t pid, tfs_memcg_t *m) {
 void tfs_memcg_read(pid_t pid, tfs_memcg_t *m) {
   char dir[512], file[600], buf[2048];
   m->known = 0;
-  m->oom = m->oom_kill = m->failcnt = -1;
+  m->oom = m->oom_kill = m->failcnt = m->peak = -1;
   m->limit = -1;
   if (!m->path[0] && cgroup_of(pid, m))
     return;
@@ -110,6 +112,9 @@ void tfs_memcg_read(pid_t pid, tfs_memcg_t *m) {
     snprintf(file, sizeof file, "%s/memory.failcnt", dir);
     if (slurp(file, buf, sizeof buf) == 0)
       m->failcnt = strtoll(buf, NULL, 10);
+    snprintf(file, sizeof file, "%s/memory.max_usage_in_bytes", dir);
+    if (slurp(file, buf, sizeof buf) == 0)
+      m->peak = strtoll(buf, NULL, 10);
     snprintf(file, sizeof file, "%s/memory.limit_in_bytes", dir);
     /* v1 writes "no limit" as the largest page-aligned value. */
     if (slurp(file, buf, sizeof buf) == 0 && strtoll(buf, NULL, 10) < (INT64_C(1) << 62))
@@ -134,7 +139,8 @@ static int oom_verdict(const tfs_memcg_t *a, const tfs_memcg_t *b) {
     return OOM_UNKNOWN;
   if (b->oom_kill <= a->oom_kill)
     return OOM_NOT;
-  int limit = b->v2 ? b->oom > a->oom : b->limit > 0 && b->failcnt > a->failcnt;
+  int limit =
+      b->v2 ? b->oom > a->oom : b->limit > 0 && (b->failcnt > a->failcnt || b->peak >= b->limit);
   return limit ? OOM_LIMIT : OOM_SYSTEM;
 }
 
@@ -206,8 +212,8 @@ static void killed(int status, int s, const tfs_memcg_t *before, const tfs_memcg
     add(buf, len, "%s", "; core dumped");
 }
 
-char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t *after,
-                        char *buf, size_t len) {
+char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t *after, char *buf,
+                        size_t len) {
   char sig[TFS_SIGNAME_MAX];
   if (WIFSIGNALED(status)) {
     killed(status, WTERMSIG(status), before, after, buf, len);
@@ -219,7 +225,8 @@ char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t
   if (code == 128 + SIGKILL) {
     int v = oom_verdict(before, after);
     if (v == OOM_LIMIT || v == OOM_SYSTEM) {
-      add(buf, len, "%s", ": out of memory (a process it ran was killed by the kernel's OOM killer");
+      add(buf, len, "%s",
+          ": out of memory (a process it ran was killed by the kernel's OOM killer");
       oom_cause(v, after, buf, len);
       add(buf, len, "%s", ")");
     } else {

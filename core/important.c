@@ -254,8 +254,7 @@ int tfs__context_insert(tfs_important_t *imp, int64_t lineno, const char *text, 
   return 0;
 }
 
-int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *text,
-                              size_t len) {
+int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
   int err = tfs__context_insert(imp, lineno, text, len);
   if (!err)
     imp->lead_final = 1;

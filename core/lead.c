@@ -28,13 +28,13 @@
 #include "core/internal.h"
 #include "core/lead.h"
 
-#define RING 4              /* lines kept before the lead */
-#define RAW_MAX 320         /* bytes kept of each (escapes included) */
-#define UPGRADE_WINDOW 40   /* lines after the first error a better one may come */
-#define AFTER_WINDOW 20     /* lines after the lead looked at for context */
-#define BEFORE_MAX 3        /* context lines above the lead */
-#define AFTER_MAX 5         /* context lines below it */
-#define NEAR_BEFORE 6       /* how far above the lead its context may be */
+#define RING 4            /* lines kept before the lead */
+#define RAW_MAX 320       /* bytes kept of each (escapes included) */
+#define UPGRADE_WINDOW 40 /* lines after the first error a better one may come */
+#define AFTER_WINDOW 20   /* lines after the lead looked at for context */
+#define BEFORE_MAX 3      /* context lines above the lead */
+#define AFTER_MAX 5       /* context lines below it */
+#define NEAR_BEFORE 6     /* how far above the lead its context may be */
 
 typedef struct {
   int64_t line;
@@ -152,6 +152,10 @@ static int after_line(tfs_important_t *imp, tracker_t *t, int64_t lineno, const 
     t->after_to = 0; /* complete, or the next report begins */
     return 0;
   }
+  if (rank == TFS__RANK_VERDICT) {
+    t->nonempty++; /* "FAIL\tpkg", "make: *** Error 1": shown by their rank */
+    return 0;
+  }
   int form = tfs__context_form(line, len), take = 0, err = 0;
   switch (form) {
   case TFS__CX_EMPTY:
@@ -211,9 +215,8 @@ int tfs__lead_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_
     line = "", len = 0;
   int err = 0;
   if (rank >= TFS__RANK_VERDICT &&
-      (!imp->lead.line ||
-       (rank > t->rank &&
-        (t->rank <= TFS__RANK_VERDICT || lineno - t->window_from <= UPGRADE_WINDOW))))
+      (!imp->lead.line || (rank > t->rank && (t->rank <= TFS__RANK_VERDICT ||
+                                              lineno - t->window_from <= UPGRADE_WINDOW))))
     err = set_lead(imp, t, lineno, kind, rank, line, len);
   else if (imp->lead.line && lineno <= t->after_to)
     err = after_line(imp, t, lineno, line, len, rank, block);

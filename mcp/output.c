@@ -118,8 +118,7 @@ static json_t *important_json(const shown_t *sh) {
   if (order)
     qsort(order, sh->keep, sizeof *order, by_line);
   for (size_t i = 0; order && i < sh->keep; i++)
-    json_array_append_new(order[i]->from_last ? last : first,
-                          important_entry(order[i]->line));
+    json_array_append_new(order[i]->from_last ? last : first, important_entry(order[i]->line));
   free(order);
   json_t *o = json_pack("{s:I, s:o, s:o}", "total", (json_int_t)sh->imp->total, "first", first,
                         "last", last);

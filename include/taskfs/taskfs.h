@@ -160,8 +160,8 @@ typedef struct {
   tfs_important_line_t *last;
   tfs_important_line_t lead; /* lead.line 0: none (yet) */
   size_t ncontext;
-  tfs_important_line_t *context;    /* TFS_CONTEXT_MAX slots, kind TFS_LINE_CONTEXT */
-  int lead_final;                   /* the lead and its context no longer change */
+  tfs_important_line_t *context;     /* TFS_CONTEXT_MAX slots, kind TFS_LINE_CONTEXT */
+  int lead_final;                    /* the lead and its context no longer change */
   struct tfs__lead_tracker *tracker; /* capture state while they may */
 } tfs_important_t;
 
@@ -221,6 +221,7 @@ typedef struct {
   int64_t oom;      /* v2: times the limit was hit and reclaim failed */
   int64_t oom_kill; /* processes the OOM killer killed in the cgroup */
   int64_t failcnt;  /* v1: times usage hit the limit */
+  int64_t peak;     /* v1: the highest usage yet, bytes */
   int64_t limit;    /* bytes; -1: none */
   char path[256];   /* the cgroup, as /proc/PID/cgroup names it */
 } tfs_memcg_t;
@@ -235,8 +236,8 @@ void tfs_memcg_read(pid_t pid, tfs_memcg_t *m);
  * process of the task was killed by the kernel's OOM killer: its cgroup
  * reached its memory limit (256 MiB)", "killed by signal SIGSEGV
  * (segmentation fault: an invalid memory access)". Returns buf. */
-char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t *after,
-                        char *buf, size_t len);
+char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t *after, char *buf,
+                        size_t len);
 
 /* ---- the record -------------------------------------------------------- */
 
