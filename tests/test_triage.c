@@ -128,26 +128,28 @@ Test(lead, context_ends_at_the_next_report) {
   tfs_important_free(&imp);
 }
 
+/* Feeds plain progress lines numbered [from, to). */
+static void progress(tfs_important_t *imp, int from, int to) {
+  char buf[128];
+  for (int i = from; i < to; i++) {
+    int n = snprintf(buf, sizeof buf, "progress %d of the build, all is well", i);
+    cr_assert_eq(tfs_important_feed(imp, i, buf, (size_t)n), 0);
+  }
+}
+
 /* A verdict is replaced by an error however late; an error only by a
  * better line close after it; then the lead is final and the tracker
  * gone, so that a flood costs nothing more. */
 Test(lead, when_it_changes_and_when_it_is_final) {
   tfs_important_t imp;
-  char buf[128];
   cr_assert_eq(tfs_important_init(&imp, 5), 0);
   feed(&imp, 1, "make: *** [Makefile:7: build/a.o] Error 1\n");
   cr_assert_eq(imp.lead.line, 1);
-  for (int i = 2; i < 5000; i++) {
-    int n = snprintf(buf, sizeof buf, "progress %d of the build, all is well", i);
-    tfs_important_feed(&imp, i, buf, (size_t)n);
-  }
+  progress(&imp, 2, 5000);
   feed(&imp, 5000, "error: failed to get `serde` as a dependency\n");
   cr_assert_eq(imp.lead.line, 5000, "a verdict gives way to an error at any distance");
   cr_assert_eq(imp.lead_final, 0);
-  for (int i = 5001; i < 5100; i++) {
-    int n = snprintf(buf, sizeof buf, "progress %d of the build, all is well", i);
-    tfs_important_feed(&imp, i, buf, (size_t)n);
-  }
+  progress(&imp, 5001, 5100);
   feed(&imp, 5100, "a.go:3:1: undefined: x\n");
   cr_assert_eq(imp.lead.line, 5000, "no better line came close after the first error");
   cr_assert_eq(imp.lead_final, 1);
