@@ -237,6 +237,9 @@ int tfs_important_set_lead(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t
 }
 
 int tfs__context_insert(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
+  for (size_t i = 0; i < imp->ncontext; i++)
+    if (imp->context[i].line == lineno)
+      return 0; /* kept already */
   if (imp->ncontext >= TFS_CONTEXT_MAX)
     return -ENOSPC;
   if (!imp->context && !(imp->context = calloc(TFS_CONTEXT_MAX, sizeof *imp->context)))

@@ -175,7 +175,8 @@ static int after_line(tfs_important_t *imp, tracker_t *t, int64_t lineno, const 
     /* Go prints a frame's function on the line above its file. */
     ring_line_t *up = newest(t, 0);
     int upform = up ? tfs__context_form(up->raw, up->len) : TFS__CX_EMPTY;
-    if (line[0] == '\t' && up && up->line == lineno - 1 && up->raw[0] != '\t' &&
+    if (len > 1 && line[0] == '\t' && line[1] == '/' && memmem(line, len, ".go:", 4) && up &&
+        up->line == lineno - 1 && up->line != imp->lead.line && up->raw[0] != '\t' &&
         (upform == TFS__CX_OTHER || upform == TFS__CX_LOCATION)) {
       err = add_context(imp, up->line, up->raw, up->len);
       t->after++;

@@ -7,8 +7,8 @@
 /* The kept text of a line, at most max bytes (see core/important.c). */
 char *tfs__important_text(const char *line, size_t len, size_t max);
 
-/* Adds a context line, in line order; -ENOSPC when TFS_CONTEXT_MAX are
- * kept. */
+/* Adds a context line, in line order (a line kept already is not added
+ * again); -ENOSPC when TFS_CONTEXT_MAX are kept. */
 int tfs__context_insert(tfs_important_t *imp, int64_t lineno, const char *text, size_t len);
 
 /* Follows one fed line (of kind, rank and block as tfs__classify() said):
