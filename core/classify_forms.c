@@ -205,31 +205,33 @@ __attribute__((constructor)) static void word_class_init(void) {
   }
 }
 
-/* Where the first word ends: the first blank or ':' before lim. Most
- * words end at a blank, and 16 bytes are looked at at once. */
+/* Where the first word ends: the first blank, ':' or '(' before lim.
+ * Most words end at a blank, and 16 bytes are looked at at once. */
 static size_t word_end(const line_t *l, size_t lim) {
   size_t i = 0;
 #if defined(__SSE2__)
   const __m128i sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t'), col = _mm_set1_epi8(':');
+  const __m128i par = _mm_set1_epi8('(');
   for (; i + 16 <= lim; i += 16) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(l->s + i));
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, tab)), _mm_cmpeq_epi8(v, col)));
+    unsigned m = (unsigned)_mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, tab)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, col), _mm_cmpeq_epi8(v, par))));
     if (m)
       return i + (size_t)__builtin_ctz(m);
   }
 #endif
-  while (i < lim && !(word_class[l->s[i]] & C_STOP))
+  while (i < lim && !(word_class[l->s[i]] & C_STOP) && l->s[i] != '(')
     i++;
   return i;
 }
 
-static void first_word(const line_t *l, first_word_t *w) {
-  size_t lim = l->n < 512 ? l->n : 512, dot = 0, slash = 0, letters = 0;
+/* The first word up to end, where word_end stopped. */
+static void first_word(const line_t *l, size_t end, first_word_t *w) {
+  size_t lim = l->n < 512 ? l->n : 512, dot = 0, slash = 0, letters = 0, i = 0;
   unsigned any = 0, prog = C_PROG;
   w->colon = 0;
   w->program = w->path = 0;
-  size_t end = word_end(l, lim), i = 0;
   if (end + 1 >= lim || l->s[end] != ':' || !(l->s[end + 1] == ' ' || is_digit(l->s[end + 1])))
     return; /* "a.py::test_x", no ':' at all */
   for (; i < end; i++) {
@@ -390,19 +392,18 @@ static int cannot(line_t *l, size_t p) {
 }
 
 /* "a.pas(6,24) Error: x", "a.cu(3): error: x", "A.cs(42,17): error CS0103:
- * x": a file, a line (and column) in parentheses, then the message.
- * Returns its kind, or -1. */
-static int paren_located(line_t *l) {
-  size_t i = 0, lim = l->n < 256 ? l->n : 256, dot = 0;
-  for (; i < lim && l->s[i] != '('; i++) {
-    unsigned k = word_class[l->s[i]];
-    if ((k & C_STOP) || (k & C_BAD))
+ * x": a file, a line (and column) in parentheses at i (where the first
+ * word stopped), then the message. Returns its kind, or -1. */
+static int paren_located(line_t *l, size_t i) {
+  size_t dot = 0;
+  for (size_t j = 0; j < i; j++) {
+    unsigned k = word_class[l->s[j]];
+    if (k & C_BAD)
       return -1;
     if (k & C_DOT)
-      dot = i + 1;
+      dot = j + 1;
   }
-  if (i >= lim || !dot || dot >= i || is_digit(l->s[dot]) || i + 1 >= l->n ||
-      !is_digit(l->s[i + 1]))
+  if (!dot || dot >= i || is_digit(l->s[dot]) || i + 1 >= l->n || !is_digit(l->s[i + 1]))
     return -1;
   size_t j = i + 1;
   while (j < l->n && (is_digit(l->s[j]) || l->s[j] == ','))
@@ -513,11 +514,14 @@ int tfs__cl_forms(line_t *l) {
     }
     break;
   }
-  int k = paren_located(l);
-  if (k >= 0)
-    return k;
+  size_t end = word_end(l, l->n < 512 ? l->n : 512);
+  if (end < l->n && l->s[end] == '(') {
+    int k = paren_located(l, end);
+    if (k >= 0)
+      return k;
+  }
   first_word_t w;
-  first_word(l, &w);
+  first_word(l, end, &w);
   if (w.program) {
     int k = program_report(l, w.colon + 1);
     if (k >= 0)

@@ -214,8 +214,10 @@ int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind
 }
 
 int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
-  int rank, block, err = 0;
-  tfs_line_kind_t kind = tfs__classify(line, len, &rank, &block);
+  int rank = 0, block = 0, err = 0;
+  /* The rank only matters while the lead may change. */
+  tfs_line_kind_t kind =
+      imp->lead_final ? tfs_classify_line(line, len) : tfs__classify(line, len, &rank, &block);
   if (kind != TFS_LINE_PLAIN)
     err = tfs_important_add(imp, lineno, kind, line, len);
   /* The lead and its context: only until they are final, so that the
