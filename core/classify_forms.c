@@ -25,6 +25,13 @@
 #include <emmintrin.h>
 #endif
 
+/* The line is the cause of a failure and a report of its own. */
+static inline int cause(line_t *l) {
+  l->rank = TFS__RANK_CAUSE;
+  l->located = 1;
+  return TFS_LINE_ERROR;
+}
+
 /* ---- prefixes --------------------------------------------------------------- */
 
 /* "==123==" (valgrind, sanitizers): returns the end, or i. */
@@ -323,20 +330,14 @@ static int program_report(line_t *l, size_t p) {
   size_t d = match(l, j, "line ") ? j + 5 : j, e = d;
   while (e < l->n && is_digit(l->s[e]))
     e++;
-  if (e > d && match(l, e, ": ")) {
-    l->rank = TFS__RANK_CAUSE;
-    l->located = 1;
-    return TFS_LINE_ERROR;
-  }
+  if (e > d && match(l, e, ": "))
+    return cause(l);
   size_t ps = l->start;
   int ld = p - ps >= 3 && match(l, p - 3, "ld:");
   if (ld || match(l, ps, "collect2:")) {
     if (contains(l, j, "undefined reference") || match(l, j, "cannot find -l") ||
-        contains(l, j, "multiple definition")) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
+        contains(l, j, "multiple definition"))
+      return cause(l);
     if (contains(l, j, "in function") || match(l, j, "warning"))
       return contains(l, j, "in function") ? TFS_LINE_PLAIN : TFS_LINE_WARNING;
     return -1;
@@ -363,21 +364,15 @@ static int valgrind_report(line_t *l) {
       "Process terminating", "Argument 'size' of function",
   };
   for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
-    if (match(l, p, errs[i])) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
+    if (match(l, p, errs[i]))
+      return cause(l);
   /* The banner "Memcheck, a memory error detector" and the frames. */
   if (match(l, p, "Memcheck,") || match(l, p, "Helgrind,") || match(l, p, "DRD,") ||
       match(l, p, "For lists of detected") || match(l, p, "For counts of detected"))
     return TFS_LINE_PLAIN;
   if (match(l, p, "ERROR: AddressSanitizer") || match(l, p, "ERROR: LeakSanitizer") ||
-      match(l, p, "ERROR: ThreadSanitizer") || match(l, p, "ERROR: MemorySanitizer")) {
-    l->rank = TFS__RANK_CAUSE;
-    l->located = 1;
-    return TFS_LINE_ERROR;
-  }
+      match(l, p, "ERROR: ThreadSanitizer") || match(l, p, "ERROR: MemorySanitizer"))
+    return cause(l);
   return -1;
 }
 
@@ -426,6 +421,58 @@ static int paren_located(line_t *l, size_t i) {
   return -1;
 }
 
+/* Reports known by their first byte and words: apt, git, CMake, Kotlin,
+ * Perl and Tcl, a killed job, the macOS linker. Returns the kind, or -1. */
+static int first_byte_forms(line_t *l, size_t p) {
+  switch (l->s[p]) {
+  case 'E':
+    /* apt: "E: Unable to locate package x"; pytest: "E       assert 2 == 3". */
+    if (match(l, p, "E: "))
+      return cause(l);
+    if (p + 1 < l->n && is_blank(l->s[p + 1])) {
+      size_t j = skip_blanks(l, p + 1);
+      if (match(l, j, "assert ") || match(l, j, "Failed: ")) {
+        l->rank = TFS__RANK_CAUSE;
+        return TFS_LINE_ERROR;
+      }
+    }
+    break;
+  case 'W':
+    return match(l, p, "W: ") ? TFS_LINE_WARNING : -1; /* apt */
+  case 'C':
+    if (cannot(l, p))
+      return TFS_LINE_ERROR;
+    /* git: "CONFLICT (content): Merge conflict in a.c". */
+    if (match(l, p, "CONFLICT (") || match(l, p, "CMake Error"))
+      return cause(l);
+    return match(l, p, "CMake Warning") ? TFS_LINE_WARNING : -1;
+  case '!':
+    /* git push: " ! [rejected]  main -> main (fetch first)". */
+    if (match(l, p, "! [rejected]") || match(l, p, "! [remote rejected]"))
+      return cause(l);
+    break;
+  case 'c':
+    return cannot(l, p) ? TFS_LINE_ERROR : -1;
+  case 'K':
+  case 'U':
+    /* sh: a job killed (SIGKILL); the macOS linker. */
+    if ((skip_blanks(l, p + 6) == l->n && match(l, p, "Killed")) ||
+        match(l, p, "Undefined symbols for architecture")) {
+      l->rank = TFS__RANK_CAUSE;
+      return TFS_LINE_ERROR;
+    }
+    break;
+  case 'e':
+  case 'w':
+    /* Kotlin: "e: file:///a/B.kt:42:25 Unresolved reference: x". */
+    if (p + 3 < l->n && l->s[p + 1] == ':' && l->s[p + 2] == ' ' &&
+        (match(l, p + 3, "file:") || l->s[p + 3] == '/'))
+      return l->s[p] == 'w' ? TFS_LINE_WARNING : cause(l);
+    break;
+  }
+  return -1;
+}
+
 int tfs__cl_forms(line_t *l) {
   size_t p = l->start;
   if (p >= l->n)
@@ -440,100 +487,17 @@ int tfs__cl_forms(line_t *l) {
     return TFS_LINE_PLAIN;
   if ((c0 == '>' || c0 == '|' || c0 == '+' || is_digit(c0)) && tfs__cl_excerpt_at(l, p))
     return TFS_LINE_PLAIN;
-  switch (l->s[p]) {
-  case 'E':
-    /* apt: "E: Unable to locate package x"; pytest: "E       assert 2 == 3". */
-    if (match(l, p, "E: ")) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
-    if (p + 1 < l->n && is_blank(l->s[p + 1])) {
-      size_t j = skip_blanks(l, p + 1);
-      if (match(l, j, "assert ") || match(l, j, "Failed: ")) {
-        l->rank = TFS__RANK_CAUSE;
-        return TFS_LINE_ERROR;
-      }
-    }
-    break;
-  case 'W':
-    if (match(l, p, "W: "))
-      return TFS_LINE_WARNING; /* apt */
-    break;
-  case 'C':
-    if (cannot(l, p))
-      return TFS_LINE_ERROR;
-    /* git: "CONFLICT (content): Merge conflict in a.c". */
-    if (match(l, p, "CONFLICT (")) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
-    if (match(l, p, "CMake Error")) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
-    if (match(l, p, "CMake Warning"))
-      return TFS_LINE_WARNING;
-    break;
-  case '!':
-    /* git push: " ! [rejected]  main -> main (fetch first)". */
-    if (match(l, p, "! [rejected]") || match(l, p, "! [remote rejected]")) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
-    break;
-  case 'c':
-    if (cannot(l, p))
-      return TFS_LINE_ERROR;
-    break;
-  case 'K':
-    if (skip_blanks(l, p + 6) == l->n && match(l, p, "Killed")) {
-      l->rank = TFS__RANK_CAUSE; /* sh: a job killed (SIGKILL) */
-      return TFS_LINE_ERROR;
-    }
-    break;
-  case 'U':
-    if (match(l, p, "Undefined symbols for architecture")) {
-      l->rank = TFS__RANK_CAUSE; /* the macOS linker */
-      return TFS_LINE_ERROR;
-    }
-    break;
-  case 'e':
-  case 'w':
-    /* Kotlin: "e: file:///a/B.kt:42:25 Unresolved reference: x". */
-    if (p + 3 < l->n && l->s[p + 1] == ':' && l->s[p + 2] == ' ' &&
-        (match(l, p + 3, "file:") || l->s[p + 3] == '/')) {
-      if (l->s[p] == 'w')
-        return TFS_LINE_WARNING;
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
-    break;
-  }
+  int k = first_byte_forms(l, p);
+  if (k >= 0)
+    return k;
   size_t end = word_end(l, l->n < 512 ? l->n : 512);
-  if (end < l->n && l->s[end] == '(') {
-    int k = paren_located(l, end);
-    if (k >= 0)
-      return k;
-  }
+  if (end < l->n && l->s[end] == '(' && (k = paren_located(l, end)) >= 0)
+    return k;
   first_word_t w;
   first_word(l, end, &w);
-  if (w.program) {
-    int k = program_report(l, w.colon + 1);
-    if (k >= 0)
-      return k;
-  }
-  if (w.path) {
-    if (contains(l, w.colon, "undefined reference")) {
-      l->rank = TFS__RANK_CAUSE;
-      l->located = 1;
-      return TFS_LINE_ERROR;
-    }
-    return located_kind(l, w.colon);
-  }
+  if (w.program && (k = program_report(l, w.colon + 1)) >= 0)
+    return k;
+  if (w.path)
+    return contains(l, w.colon, "undefined reference") ? cause(l) : located_kind(l, w.colon);
   return -1;
 }
