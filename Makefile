@@ -32,7 +32,7 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 
-.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan coverage api-reach
+.PHONY: all test test-c test-mcp check run clean install bench bench-quick bench-corpus format asan coverage api-reach
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -87,13 +87,14 @@ check:
 run: $(BIN)
 	./scripts/run-main.sh $(abspath $(BIN))
 
-# Benchmark helpers: bt needs only libc; tfsgen and classify_bench use the
-# core API.
-BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench
+# Benchmark helpers: bt needs only libc; tfsgen, classify_bench and corpus
+# use the core API.
+BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench \
+             $(BUILD)/bench/corpus
 $(BUILD)/bench/bt: bench/bt.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
-$(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench: $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
+$(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench $(BUILD)/bench/corpus: $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 bench: $(BIN) $(BENCH_BIN)
@@ -101,6 +102,10 @@ bench: $(BIN) $(BENCH_BIN)
 
 bench-quick: $(BIN) $(BENCH_BIN)
 	BUILD=$(BUILD) TASKFS_BIN=$(abspath $(BIN)) ./bench/run.sh quick
+
+# Recall and precision of the important lines over tests/corpus.
+bench-corpus: $(BUILD)/bench/corpus
+	BUILD=$(BUILD) ./bench/corpus.sh
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -4,11 +4,19 @@
  * must cost little on the plain lines that make up nearly all output. It
  * works in two steps:
  *
- *  1. Cheap checks at the start of the line's content (after indentation and
- *     colour escapes) for the fixed markers of test runners and build tools:
- *     go's "--- FAIL:", "ok  \tpkg", cargo's "test result:", TAP's "not ok",
- *     jest's "Tests:", Criterion's "[FAIL]", make's "make: ***", npm's
- *     "npm ERR!", and so on. These decide the kind on their own.
+ *  1. Cheap checks at the start of the line's content (after indentation,
+ *     colour escapes, OSC 8 hyperlinks and the prefixes tools wrap around
+ *     their text: terraform's box, BuildKit's step and time, valgrind's pid,
+ *     npm's and Maven's levels) for forms and fixed markers that decide
+ *     the kind on their own (core/classify_forms.c, classify_tools.c):
+ *     stack frames and code excerpts are context, never important; a
+ *     source location followed by a message ("a.go:12:5: undefined: x")
+ *     is a compiler's diagnostic whatever its words; shell errors
+ *     ("x.sh: line 3: y: command not found"), apt's "E:", git's CONFLICT,
+ *     the linker's "undefined reference", valgrind's and the sanitizers'
+ *     reports; test runners' markers (go's "--- FAIL:", jest's "\u25cf",
+ *     TAP's "not ok", cargo's "test result:") and build tools' (make's
+ *     "make: ***", npm's "npm error").
  *  2. One pass over the line that looks for "anchors": pairs of adjacent
  *     bytes that every keyword contains ("rr" of error, "wa" of warn, "fa"
  *     of fail, fatal and fault, "pa" of pass and panic, "xc" of exception,
@@ -24,7 +32,14 @@
  * (src/error.c), a flag (--fail-fast) or a member access (console.error),
  * and not with a zero or negated count ("0 errors", "errors: 0", "no
  * errors found"). Lines that count outcomes ("3 passed, 1 failed") are
- * summaries, whatever words they use.
+ * summaries, whatever words they use. A name ending in Error or Exception,
+ * dotted or not ("etl.errors.SchemaMismatchError: ...", "KeyError: 'x'"),
+ * followed by ':' or the end of the line reports an exception.
+ *
+ * Each important line also gets a rank (core/internal.h, classify_rank.c):
+ * how well it says what went wrong, from a verdict ("make: *** Error 1")
+ * to the cause itself (a located diagnostic, an exception); the lead of an
+ * answer is chosen by it (core/important.c).
  *
  * Only the first TFS__CLASSIFY_SCAN bytes of a line are examined: tools put
  * their markers at the start, and an enormous line must not cost more than
@@ -32,36 +47,55 @@
  * examined length. */
 #include "core/classify.h"
 
-/* Skips indentation and ANSI CSI escape sequences ("\x1b[31m") at the start
- * of a line, where colour codes usually sit. */
-static size_t content_start(const unsigned char *s, size_t n) {
+/* The end of an escape sequence starting at s[i] == ESC: CSI ("\x1b[31m")
+ * and OSC ("\x1b]8;;URL\x07", ended by BEL or ESC \\; OSC 8 is a terminal
+ * hyperlink). Returns i if no complete sequence starts there. */
+static size_t escape_end(const unsigned char *s, size_t n, size_t i) {
+  if (i + 1 >= n)
+    return i;
+  if (s[i + 1] == '[') {
+    size_t j = i + 2;
+    while (j < n && s[j] >= 0x20 && s[j] <= 0x3f)
+      j++;
+    return j < n && s[j] >= 0x40 && s[j] <= 0x7e ? j + 1 : i;
+  }
+  if (s[i + 1] == ']') {
+    const unsigned char *bel = memchr(s + i + 2, 0x07, n - i - 2);
+    const unsigned char *st = memchr(s + i + 2, 0x1b, n - i - 2);
+    if (st && (!bel || st < bel))
+      return st + 1 < s + n && st[1] == '\\' ? (size_t)(st - s) + 2 : i;
+    return bel ? (size_t)(bel - s) + 1 : i;
+  }
+  return i;
+}
+
+/* Skips indentation and escape sequences at the start of a line, where
+ * colour codes usually sit, then the prefixes tools wrap around their
+ * text. */
+static size_t content_start(line_t *l) {
   size_t i = 0;
   for (;;) {
-    while (i < n && (is_blank(s[i]) || s[i] == '\r'))
+    while (i < l->n && (is_blank(l->s[i]) || l->s[i] == '\r'))
       i++;
-    if (i + 1 < n && s[i] == 0x1b && s[i + 1] == '[') {
-      size_t j = i + 2;
-      while (j < n && s[j] >= 0x20 && s[j] <= 0x3f)
-        j++;
-      if (j < n && s[j] >= 0x40 && s[j] <= 0x7e) {
-        i = j + 1;
+    if (i < l->n && l->s[i] == 0x1b) {
+      size_t j = escape_end(l->s, l->n, i);
+      if (j > i) {
+        i = j;
         continue;
       }
     }
-    return i;
+    return tfs__cl_prefixes(l, i);
   }
 }
 
-/* Copies s without ANSI CSI escape sequences into out (n bytes at most). */
+/* Copies s without escape sequences into out (n bytes at most). */
 static size_t strip_escapes(const unsigned char *s, size_t n, unsigned char *out) {
   size_t o = 0;
   for (size_t i = 0; i < n;) {
-    if (s[i] == 0x1b && i + 1 < n && s[i + 1] == '[') {
-      size_t j = i + 2;
-      while (j < n && s[j] >= 0x20 && s[j] <= 0x3f)
-        j++;
-      if (j < n && s[j] >= 0x40 && s[j] <= 0x7e) {
-        i = j + 1;
+    if (s[i] == 0x1b) {
+      size_t j = escape_end(s, n, i);
+      if (j > i) {
+        i = j;
         continue;
       }
     }
@@ -70,7 +104,115 @@ static size_t strip_escapes(const unsigned char *s, size_t n, unsigned char *out
   return o;
 }
 
-tfs_line_kind_t tfs_classify_line(const char *line, size_t len) {
+/* The kind from the keywords the scan found, once no form or marker has
+ * decided. */
+static int keyword_kind(line_t *l) {
+  tfs__cl_scan_keywords(l);
+  if (!l->flags && !l->pass_counts && !l->fail_counts)
+    return TFS_LINE_PLAIN;
+
+  /* Lines that count outcomes are summaries: pytest's "==== 1 failed, 2
+   * passed, 1 error in 0.5s ====", "100% tests passed, 0 tests failed out
+   * of 3", "5 passed". */
+  int counts = l->pass_counts + l->fail_counts + l->other_counts;
+  if (match(l, l->start, "==") && counts > 0 &&
+      !(l->start + 2 < l->n && is_digit(l->s[l->start + 2]))) /* valgrind's "==123==" */
+    return TFS_LINE_SUMMARY;
+  if (l->pass_counts && counts >= 2)
+    return TFS_LINE_SUMMARY;
+
+  if (l->fail_counts && l->fail_positive)
+    l->flags |= F_FAILURE;
+  if (l->flags & (F_ERROR | F_WARNING | F_FAILURE)) {
+    /* A compiler diagnostic names its own kind: a warning that quotes the
+     * word "error" is still a warning, a note that a deduction "failed" is
+     * a note. */
+    int d = tfs__cl_diagnostic(l);
+    if (d >= 0)
+      return d;
+  }
+  if (l->flags & F_ERROR)
+    return TFS_LINE_ERROR;
+  if (l->flags & F_FAILURE)
+    return TFS_LINE_FAILURE;
+  if (l->flags & F_WARNING)
+    return TFS_LINE_WARNING;
+  if (l->pass_counts || l->fail_counts || (l->flags & F_SUMMARY))
+    return TFS_LINE_SUMMARY;
+  return TFS_LINE_PLAIN;
+}
+
+/* What a tool's wrapper makes of its payload's kind: npm's "npm error" and
+ * Maven's "[ERROR]" report an error whatever the payload says, but not
+ * their empty lines, hints and the progress they relay. */
+static int wrapped_kind(line_t *l, int k) {
+  static const char *const hints[] = {
+      "To see the full stack trace",
+      "Re-run Maven",
+      "For more information",
+      "[Help ",
+      "-> [Help",
+      "Please refer to",
+      "A complete log of this run",
+      "For a full report see",
+      "Run with --",
+  };
+  if (l->start >= l->n)
+    return TFS_LINE_PLAIN;
+  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+    if (match(l, l->start, hints[i]))
+      return TFS_LINE_PLAIN;
+  if (l->wrapper == W_NPM_ERR) {
+    /* npm relays what the failed script printed and node-gyp's log: an
+     * indented payload is a tree or a build's progress, a bare path names a
+     * log; node-gyp's own lines and npm's "path" and "command" say where,
+     * not what. */
+    static const char *const relayed[] = {
+        "gyp info",        "gyp http",         "gyp verb",     "gyp ERR! stack at",
+        "gyp ERR! System", "gyp ERR! command", "gyp ERR! cwd", "gyp ERR! node",
+        "path ",           "command sh",       "command bash", "make: Entering",
+        "make: Leaving",
+    };
+    for (size_t i = 0; i < sizeof relayed / sizeof relayed[0]; i++)
+      if (match(l, l->start, relayed[i]))
+        return TFS_LINE_PLAIN;
+    if (k == TFS_LINE_PLAIN &&
+        (is_blank(l->s[l->start]) || memchr(l->s + l->start, ' ', l->n - l->start) == NULL))
+      return TFS_LINE_PLAIN;
+    return k == TFS_LINE_WARNING ? k : TFS_LINE_ERROR;
+  }
+  if (l->wrapper == W_MVN_ERR)
+    return k == TFS_LINE_WARNING ? k : TFS_LINE_ERROR;
+  if (l->wrapper == W_MVN_WARN)
+    return k == TFS_LINE_PLAIN ? TFS_LINE_WARNING : k;
+  return k;
+}
+
+void tfs__cl_begin(line_t *l, const char *line, size_t len,
+                   unsigned char plain[TFS__CLASSIFY_SCAN]) {
+  memset(l, 0, sizeof *l);
+  l->s = (const unsigned char *)line;
+  l->n = len < TFS__CLASSIFY_SCAN ? len : TFS__CLASSIFY_SCAN;
+  /* Coloured output ("\x1b[31merror\x1b[39m:") is classified as it reads
+   * on a terminal. memchr makes the check nearly free on plain lines. */
+  if (memchr(l->s, 0x1b, l->n)) {
+    l->n = strip_escapes(l->s, l->n, plain);
+    l->s = plain;
+  }
+  while (l->n > 0 && (l->s[l->n - 1] == '\r' || is_blank(l->s[l->n - 1])))
+    l->n--;
+  /* The content is the line from here on: a tool's prefix ("npm error",
+   * "[ERROR]", valgrind's "==123==") is no part of what it says. */
+  size_t start = content_start(l);
+  l->s += start;
+  l->n -= start;
+}
+
+tfs_line_kind_t tfs__classify(const char *line, size_t len, int *rank, int *block) {
+  if (rank)
+    *rank = TFS__RANK_NONE;
+  if (block)
+    *block = 0;
   /* The shortest lines that classify as anything are three bytes ("ERR"
    * and the UTF-8 crosses "\u2715".."\u2718"); every line of one or two bytes is
    * plain (tests/test_important.c checks all of them). Deciding that before
@@ -78,53 +220,29 @@ tfs_line_kind_t tfs_classify_line(const char *line, size_t len) {
    * progress dots) cost almost nothing. */
   if (!line || len < TFS__CLASSIFY_MIN)
     return TFS_LINE_PLAIN;
-  line_t l = {.s = (const unsigned char *)line,
-              .n = len < TFS__CLASSIFY_SCAN ? len : TFS__CLASSIFY_SCAN};
-  /* Coloured output ("\x1b[31merror\x1b[39m:") is classified as it reads
-   * on a terminal. memchr makes the check nearly free on plain lines. */
+  line_t l;
   unsigned char plain[TFS__CLASSIFY_SCAN];
-  if (memchr(l.s, 0x1b, l.n)) {
-    l.n = strip_escapes(l.s, l.n, plain);
-    l.s = plain;
-  }
-  while (l.n > 0 && (l.s[l.n - 1] == '\r' || is_blank(l.s[l.n - 1])))
-    l.n--;
-  l.start = content_start(l.s, l.n);
+  tfs__cl_begin(&l, line, len, plain);
 
-  int m = tfs__cl_markers(&l);
-  if (m >= 0)
-    return (tfs_line_kind_t)m;
-
-  tfs__cl_scan_keywords(&l);
-  if (!l.flags && !l.pass_counts && !l.fail_counts)
+  int k = tfs__cl_forms(&l);
+  if (k < 0)
+    k = tfs__cl_markers(&l);
+  /* A form or a marker that says plain (a frame, a heading, a hint) is
+   * plain whoever wrapped it; only words are the wrapper's to judge. */
+  int decided = k >= 0;
+  if (k < 0)
+    k = keyword_kind(&l);
+  if (l.wrapper >= W_NPM_ERR && !(decided && k == TFS_LINE_PLAIN))
+    k = wrapped_kind(&l, k);
+  if (k == TFS_LINE_PLAIN)
     return TFS_LINE_PLAIN;
+  if (rank)
+    *rank = tfs__cl_rank(&l, k);
+  if (block)
+    *block = l.located || l.rank == TFS__RANK_HEADING;
+  return (tfs_line_kind_t)k;
+}
 
-  /* Lines that count outcomes are summaries: pytest's "==== 1 failed, 2
-   * passed, 1 error in 0.5s ====", "100% tests passed, 0 tests failed out
-   * of 3", "5 passed". */
-  int counts = l.pass_counts + l.fail_counts + l.other_counts;
-  if (match(&l, l.start, "==") && counts > 0 &&
-      !(l.start + 2 < l.n && is_digit(l.s[l.start + 2]))) /* valgrind's "==123==" */
-    return TFS_LINE_SUMMARY;
-  if (l.pass_counts && counts >= 2)
-    return TFS_LINE_SUMMARY;
-
-  if (l.fail_counts && l.fail_positive)
-    l.flags |= F_FAILURE;
-  if (l.flags & (F_ERROR | F_WARNING)) {
-    /* A compiler diagnostic names its own kind; a warning that quotes the
-     * word "error" is still a warning. */
-    int d = tfs__cl_diagnostic(&l);
-    if (d >= 0)
-      return (tfs_line_kind_t)d;
-  }
-  if (l.flags & F_ERROR)
-    return TFS_LINE_ERROR;
-  if (l.flags & F_FAILURE)
-    return TFS_LINE_FAILURE;
-  if (l.flags & F_WARNING)
-    return TFS_LINE_WARNING;
-  if (l.pass_counts || l.fail_counts || (l.flags & F_SUMMARY))
-    return TFS_LINE_SUMMARY;
-  return TFS_LINE_PLAIN;
+tfs_line_kind_t tfs_classify_line(const char *line, size_t len) {
+  return tfs__classify(line, len, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "taskfs/taskfs.h"
 
 #define TFS__CLASSIFY_SCAN 4096
@@ -45,15 +46,29 @@ enum {
   F_SUMMARY = 1 << 3,
 };
 
+/* A tool's prefix in front of the content, noted by content_start(): what
+ * the payload after it means depends on who wrapped it. */
+enum {
+  W_NONE = 0,
+  W_VALGRIND, /* "==123== " */
+  W_NPM_ERR,  /* "npm error ", "npm ERR! " */
+  W_MVN_ERR,  /* "[ERROR] " */
+  W_MVN_WARN, /* "[WARNING] " */
+  W_MVN_INFO, /* "[INFO] " */
+};
+
 typedef struct {
   const unsigned char *s;
   size_t n;     /* examined length */
-  size_t start; /* where the content starts (after blanks and escapes) */
+  size_t start; /* where the content starts (after blanks, escapes, prefixes) */
   unsigned flags;
   int pass_counts;  /* "3 passed", "Passing: 3" */
   int fail_counts;  /* "1 failed", "failures: 0" */
   int other_counts; /* "2 errors", "0 warnings" */
   int fail_positive;
+  int rank;    /* TFS__RANK_* set by a rule that knows, else 0 */
+  int wrapper; /* W_* */
+  int located; /* the content starts with a source location ("a.c:3:") */
 } line_t;
 
 /* Case-insensitive comparison of s[at..] with a lowercase word. */
@@ -116,6 +131,11 @@ static inline size_t skip_blanks_back(const line_t *l, size_t i) {
   return i;
 }
 
+/* Sets l up for the line: escapes removed (into plain if any), trailing
+ * blanks dropped, the content start found. */
+void tfs__cl_begin(line_t *l, const char *line, size_t len,
+                   unsigned char plain[TFS__CLASSIFY_SCAN]);
+
 /* ---- generic word checks (classify_words.c) ------------------------------ */
 
 /* The word that ends (after blanks) just before position a, as [*pa, *pb). */
@@ -131,6 +151,10 @@ int tfs__cl_count_near(const line_t *l, size_t a, size_t b);
 int tfs__cl_condition_word(line_t *l, size_t a, size_t b, int plural);
 /* A CamelCase name ending in a suffix of slen bytes, reported ("TypeError:"). */
 int tfs__cl_camel_report(const line_t *l, size_t a, size_t b, size_t slen);
+/* Where a dotted name ending with the part at a starts, or (size_t)-1. */
+size_t tfs__cl_name_start(const line_t *l, size_t a);
+/* An exception name starting at s opens the line's report. */
+int tfs__cl_report_start(const line_t *l, size_t s);
 
 /* ---- keyword families (classify_keywords.c), each at its anchor i -------- */
 
@@ -152,8 +176,31 @@ void tfs__cl_scan_keywords(line_t *l);
 /* ---- tools' fixed markers (classify_tools.c) ------------------------------ */
 
 /* The kind a fixed marker at the content start decides, or -1. */
-int tfs__cl_markers(const line_t *l);
+int tfs__cl_markers(line_t *l);
 /* The kind a compiler diagnostic header names, or -1 if it is not one. */
 int tfs__cl_diagnostic(const line_t *l);
+
+/* ---- forms (classify_forms.c) ---------------------------------------------- */
+
+/* Skips the prefixes tools put before their own text (terraform's box,
+ * BuildKit's step and time, valgrind's pid, Criterion's "[----]", npm's and
+ * Maven's level); notes the wrapper. Returns where the content starts. */
+size_t tfs__cl_prefixes(line_t *l, size_t i);
+/* Lines whose form decides: stack frames and code excerpts (plain, they are
+ * context), shell, apt, git, linker, valgrind and sanitizer reports, and a
+ * source location at the start ("a.go:12:5: message"). Returns the kind,
+ * or -1 to go on. */
+int tfs__cl_forms(line_t *l);
+/* The content at i is a stack frame ("at f (a.js:1:2)", "File \"x\", line
+ * 3", "#1 0x4005 in f a.c:3", "by 0x4005: f (a.c:3)"). */
+int tfs__cl_frame_at(const line_t *l, size_t i);
+/* The content at i is a code excerpt ("  12 |   code", "> 3 | x", "   |"). */
+int tfs__cl_excerpt_at(const line_t *l, size_t i);
+
+/* ---- ranks (classify_rank.c) ----------------------------------------------- */
+
+/* The rank of an important line of kind k whose rules left l->rank 0:
+ * verdicts ("make: *** [x] Error 1", "Build FAILED") rank below errors. */
+int tfs__cl_rank(const line_t *l, int kind);
 
 #endif

@@ -4,6 +4,21 @@
  * crosses test runners print. */
 #include "core/classify.h"
 
+/* The exception name whose last part is [a, b) is reported: an error, and
+ * the cause of the failure when it opens the line. */
+static void exception_name(line_t *l, size_t a, size_t b) {
+  size_t s = tfs__cl_name_start(l, a);
+  if (s == (size_t)-1)
+    return;
+  if (s == a && !tfs__cl_standalone(l, a, b))
+    return;
+  l->flags |= F_ERROR;
+  if (tfs__cl_report_start(l, s)) {
+    l->rank = TFS__RANK_CAUSE;
+    l->located = 1;
+  }
+}
+
 void tfs__cl_error(line_t *l, size_t i) {
   if (i == 0 || lower(l->s[i - 1]) != 'e')
     return;
@@ -25,8 +40,14 @@ void tfs__cl_error(line_t *l, size_t i) {
           return;
         }
       }
-      if (tfs__cl_condition_word(l, a, b, 0))
+      if (tfs__cl_condition_word(l, a, b, 0)) {
         l->flags |= F_ERROR;
+        /* JavaScript's and terraform's "Error: message" is the report. */
+        if (a == l->start && match(l, a, "Error") && b < l->n && l->s[b] == ':') {
+          l->rank = TFS__RANK_CAUSE;
+          l->located = 1; /* a report of its own */
+        }
+      }
       return;
     }
     if (tok_is(l, a, b, "errors")) {
@@ -44,10 +65,10 @@ void tfs__cl_error(line_t *l, size_t i) {
     }
     return;
   }
-  /* Inside a longer word: "TypeError:", "AssertionError" at the end. */
-  if (b == k + 5 && match(l, k, "Error") && tfs__cl_camel_report(l, a, b, 5) &&
-      tfs__cl_standalone(l, a, b))
-    l->flags |= F_ERROR;
+  /* Inside a longer word: "TypeError:", "AssertionError" at the end,
+   * "etl.errors.SchemaMismatchError: ...". */
+  if (b == k + 5 && match(l, k, "Error") && tfs__cl_camel_report(l, a, b, 5))
+    exception_name(l, a, b);
 }
 
 /* "wa": warn, warning, warnings, WARN, DeprecationWarning:. */
@@ -86,8 +107,10 @@ void tfs__cl_fa(line_t *l, size_t i) {
     }
     if (tok_is(l, a, b, "fault")) {
       size_t pa, pb;
-      if (tfs__cl_prev_word(l, a, &pa, &pb) && tok_is(l, pa, pb, "segmentation"))
+      if (tfs__cl_prev_word(l, a, &pa, &pb) && tok_is(l, pa, pb, "segmentation")) {
         l->flags |= F_ERROR;
+        l->rank = TFS__RANK_CAUSE;
+      }
       return;
     }
     int plural = tok_is(l, a, b, "failures");
@@ -127,12 +150,16 @@ void tfs__cl_pa(line_t *l, size_t i) {
     unsigned char c = b < l->n ? l->s[b] : ' ';
     if (tfs__cl_standalone(l, a, b) &&
         (c == ':' || tok_upper(l, a, b) ||
-         (tfs__cl_prev_word(l, a, &pa, &pb) && tok_is(l, pa, pb, "kernel"))))
+         (tfs__cl_prev_word(l, a, &pa, &pb) && tok_is(l, pa, pb, "kernel")))) {
       l->flags |= F_ERROR;
+      if (a == l->start)
+        l->rank = TFS__RANK_CAUSE;
+    }
     return;
   }
   if (tok_is(l, a, b, "panicked")) {
     l->flags |= F_ERROR; /* rust: "thread 'main' panicked at ..." */
+    l->rank = TFS__RANK_CAUSE;
     return;
   }
   if (tok_is(l, a, b, "passed") || tok_is(l, a, b, "passing") || tok_is(l, a, b, "pass")) {
@@ -165,12 +192,16 @@ void tfs__cl_exception(line_t *l, size_t i) {
     size_t t = skip_blanks(l, b), pa, pb;
     if ((t < l->n && l->s[t] == ':') || match(l, t, "in thread") || tok_upper(l, a, b) ||
         (tfs__cl_prev_word(l, a, &pa, &pb) &&
-         (tok_is(l, pa, pb, "unhandled") || tok_is(l, pa, pb, "uncaught"))))
+         (tok_is(l, pa, pb, "unhandled") || tok_is(l, pa, pb, "uncaught")))) {
       l->flags |= F_ERROR;
+      /* Java: "Exception in thread "main" java.lang.X: ...". */
+      if (a == l->start && (match(l, t, "in thread") || match(l, a, "Exception:")))
+        l->rank = TFS__RANK_CAUSE;
+    }
     return;
   }
   if (match(l, k, "Exception") && tfs__cl_camel_report(l, a, b, 9))
-    l->flags |= F_ERROR;
+    exception_name(l, a, b);
 }
 
 /* "eb": Traceback (most recent call last): */
@@ -181,8 +212,10 @@ void tfs__cl_traceback(line_t *l, size_t i) {
   if (b != a + 9 || tok_start(l, a) != a)
     return;
   size_t t = skip_blanks(l, b);
-  if (match(l, t, "(most recent call") || (t < l->n && l->s[t] == ':'))
+  if (match(l, t, "(most recent call") || (t < l->n && l->s[t] == ':')) {
     l->flags |= F_ERROR;
+    l->rank = TFS__RANK_VERDICT; /* the exception at its end says what */
+  }
 }
 
 /* "cc": Build succeeded, BUILD SUCCESSFUL, Compiled successfully,
@@ -208,8 +241,10 @@ void tfs__cl_success(line_t *l, size_t i) {
 
 /* "du": "(core dumped)". */
 void tfs__cl_dumped(line_t *l, size_t i) {
-  if (i >= 5 && match_ci(l, i, "dumped") && match_ci(l, i - 5, "core "))
+  if (i >= 5 && match_ci(l, i, "dumped") && match_ci(l, i - 5, "core ")) {
     l->flags |= F_ERROR;
+    l->rank = TFS__RANK_CAUSE;
+  }
 }
 
 /* 0xE2 0x9C: the crosses test runners print for a failed test: U+2715 ✕,

@@ -1,7 +1,10 @@
 /* Fixed markers of the tools whose output we classify: test runners (go
- * test, pytest, jest, cargo, TAP, node:test, Criterion), build tools and
- * package managers (make, ninja, npm, rustc), and compiler diagnostic
- * headers ("file.c:12:5: error: ..."). */
+ * test, pytest, unittest, jest, vitest, cargo, TAP, node:test, Criterion,
+ * JUnit through Gradle and Maven, xUnit, ctest), build tools and package
+ * managers (make, ninja, npm, rustc), and compiler diagnostic headers
+ * ("file.c:12:5: error: ..."). A marker that names a failing test is a
+ * heading (TFS__RANK_HEADING); one that only says a run or a file failed is
+ * a verdict (TFS__RANK_VERDICT). */
 #include "core/classify.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -83,20 +86,124 @@ int tfs__cl_diagnostic(const line_t *l) {
   return -1;
 }
 
+static inline int ranked(line_t *l, int kind, int rank) {
+  l->rank = rank;
+  return kind;
+}
+
+/* The line ends with s (trailing blanks are already gone). */
+static int ends_with(const line_t *l, const char *s) {
+  size_t k = strlen(s);
+  return l->n - l->start >= k && memcmp(l->s + l->n - k, s, k) == 0;
+}
+
+/* A banner of '=' or '_' around a title: pytest's "==== FAILURES ====",
+ * "____ test_x ____". Returns where the title starts, or 0. */
+static size_t banner(const line_t *l, size_t p, unsigned char c) {
+  size_t i = p;
+  while (i < l->n && l->s[i] == c)
+    i++;
+  if (i - p < 2 || i >= l->n || l->s[i] != ' ' || l->n - p < 8 || l->s[l->n - 1] != c ||
+      l->s[l->n - 2] != c)
+    return 0;
+  return i + 1;
+}
+
+/* Failing tests named at the content start. Returns the kind, or -1. */
+static int test_headings(line_t *l, size_t p) {
+  size_t t;
+  switch (l->s[p]) {
+  case 0xE2:
+    /* jest: "\u25cf Suite \u203a test" (but "\u25cf Console" is a log). */
+    if (match(l, p, "\xE2\x97\x8F ") && !match(l, p + 4, "Console"))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
+    break;
+  case 0xC3:
+    /* vitest "\u00d7 caps the discount 7ms"; pip "\u00d7 x did not run". */
+    if (match(l, p, "\xC3\x97 "))
+      return TFS_LINE_FAILURE;
+    break;
+  case '_':
+    /* pytest: "____ ERROR collecting a.py ____" says what failed; the
+     * heading over a failed test's report only names it. */
+    if ((t = banner(l, p, '_')))
+      return match(l, t, "ERROR") ? ranked(l, TFS_LINE_ERROR, TFS__RANK_HEADING) : TFS_LINE_PLAIN;
+    break;
+  case '=':
+    if ((t = banner(l, p, '=')) && (match(l, t, "FAILURES ") || match(l, t, "ERRORS ")))
+      return TFS_LINE_PLAIN; /* the heading of pytest's report */
+    break;
+  case 'f':
+  case 'F':
+  case 'e':
+  case 'E':
+    /* A heading over a list: cargo test's "failures:", Maven's
+     * "[ERROR] Failures:". The items say what failed. */
+    if (whole(l, "failures:") || whole(l, "Failures:") || whole(l, "errors:") ||
+        whole(l, "Errors:"))
+      return TFS_LINE_PLAIN;
+    /* tsc's table under "Found 3 errors in 2 files.": "Errors  Files". */
+    if (match(l, p, "Errors ") && skip_blanks(l, p + 7) < l->n &&
+        match(l, skip_blanks(l, p + 7), "Files") && skip_blanks(l, p + 7) + 5 == l->n)
+      return TFS_LINE_PLAIN;
+    break;
+  case '[':
+    if (match(l, p, "[xUnit.net "))
+      return ends_with(l, "[FAIL]") ? ranked(l, TFS_LINE_FAILURE, TFS__RANK_VERDICT) : -1;
+    break;
+  }
+  /* Markers at the end: unittest "test_x (m.C.test_x) ... FAIL", Gradle
+   * "C > m() FAILED", Maven "c.C.m -- Time elapsed: 0.1 s <<< FAILURE!".
+   * The last byte is looked at first, so that most lines cost one test. */
+  switch (l->s[l->n - 1]) {
+  case 'L':
+  case 'R':
+    if (ends_with(l, " ... FAIL") || ends_with(l, " ... ERROR"))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
+    break;
+  case '!':
+    if (ends_with(l, "<<< FAILURE!") || ends_with(l, "<<< ERROR!"))
+      return ranked(l, TFS_LINE_FAILURE,
+                    match(l, p, "Tests run:") ? TFS__RANK_VERDICT : TFS__RANK_HEADING);
+    break;
+  case 'D':
+    if (ends_with(l, " FAILED") && memmem(l->s + p, l->n - p, " > ", 3))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
+    break;
+  }
+  return -1;
+}
+
 /* Test runners' markers: go test, jest, pytest, TAP and node:test, cargo,
  * Criterion. Returns the kind, or -1. */
-static int test_markers(const line_t *l, size_t p) {
+static int test_markers(line_t *l, size_t p) {
+  int h = test_headings(l, p);
+  if (h >= 0)
+    return h;
   switch (l->s[p]) {
   case '-':
     if (match(l, p, "--- FAIL:"))
-      return TFS_LINE_FAILURE; /* go test */
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING); /* go test */
     break;
   case 'F':
+    /* unittest "FAIL: test_x (m.C.test_x)"; vitest "FAIL  a.test.ts > b";
+     * vstest "Failed X [6 ms]". */
+    if (match(l, p, "FAIL: ") || (match(l, p, "FAIL ") && memmem(l->s + p, l->n - p, " > ", 3)) ||
+        (match(l, p, "Failed ") && ends_with(l, "]")))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
     /* go "FAIL\tpkg 0.1s" and a bare "FAIL"; jest "FAIL src/x.test.js";
-     * pytest "FAILED tests/x.py::t - ..."; ninja "FAILED: x.o". */
+     * ninja "FAILED: x.o". */
     if (match(l, p, "FAIL\t") || match(l, p, "FAIL ") || whole(l, "FAIL") ||
-        match(l, p, "FAILED ") || match(l, p, "FAILED:") || whole(l, "FAILED"))
-      return TFS_LINE_FAILURE;
+        match(l, p, "FAILED:") || whole(l, "FAILED"))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_VERDICT);
+    /* pytest "FAILED tests/x.py::t - AssertionError: ...". */
+    if (match(l, p, "FAILED "))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
+    break;
+  case 'E':
+    /* unittest "ERROR: test_x (m.C.test_x)". */
+    if (match(l, p, "ERROR: ") && ends_with(l, ")") && memchr(l->s + p, '(', l->n - p))
+      return ranked(l, TFS_LINE_ERROR, TFS__RANK_HEADING);
     break;
   case 'P':
     if (whole(l, "PASS"))
@@ -112,7 +219,7 @@ static int test_markers(const line_t *l, size_t p) {
       /* TAP: a "# TODO" or "# SKIP" failure is expected. */
       if (contains(l, p, "# TODO") || contains(l, p, "# SKIP"))
         return TFS_LINE_PLAIN;
-      return TFS_LINE_FAILURE;
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
     }
     break;
   case '#':
@@ -137,12 +244,12 @@ static int test_markers(const line_t *l, size_t p) {
     if (match(l, p, "test result:"))
       return TFS_LINE_SUMMARY;
     if (match(l, p, "test ") && contains(l, p, " ... FAILED"))
-      return TFS_LINE_FAILURE;
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
     break;
   case '[':
     /* Criterion. */
     if (match(l, p, "[FAIL]"))
-      return TFS_LINE_FAILURE;
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
     if (match(l, p, "[====] Synthesis:"))
       return TFS_LINE_SUMMARY;
     break;
@@ -153,31 +260,64 @@ static int test_markers(const line_t *l, size_t p) {
 /* Build tools', compilers' and package managers' markers: npm, make,
  * rustc-style "error:" / "warning:" heads, a C++ terminate. Returns the
  * kind, or -1. */
-static int build_markers(const line_t *l, size_t p) {
+static int build_markers(line_t *l, size_t p) {
   switch (l->s[p]) {
   case 'n':
-    if (match(l, p, "npm ERR!") || match(l, p, "npm error"))
-      return TFS_LINE_ERROR;
     if (match(l, p, "npm WARN") || match(l, p, "npm warn"))
       return TFS_LINE_WARNING;
+    if (match(l, p, "note:"))
+      return TFS_LINE_PLAIN; /* rustc, pip, git: advice */
+    break;
+  case 'h':
+    if (match(l, p, "hint:") || match(l, p, "help:"))
+      return TFS_LINE_PLAIN;
+    break;
+  case 'F':
+    /* rustc "For more information about this error, try `rustc --explain
+     * E0308`.", Maven's and npm's pointers to more. */
+    if (match(l, p, "For more information"))
+      return TFS_LINE_PLAIN;
     break;
   case 't':
     if (match(l, p, "terminate called after throwing"))
-      return TFS_LINE_ERROR; /* C++ */
+      return ranked(l, TFS_LINE_ERROR, TFS__RANK_CAUSE); /* C++ */
     break;
   case 'm':
   case 'g':
-    if (make_failure(l, p))
-      return TFS_LINE_FAILURE;
+    if (make_failure(l, p)) {
+      if (contains(l, p, "No rule to make target") || contains(l, p, "missing separator"))
+        return ranked(l, TFS_LINE_ERROR, TFS__RANK_CAUSE);
+      if (contains(l, p, "Waiting for unfinished jobs"))
+        return TFS_LINE_PLAIN; /* the failure was told just before */
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_VERDICT);
+    }
     break;
   case 'e':
     /* rustc and others: the line starts with its kind ("error[E0308]:"). */
-    if (match(l, p, "error:") || match(l, p, "error["))
+    if (match(l, p, "error[")) {
+      l->located = 1; /* a message of its own: the one before ends here */
+      return ranked(l, TFS_LINE_ERROR, TFS__RANK_CAUSE);
+    }
+    if (match(l, p, "error:")) {
+      l->located = 1;
       return TFS_LINE_ERROR;
+    }
     break;
   case 'w':
     if (match(l, p, "warning:") || match(l, p, "warning["))
       return TFS_LINE_WARNING;
+    break;
+  case 'W':
+    /* A leading level is the line's kind: pip's "WARNING: Retrying ...
+     * Failed to establish a new connection" is a warning. */
+    if (match(l, p, "WARNING:") || match(l, p, "WARNING ") || match(l, p, "WARN ") ||
+        match(l, p, "WARN:") || match(l, p, "Warning: "))
+      return TFS_LINE_WARNING;
+    break;
+  case 'f':
+    /* ansible: "fatal: [host]: FAILED! => {...}". */
+    if (match(l, p, "fatal: [") && contains(l, p, "]: FAILED!"))
+      return ranked(l, TFS_LINE_ERROR, TFS__RANK_CAUSE);
     break;
   }
   return -1;
@@ -185,7 +325,7 @@ static int build_markers(const line_t *l, size_t p) {
 
 /* Fixed markers that decide a line on their own. Returns the kind, or -1
  * to go on with the keyword scan. */
-int tfs__cl_markers(const line_t *l) {
+int tfs__cl_markers(line_t *l) {
   size_t p = l->start;
   if (p >= l->n)
     return -1;

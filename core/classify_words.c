@@ -95,6 +95,10 @@ static int count_before(const line_t *l, size_t a) {
     return -1; /* glued to something */
   for (int hop = 0; hop < 2; hop++) {
     size_t s = e;
+    /* "4, Failures: 0" lists two things: a ',' right before the blank ends
+     * a number that is not this word's count. */
+    if (s > 0 && l->s[s - 1] == ',')
+      return -1;
     while (s > 0 && (is_digit(l->s[s - 1]) || l->s[s - 1] == ',' || l->s[s - 1] == '%'))
       s--;
     if (s < e && (s == 0 || !is_word(l->s[s - 1]))) {
@@ -156,10 +160,10 @@ int tfs__cl_count_near(const line_t *l, size_t a, size_t b) {
  * follows it, and the line talks about errors rather than reporting one. */
 static int modifier_follows(const line_t *l, size_t b) {
   static const char *const nouns[] = {
-      "handling", "handler",  "handlers", "reporting", "reporter", "reports", "messages",
-      "log",      "logs",     "logging",  "page",      "pages",    "rate",    "budget",
-      "checking", "recovery", "tracking", "boundary",  "level",    "levels",  "codes",
-      "classes",  "types",    "callback", "flag",      "threshold"};
+      "handling", "handler",  "handlers", "reporting", "reporter",  "reports", "messages",
+      "log",      "logs",     "logging",  "page",      "pages",     "rate",    "budget",
+      "checking", "recovery", "tracking", "boundary",  "level",     "levels",  "codes",
+      "classes",  "types",    "callback", "flag",      "threshold", "message"};
   size_t t = skip_blanks(l, b);
   if (t == b || t >= l->n)
     return 0;
@@ -194,11 +198,12 @@ int tfs__cl_condition_word(line_t *l, size_t a, size_t b, int plural) {
   return 1;
 }
 
-/* A CamelCase name ending in suffix ("TypeError", "DeprecationWarning",
- * "NullPointerException") followed by ':' or the end of the line is an
- * exception or warning being reported, not mentioned. */
+/* A name ending in suffix ("TypeError", "DeprecationWarning",
+ * "PSQLException", "OSError", the last part of a dotted one) followed by
+ * ':' or the end of the line is an exception or warning being reported, not
+ * mentioned. */
 int tfs__cl_camel_report(const line_t *l, size_t a, size_t b, size_t slen) {
-  if (b - a <= slen || !is_upper(l->s[b - slen]) || !is_lower(l->s[b - slen - 1]))
+  if (b - a <= slen || !is_upper(l->s[b - slen]) || !is_word(l->s[b - slen - 1]))
     return 0;
   size_t t = skip_blanks(l, b);
   if (t < l->n && l->s[t] == '[') {
@@ -208,4 +213,32 @@ int tfs__cl_camel_report(const line_t *l, size_t a, size_t b, size_t slen) {
       t = skip_blanks(l, (size_t)(close - l->s) + 1);
   }
   return t == l->n || l->s[t] == ':';
+}
+
+/* Where the dotted name whose last part starts at a begins
+ * ("etl.errors.SchemaMismatchError", "java.lang.IllegalStateException"),
+ * or (size_t)-1 if what is before it is no name (a path, a flag, a member
+ * of an expression). */
+size_t tfs__cl_name_start(const line_t *l, size_t a) {
+  size_t s = a;
+  while (s >= 2 && l->s[s - 1] == '.' && is_word(l->s[s - 2]))
+    s = tok_start(l, s - 1);
+  unsigned char before = s > 0 ? l->s[s - 1] : ' ';
+  if (is_word(before) || before == '.' || before == '/' || before == '\\' || before == '-' ||
+      before == '$' || before == '@' || before == '#' || before == '~' || before == '+')
+    return (size_t)-1;
+  return s;
+}
+
+/* The exception name starting at s opens the report: at the content start,
+ * or after pytest's "E" and its indentation. */
+int tfs__cl_report_start(const line_t *l, size_t s) {
+  if (s == l->start)
+    return 1;
+  if (l->s[l->start] != 'E')
+    return 0;
+  for (size_t i = l->start + 1; i < s; i++)
+    if (!is_blank(l->s[i]))
+      return 0;
+  return s > l->start + 1;
 }

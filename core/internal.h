@@ -154,4 +154,37 @@ int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len)
  * O_NOFOLLOW; *out is malloc'ed and NUL-terminated. */
 int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len);
 
+/* ---- the classifier's ranks (core/classify*.c, important.c, triage.c) ----- */
+
+/* How well an important line says what went wrong, for choosing the lead
+ * (the first error an answer shows first). Higher is better. */
+enum {
+  TFS__RANK_NONE = 0,    /* warnings, summaries, plain lines */
+  TFS__RANK_VERDICT = 1, /* "make: *** [x] Error 1", "Build FAILED", "FAIL\tpkg" */
+  TFS__RANK_ERROR = 2,   /* an error or failure in words ("error: ...", "ERROR ...") */
+  TFS__RANK_HEADING = 3, /* a failing test named ("--- FAIL: TestX", "\u25cf a \u203a b") */
+  TFS__RANK_CAUSE = 4,   /* the cause itself: a located diagnostic, an exception, a panic */
+};
+
+/* tfs_classify_line() that also says the line's rank (TFS__RANK_*) and,
+ * with block, whether the line starts a report of its own (a located
+ * diagnostic, a test heading: the end of the previous one's context). */
+tfs_line_kind_t tfs__classify(const char *line, size_t len, int *rank, int *block);
+
+/* What a line near the lead is to the reader (core/classify_context.c). */
+enum {
+  TFS__CX_EMPTY = 0, /* nothing to read: blank, a bare gutter, a prefix only */
+  TFS__CX_OTHER,     /* text that goes on from the line before */
+  TFS__CX_FORM,      /* context by its form: Expected/Received, "-->", symbol:, a caret with text */
+  TFS__CX_LOCATION,  /* where: "File \"x\", line 3", a bare path, "x.c: In function" */
+  TFS__CX_PLACE,     /* a source location alone, "a.js:6", "a.f90:10:6:": above its report */
+  TFS__CX_CODE,      /* a source line the tool quotes, or a caret under it */
+  TFS__CX_FRAME,     /* a stack frame of the program's own code */
+  TFS__CX_LIBFRAME,  /* a frame in a library, the runtime or the test framework */
+  TFS__CX_FRAMES,    /* the heading of a trace ("goroutine 1 [running]:", "Stack Trace:") */
+  TFS__CX_HINT,      /* advice of the tool ("note: run with RUST_BACKTRACE=1") */
+};
+int tfs__context_form(const char *line, size_t len);
+
+
 #endif

@@ -343,6 +343,33 @@ static void dump_important_list(jw_t *w, const char *name, const tfs_important_t
   close_(w, ']');
 }
 
+/* The lead and its context, when there is one (core/lead.c). */
+static void dump_lead(jw_t *w, const tfs_important_t *imp) {
+  if (!imp->lead.text)
+    return;
+  key(w, "lead");
+  open_(w, '{');
+  key(w, "line");
+  num(w, imp->lead.line);
+  key(w, "kind");
+  str(w, tfs_line_kind_name(imp->lead.kind));
+  key(w, "text");
+  str(w, imp->lead.text);
+  close_(w, '}');
+  key(w, "context");
+  open_(w, '[');
+  for (size_t i = 0; i < imp->ncontext; i++) {
+    item(w);
+    open_(w, '{');
+    key(w, "line");
+    num(w, imp->context[i].line);
+    key(w, "text");
+    str(w, imp->context[i].text ? imp->context[i].text : "");
+    close_(w, '}');
+  }
+  close_(w, ']');
+}
+
 static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   key(w, "cancel");
   if (rec->cancel_by || rec->cancel_ms) {
@@ -370,6 +397,7 @@ static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   num(w, rec->important.total);
   dump_important_list(w, "first", &rec->important, 0);
   dump_important_list(w, "last", &rec->important, 1);
+  dump_lead(w, &rec->important);
   close_(w, '}');
 }
 

@@ -347,6 +347,20 @@ static int parse_restart(perr_t *p, int j, tfs_record_t *rec) {
   return (v = opt(p, o, "exits")) >= 0 ? parse_exits(p, v, rec) : 0;
 }
 
+/* One kept line, {line, kind, text} (kind NULL: {line, text}): its fields,
+ * the text malloc'ed. Returns 0, or 1 if the entry has not that form. */
+static int line_entry(perr_t *p, int e, tfs_line_kind_t *k, int64_t *line, char **text,
+                      size_t *len) {
+  int l = type(p, e) == TFS__J_OBJ ? get(p, e, "line") : -1;
+  int t = type(p, e) == TFS__J_OBJ ? get(p, e, "text") : -1;
+  int kind = k && type(p, e) == TFS__J_OBJ ? get(p, e, "kind") : -1;
+  if (type(p, l) != TFS__J_INT || type(p, t) != TFS__J_STR ||
+      (k && (type(p, kind) != TFS__J_STR || check_str(p, kind, is_kind, k) != 1)))
+    return 1;
+  *line = p->d->v[l].i;
+  return (*text = tfs__json_str(p->d, t, len)) ? 0 : -ENOMEM;
+}
+
 /* important.first / last: {line, kind, text} entries. */
 static int parse_important_list(perr_t *p, int arr, const char *name, tfs_important_t *imp) {
   if (arr < 0)
@@ -356,17 +370,44 @@ static int parse_important_list(perr_t *p, int arr, const char *name, tfs_import
   int e = arr + 1;
   for (size_t i = 0; i < p->d->v[arr].kids; i++, e = tfs__json_next(p->d, e)) {
     tfs_line_kind_t k;
-    int line = type(p, e) == TFS__J_OBJ ? get(p, e, "line") : -1;
-    int text = type(p, e) == TFS__J_OBJ ? get(p, e, "text") : -1;
-    int kind = type(p, e) == TFS__J_OBJ ? get(p, e, "kind") : -1;
-    if (type(p, line) != TFS__J_INT || type(p, kind) != TFS__J_STR || type(p, text) != TFS__J_STR ||
-        check_str(p, kind, is_kind, &k) != 1)
-      return bad(p, name, "expected {line, kind, text} entries");
+    int64_t line;
+    char *t;
     size_t len;
-    char *t = tfs__json_str(p->d, text, &len);
-    if (!t)
-      return -ENOMEM;
-    int err = tfs_important_add(imp, p->d->v[line].i, k, t, len);
+    int err = line_entry(p, e, &k, &line, &t, &len);
+    if (err)
+      return err > 0 ? bad(p, name, "expected {line, kind, text} entries") : err;
+    err = tfs_important_add(imp, line, k, t, len);
+    free(t);
+    if (err)
+      return err;
+  }
+  return 0;
+}
+
+/* important.lead {line, kind, text} and important.context [{line, text}],
+ * both optional (records before the lead have neither). */
+static int parse_lead(perr_t *p, int o, tfs_important_t *imp) {
+  int lead = opt(p, o, "lead"), ctx = opt(p, o, "context");
+  if (lead < 0)
+    return 0;
+  tfs_line_kind_t k;
+  int64_t line;
+  char *t;
+  size_t len;
+  int err = line_entry(p, lead, &k, &line, &t, &len);
+  if (err)
+    return err > 0 ? bad(p, "lead", "expected {line, kind, text}") : err;
+  err = tfs_important_set_lead(imp, line, k, t, len);
+  free(t);
+  if (err || ctx < 0)
+    return err;
+  if (type(p, ctx) != TFS__J_ARR || p->d->v[ctx].kids > TFS_CONTEXT_MAX)
+    return bad(p, "context", "expected an array of at most 8 {line, text}");
+  int e = ctx + 1;
+  for (size_t i = 0; i < p->d->v[ctx].kids; i++, e = tfs__json_next(p->d, e)) {
+    if ((err = line_entry(p, e, NULL, &line, &t, &len)))
+      return err > 0 ? bad(p, "context", "expected {line, text} entries") : err;
+    err = tfs_important_add_context(imp, line, t, len);
     free(t);
     if (err)
       return err;
@@ -375,7 +416,7 @@ static int parse_important_list(perr_t *p, int arr, const char *name, tfs_import
 }
 
 /* cancel {by, at}, transcript {lines, bytes} and important {k, total,
- * first, last}. */
+ * first, last, lead, context}. */
 static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   int o, err;
   if ((err = get_obj(p, j, "cancel", &o)))
@@ -399,7 +440,8 @@ static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   if ((err = tfs_important_init(&rec->important, (int)k)))
     return err;
   if ((err = parse_important_list(p, get(p, o, "first"), "first", &rec->important)) ||
-      (err = parse_important_list(p, get(p, o, "last"), "last", &rec->important)))
+      (err = parse_important_list(p, get(p, o, "last"), "last", &rec->important)) ||
+      (err = parse_lead(p, o, &rec->important)))
     return err;
   if (total > rec->important.total)
     rec->important.total = total;

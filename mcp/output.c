@@ -1,16 +1,18 @@
 /* A task's output as an answer of read_managed_task, start_managed_task
- * and tasks/result: the record's state, its important lines, the tail (or
- * a page with sinceLine), how the wait went, trimmed so that the whole
- * tools/call result keeps within maxBytes. */
+ * and tasks/result: the record's state, its important lines as the core's
+ * triage orders them (the lead, the first error, with its context, then the
+ * others), the tail (or a page with sinceLine), how the wait went, trimmed
+ * so that the whole tools/call result keeps within maxBytes: the tail
+ * shrinks first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp/internal.h"
 
-#define LINE_CUT 240      /* bytes kept of one output line */
-#define IMPORTANT_SHOWN 5 /* first / last important lines in a response */
-#define TAIL_KEPT 3       /* tail lines kept before important lines are dropped */
+#define LINE_CUT 240 /* bytes kept of one output line */
+#define TAIL_KEPT 1  /* tail lines kept before important lines are dropped */
+#define PICK_COST 40 /* JSON bytes of an important line besides its text */
 
 typedef struct {
   int64_t line;
@@ -85,19 +87,39 @@ static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mc
   }
 }
 
-/* The first and last few important lines of the whole output (none in a
- * page: the page is the lines asked for). */
-static json_t *important_json(const tfs_important_t *imp, int paging) {
+/* The important lines shown: the first keep picks of the triage, each in
+ * "first" (the lead, its context, the first K) or "last" (the last K), in
+ * line order; "lead" names the lead's line. None in a page: the page is
+ * the lines asked for. */
+typedef struct {
+  const tfs_important_t *imp;
+  tfs_triage_t picks;
+  size_t keep;
+} shown_t;
+
+static int by_line(const void *a, const void *b) {
+  const tfs_pick_t *x = *(tfs_pick_t *const *)a, *y = *(tfs_pick_t *const *)b;
+  return x->line->line < y->line->line ? -1 : x->line->line > y->line->line;
+}
+
+static json_t *important_json(const shown_t *sh) {
   json_t *first = json_array(), *last = json_array();
-  if (!paging) {
-    for (size_t i = 0; i < imp->nfirst && i < IMPORTANT_SHOWN; i++)
-      json_array_append_new(first, important_entry(&imp->first[i]));
-    size_t from = imp->nlast > IMPORTANT_SHOWN ? imp->nlast - IMPORTANT_SHOWN : 0;
-    for (size_t i = from; i < imp->nlast; i++)
-      json_array_append_new(last, important_entry(tfs_important_last(imp, i)));
+  tfs_pick_t **order = sh->keep ? calloc(sh->keep, sizeof *order) : NULL;
+  int lead = 0;
+  for (size_t i = 0; order && i < sh->keep; i++) {
+    order[i] = &sh->picks.v[i];
+    lead |= order[i]->role == TFS_PICK_LEAD;
   }
-  return json_pack("{s:I, s:o, s:o}", "total", (json_int_t)imp->total, "first", first, "last",
-                   last);
+  if (order)
+    qsort(order, sh->keep, sizeof *order, by_line);
+  for (size_t i = 0; order && i < sh->keep; i++)
+    json_array_append_new(order[i]->from_last ? last : first, important_entry(order[i]->line));
+  free(order);
+  json_t *o = json_pack("{s:I, s:o, s:o}", "total", (json_int_t)sh->imp->total, "first", first,
+                        "last", last);
+  if (lead)
+    json_object_set_new(o, "lead", json_integer(sh->imp->lead.line));
+  return o;
 }
 
 /* What the wait saw (a match, a timeout), what a start did, and what to
@@ -131,7 +153,9 @@ static void add_wait_fields(json_t *o, const mcp_read_t *ra, int terminal, int64
 
 /* The answer being trimmed, and where its tail stands. */
 typedef struct {
-  json_t *o, *tail, *first, *last;
+  json_t *o, *tail;
+  shown_t *shown;
+  size_t essential; /* the lead and its context among the picks */
   int paging;
   int any_tail; /* the tail had lines before trimming */
   int64_t since_line, tail_from, next_line;
@@ -151,14 +175,17 @@ static void drop_tail_line(trim_t *t) {
 }
 
 /* Trims until the whole tools/call result fits max_bytes: first tail lines
- * (down to TAIL_KEPT), then the important lines, the last ones first,
- * keeping the very first (usually the root cause), then the rest of the
- * tail. Returns the compact dump of what is left (malloc'ed, or NULL),
- * made for the size check and reused for the reply. */
+ * (down to TAIL_KEPT), then the important lines the triage put last, down
+ * to the lead and its context, then the rest of the tail, then the context
+ * from its end; the lead (or the one line most needed) stays. Returns the
+ * compact dump of what is left (malloc'ed, or NULL), made for the size
+ * check and reused for the reply. */
 static char *trim_to_bound(trim_t *t, int64_t max_bytes) {
   size_t dropped_tail = 0, dropped_imp = 0;
   char *text = NULL;
+  shown_t *sh = t->shown;
   for (;;) {
+    json_object_set_new(t->o, "important", important_json(sh));
     json_object_set_new(t->o, "tailFrom", t->any_tail ? json_integer(t->tail_from) : json_null());
     json_object_set_new(t->o, "nextLine", json_integer(t->next_line));
     if (dropped_tail || dropped_imp)
@@ -171,15 +198,12 @@ static char *trim_to_bound(trim_t *t, int64_t max_bytes) {
     if (!text || mcp_result_size(text) <= (size_t)max_bytes)
       break;
     size_t ntail = json_array_size(t->tail);
-    size_t nfirst = json_array_size(t->first), nlast = json_array_size(t->last);
-    if (ntail > TAIL_KEPT || (ntail > 0 && !nlast && nfirst <= 1)) {
+    size_t floor = t->essential > 0 ? t->essential : 1;
+    if (ntail > TAIL_KEPT || (ntail > 0 && sh->keep <= floor)) {
       drop_tail_line(t);
       dropped_tail++;
-    } else if (nlast) {
-      json_array_remove(t->last, 0);
-      dropped_imp++;
-    } else if (nfirst > 1) {
-      json_array_remove(t->first, nfirst - 1);
+    } else if (sh->keep > 1) {
+      sh->keep--; /* an "other" line first, context once the tail is gone */
       dropped_imp++;
     } else {
       break; /* as small as it gets */
@@ -195,8 +219,16 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
   int paging = ra->since_line >= 0;
   out_lines_t out = {.keep_partial = terminal};
   collect_output(mcp_store(srv), rec, ra, &out);
-  json_t *imp = important_json(&rec->important, paging);
-  json_object_set_new(o, "important", imp);
+  /* The picks that can fit at all: half the bound (the text goes out
+   * twice, as text and as structured content), less for a page. */
+  shown_t sh = {.imp = &rec->important};
+  if (!paging)
+    tfs_triage_select(&rec->important, (size_t)ra->max_bytes / 2, PICK_COST, &sh.picks);
+  sh.keep = sh.picks.n;
+  size_t essential = 0;
+  while (essential < sh.picks.n && sh.picks.v[essential].role != TFS_PICK_OTHER)
+    essential++;
+  json_object_set_new(o, "important", json_null()); /* its place; trim_to_bound fills it */
   json_t *tail = json_array();
   for (size_t i = 0; i < out.n; i++)
     json_array_append_new(tail, line_text(&out.v[i]));
@@ -204,8 +236,8 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
   trim_t t = {
       .o = o,
       .tail = tail,
-      .first = json_object_get(imp, "first"),
-      .last = json_object_get(imp, "last"),
+      .shown = &sh,
+      .essential = essential,
       .paging = paging,
       .any_tail = out.n > 0,
       .since_line = ra->since_line,
@@ -215,5 +247,6 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
   free(out.v);
   add_wait_fields(o, ra, terminal, waited_ms, timed_out);
   *text = trim_to_bound(&t, ra->max_bytes);
+  tfs_triage_free(&sh.picks);
   return o;
 }

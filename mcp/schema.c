@@ -28,7 +28,7 @@
 
 #define OUTPUT_PROPS                                                                               \
   "\"important\":{\"type\":\"object\",\"properties\":{"                                            \
-  "\"total\":{\"type\":\"integer\"},"                                                              \
+  "\"total\":{\"type\":\"integer\"},\"lead\":{\"type\":\"integer\"},"                              \
   "\"first\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"                  \
   "\"line\":{\"type\":\"integer\"},\"kind\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}" \
   "}},"                                                                                            \
@@ -87,8 +87,12 @@ static const char tools_json[] =
 
     "{\"name\":\"read_managed_task\",\"title\":\"Read (and wait for) a task\","
     "\"description\":\"Returns a task's state, exit code, duration, line and byte counts, the "
-    "important lines of its whole output (errors, failures, summaries: the first and last few, "
-    "with line numbers, so an early error survives any amount of later noise) and a short tail. "
+    "important lines of its whole output with line numbers, chosen most needed first (listed "
+    "in line order): the first error "
+    "(important.lead names its line) with the lines the tool printed around it as context (kind "
+    "'context': the traceback's last frame, Expected/Received, a caret's message), then other "
+    "errors, failures, warnings and summaries, so an early error survives any amount of later "
+    "noise; and a short tail. "
     "The response stays small (about 4 KiB, maxBytes) whatever the output size: long lines are "
     "cut and marked, the tail is trimmed to fit. Long-poll: with waitMs it returns as soon as the "
     "task ends or a NEW output line matches untilPattern (POSIX extended regex, e.g. "

@@ -43,14 +43,14 @@ void sup_restart_init(sup_t *s) {
   s->backoff_ms = BACKOFF_FIRST_MS;
 }
 
-/* The worker's exit in words: "exited with code 1", "killed by signal
- * SIGSEGV". */
-static void describe_exit(int status, char *buf, size_t len) {
-  char sig[TFS_SIGNAME_MAX];
-  if (WIFSIGNALED(status))
-    snprintf(buf, len, "killed by signal %s", tfs_signal_name(WTERMSIG(status), sig));
-  else
-    snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+/* The worker's exit in words, as the core words it (tfs_exit_describe):
+ * "exited with code 1", "killed by signal SIGSEGV (segmentation fault:
+ * ...)"; the memory events of its cgroup, at its start and now, tell
+ * whether the kernel's OOM killer ended it. */
+static void describe_exit(sup_t *s, char *buf, size_t len) {
+  tfs_memcg_t now = s->worker_memcg; /* the same cgroup, read again */
+  tfs_memcg_read(0, &now);
+  tfs_exit_describe(s->worker_status, &s->worker_memcg, &now, buf, len);
 }
 
 /* Appends the worker's exit to the record's last exits (the oldest falls
@@ -135,8 +135,8 @@ static void schedule_restart(sup_t *s, int64_t uptime_ms, int quick) {
 void sup_generation_end(sup_t *s) {
   tfs_exit_t ex = record_exit(s);
   int st = s->worker_status;
-  char desc[128];
-  describe_exit(st, desc, sizeof desc);
+  char desc[512];
+  describe_exit(s, desc, sizeof desc);
   sup_log(s, "worker %d %s", (int)s->worker, desc);
   if (s->stopping) {
     finish_stopped(s, desc);

@@ -143,6 +143,8 @@ static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p) {
   s->worker_ended_ms = 0;
   s->rec.worker_pid = pid;
   s->rec.worker_pgid = pid;
+  memset(&s->worker_memcg, 0, sizeof s->worker_memcg);
+  tfs_memcg_read(pid, &s->worker_memcg); /* to tell an OOM kill at its end */
   sup_sentinel_start(s);
   sup_pipes_open(s, p->out[0], p->err[0]);
   p->out[0] = p->err[0] = -1;

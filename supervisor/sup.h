@@ -55,6 +55,7 @@ typedef struct {
   int tree_empty;
   int leftovers_signalled;
   int64_t worker_started_ms, worker_ended_ms;
+  tfs_memcg_t worker_memcg; /* its memory cgroup's events when it started */
 
   /* stop.c */
   uv_signal_t sigterm, sigint;

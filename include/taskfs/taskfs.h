@@ -114,6 +114,7 @@ typedef enum {
   TFS_LINE_WARNING,
   TFS_LINE_FAILURE, /* a test or build failure marker */
   TFS_LINE_SUMMARY, /* a test runner's or build tool's summary / success */
+  TFS_LINE_CONTEXT, /* never from the classifier: a line shown around the lead */
 } tfs_line_kind_t;
 
 const char *tfs_line_kind_name(tfs_line_kind_t k);
@@ -137,9 +138,23 @@ typedef struct {
                  with C0 controls but tab also as U+FFFD */
 } tfs_important_line_t;
 
+#define TFS_CONTEXT_MAX 8        /* context lines kept around the lead */
+#define TFS_CONTEXT_TEXT_MAX 240 /* bytes kept of one context line */
+
+struct tfs__lead_tracker;
+
 /* First K and last K important lines. "last" never repeats a line that is
  * in "first"; last is kept in order, oldest first, once finalized by
- * tfs_important_last(). */
+ * tfs_important_last().
+ *
+ * The lead is the first error: the important line that best says what went
+ * wrong, chosen as the output goes by (core/lead.c): the first error or
+ * failure, replaced by a line that says more within the next lines (the
+ * exception after "Traceback", the assertion after "--- FAIL:"); context
+ * holds the lines the tool printed around it (the traceback's last frame,
+ * a caret's message, Expected/Received, "-->", javac's "symbol:"), in line
+ * order, at most TFS_CONTEXT_MAX. Both are kept whatever the first/last K
+ * rings drop. */
 typedef struct {
   int k;
   int64_t total; /* important lines seen in all */
@@ -148,6 +163,11 @@ typedef struct {
   size_t nlast;                /* ring buffer of k slots */
   size_t last_head;
   tfs_important_line_t *last;
+  tfs_important_line_t lead; /* lead.line 0: none (yet) */
+  size_t ncontext;
+  tfs_important_line_t *context;     /* TFS_CONTEXT_MAX slots, kind TFS_LINE_CONTEXT */
+  int lead_final;                    /* the lead and its context no longer change */
+  struct tfs__lead_tracker *tracker; /* capture state while they may */
 } tfs_important_t;
 
 /* k <= 0: TFS_IMPORTANT_K_DEFAULT; k > TFS_IMPORTANT_K_MAX: -EINVAL. A zeroed
@@ -161,6 +181,11 @@ int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind
                       size_t len);
 /* The i-th of the last lines, oldest first (0 <= i < nlast). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i);
+/* Sets the lead and adds a context line (used when loading a record): the
+ * lead no longer changes when more lines are fed. */
+int tfs_important_set_lead(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
+                           const char *text, size_t len);
+int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *text, size_t len);
 
 /* ---- the record -------------------------------------------------------- */
 
@@ -656,5 +681,7 @@ const char *tfs_view_name(tfs_view_t which);
 #ifdef __cplusplus
 }
 #endif
+
+#include "taskfs/triage.h"
 
 #endif /* TASKFS_TASKFS_H */
