@@ -117,13 +117,17 @@ static void add_wait_fields(json_t *o, const mcp_read_t *ra, int terminal, int64
   if (ra->is_start) {
     json_object_set_new(o, "existing", json_boolean(ra->existing));
     json_object_set_new(o, "started", json_boolean(!ra->existing));
+    if (ra->cwd_from)
+      json_object_set_new(o, "cwdFrom", json_string(ra->cwd_from));
+    if (ra->cwd_note[0])
+      json_object_set_new(o, "cwdNote", json_string(ra->cwd_note));
   }
   const char *hint = NULL;
   if (!terminal)
     hint = "still running: call read_managed_task with waitMs to wait for it (or untilPattern for "
            "a line)";
   else if (ra->is_start && ra->existing)
-    hint = "this key names a task that has already ended; nothing ran now: pass restart: true to "
+    hint = "this key names a task that has already ended; nothing ran now: pass rerun: true to "
            "run it again";
   if (hint)
     json_object_set_new(o, "hint", json_string(hint));
@@ -133,8 +137,10 @@ static void add_wait_fields(json_t *o, const mcp_read_t *ra, int terminal, int64
 typedef struct {
   json_t *o, *tail, *first, *last;
   int paging;
-  int any_tail; /* the tail had lines before trimming */
   int64_t since_line, tail_from, next_line;
+  json_t *shortened; /* the fields shorten.c cut */
+  json_t *left_out;  /* and the members it left out */
+  int compact;       /* the last stage: null members and empty lists left out */
 } trim_t;
 
 /* Drops one tail line: the oldest of a tail, the newest of a page (the
@@ -150,40 +156,81 @@ static void drop_tail_line(trim_t *t) {
   }
 }
 
-/* Trims until the whole tools/call result fits max_bytes: first tail lines
- * (down to TAIL_KEPT), then the important lines, the last ones first,
- * keeping the very first (usually the root cause), then the rest of the
- * tail. Returns the compact dump of what is left (malloc'ed, or NULL),
- * made for the size check and reused for the reply. */
+/* The answer's own strings that shorten.c may cut: first the long ones,
+ * last (when even the bare answer does not fit) all of them. */
+static const char *const long_fields[] = {"command", "cwd", "reason", "match", NULL};
+static const char *const all_fields[] = {"command", "cwd",  "reason", "match",
+                                         "taskKey", "hint", NULL};
+#define SHORT_KEEP 24
+
+/* One step of trimming; 0 when nothing is left to trim. The order: tail
+ * lines (down to TAIL_KEPT), the last important lines, the later first
+ * ones, the long strings, the rest of the tail, the very first important
+ * line (usually the root cause), then every string. */
+static int trim_step(trim_t *t, size_t over) {
+  size_t ntail = json_array_size(t->tail);
+  size_t nfirst = json_array_size(t->first), nlast = json_array_size(t->last);
+  if (ntail > TAIL_KEPT) {
+    drop_tail_line(t);
+    return 1;
+  }
+  if (nlast) {
+    json_array_remove(t->last, 0);
+    return 2;
+  }
+  if (nfirst > 1) {
+    json_array_remove(t->first, nfirst - 1);
+    return 2;
+  }
+  if (mcp_shorten(t->o, long_fields, over, SHORT_KEEP, t->shortened))
+    return 3;
+  if (ntail) {
+    drop_tail_line(t);
+    return 1;
+  }
+  if (nfirst) {
+    json_array_remove(t->first, 0);
+    return 2;
+  }
+  if (mcp_shorten(t->o, all_fields, over, 0, t->shortened))
+    return 3;
+  t->compact = 1;
+  return mcp_shorten_compact(t->o, t->left_out) ? 3 : 0;
+}
+
+/* Trims (trim_step) until the whole tools/call result fits max_bytes.
+ * Returns the compact dump of what is left (malloc'ed, or NULL), made for
+ * the size check and reused for the reply. */
 static char *trim_to_bound(trim_t *t, int64_t max_bytes) {
   size_t dropped_tail = 0, dropped_imp = 0;
   char *text = NULL;
   for (;;) {
-    json_object_set_new(t->o, "tailFrom", t->any_tail ? json_integer(t->tail_from) : json_null());
+    size_t ntail = json_array_size(t->tail);
+    if (ntail || !t->compact)
+      json_object_set_new(t->o, "tailFrom", ntail ? json_integer(t->tail_from) : json_null());
     json_object_set_new(t->o, "nextLine", json_integer(t->next_line));
-    if (dropped_tail || dropped_imp)
-      json_object_set_new(t->o, "omitted",
-                          json_pack("{s:I, s:I, s:s}", "tailLines", (json_int_t)dropped_tail,
-                                    "importantLines", (json_int_t)dropped_imp, "why",
-                                    "response size bound (maxBytes); page with sinceLine"));
+    if (dropped_tail || dropped_imp || json_array_size(t->shortened) ||
+        json_array_size(t->left_out)) {
+      json_t *om = json_pack("{s:I, s:I}", "tailLines", (json_int_t)dropped_tail, "importantLines",
+                             (json_int_t)dropped_imp);
+      if (!t->compact)
+        json_object_set_new(om, "why", json_string("the maxBytes bound; page with sinceLine"));
+      if (json_array_size(t->shortened))
+        json_object_set(om, "shortened", t->shortened);
+      if (json_array_size(t->left_out))
+        json_object_set(om, "fields", t->left_out);
+      json_object_set_new(t->o, "omitted", om);
+    }
     free(text);
     text = json_dumps(t->o, JSON_COMPACT);
-    if (!text || mcp_result_size(text) <= (size_t)max_bytes)
+    size_t size = text ? mcp_result_size(text) : 0;
+    if (!text || size <= (size_t)max_bytes)
       break;
-    size_t ntail = json_array_size(t->tail);
-    size_t nfirst = json_array_size(t->first), nlast = json_array_size(t->last);
-    if (ntail > TAIL_KEPT || (ntail > 0 && !nlast && nfirst <= 1)) {
-      drop_tail_line(t);
-      dropped_tail++;
-    } else if (nlast) {
-      json_array_remove(t->last, 0);
-      dropped_imp++;
-    } else if (nfirst > 1) {
-      json_array_remove(t->first, nfirst - 1);
-      dropped_imp++;
-    } else {
+    int step = trim_step(t, size - (size_t)max_bytes);
+    if (!step)
       break; /* as small as it gets */
-    }
+    dropped_tail += step == 1;
+    dropped_imp += step == 2;
   }
   return text;
 }
@@ -207,13 +254,16 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
       .first = json_object_get(imp, "first"),
       .last = json_object_get(imp, "last"),
       .paging = paging,
-      .any_tail = out.n > 0,
       .since_line = ra->since_line,
+      .shortened = json_array(),
+      .left_out = json_array(),
       .tail_from = out.n ? out.v[0].line : 0,
       .next_line = out.n ? out.v[out.n - 1].line : (paging ? ra->since_line : rec->lines),
   };
   free(out.v);
   add_wait_fields(o, ra, terminal, waited_ms, timed_out);
-  *text = trim_to_bound(&t, ra->max_bytes);
+  *text = trim_to_bound(&t, ra->max_bytes - (int64_t)ra->extra_bytes);
+  json_decref(t.shortened);
+  json_decref(t.left_out);
   return o;
 }
