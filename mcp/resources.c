@@ -71,10 +71,10 @@ static int uri_param(const mcp_req_t *r, json_t *params, char tid[TFS_ID_MAX + 1
     return -1;
   }
   if (mcp_resource_parse(uri, tid, kind)) {
-    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
-                    "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
-                    "taskfs://tasks/<id>/transcript",
-                    uri);
+    mcp_reply_error_data(r, MCP_RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                         "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
+                         "taskfs://tasks/<id>/transcript",
+                         uri);
     return -1;
   }
   tfs_record_t rec;
