@@ -118,8 +118,12 @@ static int add_tasks(mcp_listen_t *l, json_t *ids, json_t *ok) {
   json_array_foreach(ids, i, v) {
     const char *id = json_string_value(v);
     tfs_record_t rec;
-    if (!id || !tfs_id_valid(id) || tfs_task_ended(mcp_store(l->req.srv), id, &rec) < 0)
+    if (!id || !tfs_id_valid(id))
       continue;
+    if (tfs_task_ended(mcp_store(l->req.srv), id, &rec) < 0) {
+      tfs_record_free(&rec);
+      continue; /* no such task here: not honoured */
+    }
     int err = add(l, NULL, id, MCP_RES_TASK, mcp_task_status(rec.state));
     tfs_record_free(&rec);
     if (err)

@@ -195,6 +195,7 @@ static int trim_step(trim_t *t, size_t over) {
   if (mcp_shorten(t->o, all_fields, over, 0, t->shortened))
     return 3;
   t->compact = 1;
+  t->first = t->last = NULL; /* empty now, and compaction may remove them */
   return mcp_shorten_compact(t->o, t->left_out) ? 3 : 0;
 }
 

@@ -40,8 +40,10 @@ void mcp_prompts_get(const mcp_req_t *r, json_t *params) {
                     "prompt " PROMPT_NAME " needs params.arguments.task (a task id or key)");
     return;
   }
-  if (tfs_task_resolve(mcp_store(r->srv), task, id) ||
-      tfs_task_ended(mcp_store(r->srv), id, &rec) < 0) {
+  int err = tfs_task_resolve(mcp_store(r->srv), task, id);
+  if (!err && (err = tfs_task_ended(mcp_store(r->srv), id, &rec)) < 0)
+    tfs_record_free(&rec);
+  if (err < 0) {
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
                     "params.arguments.task '%.100s' names no task in this store (an id or key; "
                     "list_managed_tasks shows them)",

@@ -75,6 +75,8 @@ int mcp_task_param(const mcp_req_t *r, json_t *params, tfs_record_t *rec) {
   }
   /* The record as stored, a task whose supervisor died settled lost. */
   int err = tfs_task_ended(mcp_store(r->srv), tid, rec);
+  if (err < 0)
+    tfs_record_free(rec); /* what the look left: nothing for the caller */
   if (err == TFS_ENOTASK) {
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
                     "Failed to retrieve task: no task '%s' in this server's store (%.300s): it "

@@ -72,10 +72,9 @@ static void describe_schema(const json_t *s, char *out, size_t outlen) {
   else if (type && !strcmp(type, "integer") && min)
     snprintf(out, outlen, "an integer of at least %" JSON_INTEGER_FORMAT, json_integer_value(min));
   else if (type && !strcmp(type, "array") && json_object_get(s, "items")) {
-    char items[120];
-    describe_schema(json_object_get(s, "items"), items, sizeof items);
-    snprintf(out, outlen, "an array (of %s)%s", items,
-             json_object_get(s, "minItems") ? ", not empty" : "");
+    const char *it = json_string_value(json_object_get(json_object_get(s, "items"), "type"));
+    snprintf(out, outlen, "%s array of %ss", json_object_get(s, "minItems") ? "a non-empty" : "an",
+             it ? it : "value");
   } else if (type && !strcmp(type, "string") && json_object_get(s, "minLength"))
     snprintf(out, outlen, "a non-empty string");
   else if (type && !strcmp(type, "object"))
