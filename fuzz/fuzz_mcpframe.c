@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 3)
     return 0;
   ctx_t c = {(const char *)data + 3, size - 3, 0, (size_t)data[0] * 16 + 1, 0,
-             (size_t)data[1] % 128, NULL};
+             (size_t)data[1] % 128,  NULL};
   size_t chunk = (size_t)data[2] + 1;
   server_once();
   size_t sent = 0;

@@ -1,8 +1,9 @@
-/* The JSON-RPC dispatcher: checks each message, routes a request to its
- * method and a notification to its handler, and answers the lifecycle
- * (initialize, ping). It takes parsed messages from any transport and
- * answers through the session (session.c); it has no idea where the bytes
- * come from or go. */
+/* The JSON-RPC dispatcher: checks each message, has the era layer
+ * (era.c) classify a request, routes it through the method table (a row
+ * per method and era) and a notification to its handler, and answers the
+ * lifecycle (initialize, ping, server/discover). It takes parsed messages
+ * from any transport and answers through the session (session.c); it has
+ * no idea where the bytes come from or go. */
 #include <stdio.h>
 #include <string.h>
 

@@ -2,12 +2,16 @@
  *
  * Who owns what: server.c the server object; session.c sessions and every
  * outgoing JSON-RPC message; dispatch.c method routing and the lifecycle;
- * watch.c the server's watch of tasks; pending.c requests that wait;
- * schema.c the tool descriptions; reply.c tools/call results; tools.c
- * tools/call routing and argument helpers; output.c a task's output as an
- * answer; tool_read.c, tool_start.c, tool_list.c (and the pager),
- * tool_cancel.c one tool each; tasks.c the MCP Tasks utility; resources.c
- * resources and subscriptions; stdio.c the stdio transport. */
+ * era.c the per-request protocol era, the connection's pin and modern
+ * shaping; watch.c the server's watch of tasks; pending.c requests that
+ * wait; schema.c the tool descriptions; validate.c arguments against them;
+ * reply.c tools/call results; tools.c tools/call routing; output.c a
+ * task's output as an answer; shorten.c the bound's last resort;
+ * tool_read.c, tool_start.c, tool_list.c (and the pager), tool_cancel.c
+ * one tool each; roots.c the client's roots; tasks.c the Task and the
+ * 2025-11-25 Tasks utility; tasks_ext.c the 2026-07-28 tasks extension;
+ * resources.c resources and subscriptions; listen.c subscriptions/listen;
+ * prompts.c prompts and completion; stdio.c the stdio transport. */
 #ifndef TASKFS_MCP_INTERNAL_H
 #define TASKFS_MCP_INTERNAL_H
 
