@@ -190,6 +190,7 @@ static void on_notification(mcp_session_t *s, const char *method, json_t *params
     if (rid) {
       mcp_pending_drop(s, rid);
       mcp_listen_drop(s, rid);
+      mcp_client_drop(s, rid);
     }
   } else if (!strcmp(method, "notifications/roots/list_changed")) {
     mcp_roots_forget(s);

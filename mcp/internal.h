@@ -198,8 +198,10 @@ int mcp_require_caps(const mcp_req_t *r, unsigned needs, const char *why);
 
 /* A response the client sent (to a legacy roots/list of ours). */
 void mcp_client_response(mcp_session_t *s, json_t *msg);
-/* Drops what the session asked the client and has not been answered. */
+/* Drops what the session asked the client and has not been answered
+ * (all of it; or what it asked on behalf of request id, cancelled). */
 void mcp_client_drop_session(mcp_session_t *s);
+void mcp_client_drop(mcp_session_t *s, const json_t *id);
 /* The server's end: what waits for the client's answer goes on without. */
 void mcp_client_flush(mcp_server_t *srv);
 /* Forgets the roots the client gave (notifications/roots/list_changed, a
@@ -207,14 +209,16 @@ void mcp_client_flush(mcp_server_t *srv);
 void mcp_roots_forget(mcp_session_t *s);
 /* The client's first root, as a directory the task may run in: cb gets
  * it (NULL: none to use; why says why when the client declared roots,
- * NULL when it did not) now or later -- also when the session ends
- * meanwhile, which cb sees as r->sess->closed and must answer nothing.
+ * NULL when it did not) now or later. answer 0 tells cb that nobody waits
+ * for the reply any more (the session ended, the request was cancelled):
+ * it must only clean up.
  * Legacy: asks the client with roots/list when it declared roots (once per
  * session, until the list changes); modern: from params.inputResponses,
  * else -- when the request declared roots -- replies with an
  * input_required result asking for them and returns 1 (cb is not called).
  * Returns 0 when cb was or will be called. */
-typedef void (*mcp_root_fn)(const mcp_req_t *r, void *arg, const char *root, const char *why);
+typedef void (*mcp_root_fn)(const mcp_req_t *r, void *arg, const char *root, const char *why,
+                            int answer);
 int mcp_roots_first(const mcp_req_t *r, json_t *params, mcp_root_fn cb, void *arg);
 
 /* ---- watch.c: the server's watch of tasks ----------------------------- */

@@ -114,8 +114,9 @@ static void outreq_free(mcp_outreq_t *o) {
 }
 
 /* The answer (or its absence): remembered for the session, then handed
- * to the request that waited. */
-static void outreq_done(mcp_outreq_t *o, char *root, const char *why, int remember) {
+ * to the request that waited (answer 0: nobody waits for its reply any
+ * more, the session ended or the request was cancelled). */
+static void outreq_end(mcp_outreq_t *o, char *root, const char *why, int remember, int answer) {
   mcp_session_t *s = o->req.sess;
   if (remember) {
     free(s->root);
@@ -127,9 +128,13 @@ static void outreq_done(mcp_outreq_t *o, char *root, const char *why, int rememb
   mcp_root_fn cb = o->cb;
   void *arg = o->arg;
   outreq_free(o);
-  cb(&req, arg, root, why);
+  cb(&req, arg, root, why, answer);
   mcp_req_release(&req);
   free(root);
+}
+
+static void outreq_done(mcp_outreq_t *o, char *root, const char *why, int remember) {
+  outreq_end(o, root, why, remember, 1);
 }
 
 static void on_outreq_timeout(uv_timer_t *t) {
@@ -159,9 +164,16 @@ void mcp_client_response(mcp_session_t *s, json_t *msg) {
 }
 
 void mcp_client_drop_session(mcp_session_t *s) {
-  /* The callers see the session closed and answer nothing. */
   while (s->out)
-    outreq_done(s->out, NULL, "the session ended", 0);
+    outreq_end(s->out, NULL, NULL, 0, 0);
+}
+
+void mcp_client_drop(mcp_session_t *s, const json_t *id) {
+  for (mcp_outreq_t *o = s->out; o; o = o->next)
+    if (json_equal(o->req.id, (json_t *)id)) {
+      outreq_end(o, NULL, NULL, 0, 0);
+      return;
+    }
 }
 
 void mcp_client_flush(mcp_server_t *srv) {
@@ -181,7 +193,7 @@ static void ask_roots(const mcp_req_t *r, mcp_root_fn cb, void *arg) {
   mcp_session_t *s = r->sess;
   mcp_outreq_t *o = calloc(1, sizeof *o);
   if (!o) {
-    cb(r, arg, NULL, "out of memory");
+    cb(r, arg, NULL, "out of memory", 1);
     return;
   }
   snprintf(o->id, sizeof o->id, "taskfs-roots-%lld", (long long)s->next_out++);
@@ -222,7 +234,7 @@ static int modern_answer(const mcp_req_t *r, json_t *params, mcp_root_fn cb, voi
   }
   char why[300] = "";
   char *root = first_root(roots, why, sizeof why);
-  cb(r, arg, root, why);
+  cb(r, arg, root, why, 1);
   free(root);
   return 1;
 }
@@ -237,20 +249,20 @@ int mcp_roots_first(const mcp_req_t *r, json_t *params, mcp_root_fn cb, void *ar
                              ROOTS_KEY, "method", "roots/list"));
       return 1;
     }
-    cb(r, arg, NULL, NULL);
+    cb(r, arg, NULL, NULL, 1);
     return 0;
   }
   mcp_session_t *s = r->sess;
   if (!(s->caps & MCP_CAP_ROOTS)) {
-    cb(r, arg, NULL, NULL);
+    cb(r, arg, NULL, NULL, 1);
     return 0;
   }
   if (s->roots_known) {
-    cb(r, arg, s->root, s->root ? NULL : "the client has no usable root");
+    cb(r, arg, s->root, s->root ? NULL : "the client has no usable root", 1);
     return 0;
   }
   if (mcp_closing(r->srv)) {
-    cb(r, arg, NULL, "the server is ending");
+    cb(r, arg, NULL, "the server is ending", 1);
     return 0;
   }
   ask_roots(r, cb, arg);

@@ -346,13 +346,13 @@ typedef struct {
 } rooted_t;
 
 /* cwd defaults to the client's first root, else the server's. */
-static void on_root(const mcp_req_t *r, void *arg, const char *root, const char *why) {
+static void on_root(const mcp_req_t *r, void *arg, const char *root, const char *why, int answer) {
   rooted_t *rt = arg;
   launch_t *l = rt->l;
   int aug = rt->aug;
   free(rt);
-  if (r->sess->closed) {
-    launch_free(l); /* nobody to answer: nothing is started */
+  if (!answer) {
+    launch_free(l); /* nobody waits for the answer: nothing is started */
     return;
   }
   if (mcp_closing(r->srv)) {

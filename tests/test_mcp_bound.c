@@ -241,6 +241,21 @@ Test(mcp_bound, cwd_defaults_to_the_client_s_first_root, .init = fx_open, .fini 
   m = rpc(s, &k, start, 3, 3);
   cr_assert_eq(json_array_size(k.msgs), before + 1, "known roots are not asked again");
   cr_assert_str_eq(str_at(sc(m), "cwdFrom"), "root");
+  /* The list changed: asked again; the start is cancelled meanwhile, so
+   * the answer starts nothing and nothing answers the start. */
+  const char *changed = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}";
+  mcp_dispatch_text(s, changed, strlen(changed));
+  cr_assert_geq(asprintf(&text, start, 4, 4), 0);
+  mcp_dispatch_text(s, text, strlen(text));
+  free(text);
+  ask = json_array_get(k.msgs, json_array_size(k.msgs) - 1);
+  cr_assert_str_eq(str_at(ask, "method"), "roots/list", "asked again after list_changed");
+  const char *cancel = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                       "\"requestId\":4}}";
+  mcp_dispatch_text(s, cancel, strlen(cancel));
+  cr_assert(mcp_server_idle(F.srv), "nothing waits for the cancelled start");
+  char lookup[TFS_ID_MAX + 1];
+  cr_assert_eq(tfs_key_lookup(F.store, "r4", lookup), TFS_ENOTASK, "no task was made");
 
   sink_t km;
   mcp_session_t *n = session(&km);

