@@ -32,7 +32,7 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 
-.PHONY: all test test-c test-mcp check run clean install bench bench-quick bench-corpus format asan coverage api-reach
+.PHONY: all test test-c test-mcp test-mcp2 test-conformance check run clean install bench bench-quick bench-corpus format asan coverage api-reach
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -63,13 +63,23 @@ test-c: $(BIN) $(TESTS)
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
+# The MCP node tests: tests/mcp with the 1.x SDK (revisions up to
+# 2025-11-25), tests/mcp2 with the v2 client pinned to 2026-07-28, each
+# pinned by its package-lock.json.
 test-mcp: $(BIN)
-	@if [ -d tests/mcp ]; then \
-	  cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
-	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs; \
-	fi
+	@cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
 
-test: test-c test-mcp
+test-mcp2: $(BIN)
+	@cd tests/mcp2 && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
+
+# The MCP conformance suite, both revisions, against expected-*.yml
+# (tests/conformance/run.sh; Node 22 and the bridge from npm).
+test-conformance: $(BIN)
+	tests/conformance/run.sh $(abspath $(BIN)) all
+
+test: test-c test-mcp test-mcp2 test-conformance
 
 # What CI runs: the tests, then the C tests again under ASan + UBSan, the
 # long-lived processes under valgrind, each fuzzer for FUZZ_SECONDS, and the

@@ -1,6 +1,8 @@
 /* taskfs: the MCP server (libtaskfs-mcp.a).
  *
- * Three layers, so that one dispatcher serves every transport:
+ * Three layers, so that one dispatcher serves every transport (and both
+ * protocol eras, 2025-11-25 and 2026-07-28, chosen per request; see
+ * mcp/era.c):
  * - the server (mcp_server_t): the store, the libuv loop it is given, the
  *   requests that wait (long-polls, the short wait after a start or a
  *   cancel, tasks/result) and the task-directory watches they ride on;
@@ -82,8 +84,11 @@ uv_loop_t *mcp_loop(mcp_server_t *srv);
 /* How a session's messages leave. data (malloc'ed; the callee frees it)
  * holds len bytes of one compact JSON-RPC message and a NUL at data[len],
  * which the transport may overwrite (stdio puts its newline there). id is
- * the id of the request it answers (borrowed; JSON null for an error
- * about a message that had none), or NULL for a notification. */
+ * the id of the request it answers or relates to (borrowed): the request
+ * itself, a notification of its subscriptions/listen stream, or a request
+ * of the server's on its behalf (roots/list), so that a transport with a
+ * stream per request (HTTP) knows where it goes; JSON null for an error
+ * about a message that had none, NULL for a notification of no request. */
 typedef void (*mcp_send_fn)(void *arg, const json_t *id, char *data, size_t len);
 
 mcp_session_t *mcp_session_new(mcp_server_t *srv, mcp_send_fn send, void *arg);

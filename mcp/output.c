@@ -10,9 +10,10 @@
 
 #include "mcp/internal.h"
 
-#define LINE_CUT 240 /* bytes kept of one output line */
-#define TAIL_KEPT 1  /* tail lines kept before important lines are dropped */
-#define PICK_COST 40 /* JSON bytes of an important line besides its text */
+#define LINE_CUT 240      /* bytes kept of one output line */
+#define TAIL_KEPT 1       /* tail lines kept before important lines are dropped */
+#define TAIL_KEPT_PLAIN 3 /* tail lines kept before long strings are shortened */
+#define PICK_COST 40      /* JSON bytes of an important line besides its text */
 
 typedef struct {
   int64_t line;
@@ -139,13 +140,17 @@ static void add_wait_fields(json_t *o, const mcp_read_t *ra, int terminal, int64
   if (ra->is_start) {
     json_object_set_new(o, "existing", json_boolean(ra->existing));
     json_object_set_new(o, "started", json_boolean(!ra->existing));
+    if (ra->cwd_from)
+      json_object_set_new(o, "cwdFrom", json_string(ra->cwd_from));
+    if (ra->cwd_note[0])
+      json_object_set_new(o, "cwdNote", json_string(ra->cwd_note));
   }
   const char *hint = NULL;
   if (!terminal)
     hint = "still running: call read_managed_task with waitMs to wait for it (or untilPattern for "
            "a line)";
   else if (ra->is_start && ra->existing)
-    hint = "this key names a task that has already ended; nothing ran now: pass restart: true to "
+    hint = "this key names a task that has already ended; nothing ran now: pass rerun: true to "
            "run it again";
   if (hint)
     json_object_set_new(o, "hint", json_string(hint));
@@ -157,8 +162,10 @@ typedef struct {
   shown_t *shown;
   size_t essential; /* the lead and its context among the picks */
   int paging;
-  int any_tail; /* the tail had lines before trimming */
   int64_t since_line, tail_from, next_line;
+  json_t *shortened; /* the fields shorten.c cut */
+  json_t *left_out;  /* and the members it left out */
+  int compact;       /* the last stage: null members and empty lists left out */
 } trim_t;
 
 /* Drops one tail line: the oldest of a tail, the newest of a page (the
@@ -174,40 +181,88 @@ static void drop_tail_line(trim_t *t) {
   }
 }
 
-/* Trims until the whole tools/call result fits max_bytes: first tail lines
- * (down to TAIL_KEPT), then the important lines the triage put last, down
- * to the lead and its context, then the rest of the tail, then the context
- * from its end; the lead (or the one line most needed) stays. Returns the
- * compact dump of what is left (malloc'ed, or NULL), made for the size
- * check and reused for the reply. */
+/* The answer's own strings that shorten.c may cut: first the long ones,
+ * last (when even the bare answer does not fit) all of them. */
+static const char *const long_fields[] = {"command", "cwd", "reason", "match", NULL};
+static const char *const all_fields[] = {"command", "cwd",  "reason", "match",
+                                         "taskKey", "hint", NULL};
+#define SHORT_KEEP 24
+
+/* One step of trimming; 0 when nothing is left to trim. The order: tail
+ * lines (down to TAIL_KEPT_PLAIN, and to TAIL_KEPT when there are important
+ * lines to show), the important lines the triage put last, down
+ * to the lead and its context, the long strings, the rest of the tail, the
+ * context from its end, every string, and only then the lead itself (the
+ * one line most needed), before the bare answer is compacted. */
+static int trim_step(trim_t *t, size_t over) {
+  shown_t *sh = t->shown;
+  size_t ntail = json_array_size(t->tail);
+  size_t floor = t->essential > 0 ? t->essential : 1;
+  /* Three tail lines stay until the long strings are shortened; with
+   * important lines to show, the tail goes down to TAIL_KEPT first. */
+  if (ntail > TAIL_KEPT_PLAIN || (ntail > TAIL_KEPT && sh->keep)) {
+    drop_tail_line(t);
+    return 1;
+  }
+  if (sh->keep > floor) {
+    sh->keep--; /* an "other" line */
+    return 2;
+  }
+  if (mcp_shorten(t->o, long_fields, over, SHORT_KEEP, t->shortened))
+    return 3;
+  if (ntail) {
+    drop_tail_line(t);
+    return 1;
+  }
+  if (sh->keep > 1) {
+    sh->keep--; /* the context, from its end */
+    return 2;
+  }
+  if (mcp_shorten(t->o, all_fields, over, 0, t->shortened))
+    return 3;
+  if (sh->keep) {
+    sh->keep--;
+    return 2;
+  }
+  t->compact = 1; /* the important lists are empty now: compaction may remove them */
+  return mcp_shorten_compact(t->o, t->left_out) ? 3 : 0;
+}
+
+/* Trims (trim_step) until the whole tools/call result fits max_bytes.
+ * Returns the compact dump of what is left (malloc'ed, or NULL), made for
+ * the size check and reused for the reply. */
 static char *trim_to_bound(trim_t *t, int64_t max_bytes) {
   size_t dropped_tail = 0, dropped_imp = 0;
   char *text = NULL;
-  shown_t *sh = t->shown;
   for (;;) {
-    json_object_set_new(t->o, "important", important_json(sh));
-    json_object_set_new(t->o, "tailFrom", t->any_tail ? json_integer(t->tail_from) : json_null());
+    if (!t->compact)
+      json_object_set_new(t->o, "important", important_json(t->shown));
+    size_t ntail = json_array_size(t->tail);
+    if (ntail || !t->compact)
+      json_object_set_new(t->o, "tailFrom", ntail ? json_integer(t->tail_from) : json_null());
     json_object_set_new(t->o, "nextLine", json_integer(t->next_line));
-    if (dropped_tail || dropped_imp)
-      json_object_set_new(t->o, "omitted",
-                          json_pack("{s:I, s:I, s:s}", "tailLines", (json_int_t)dropped_tail,
-                                    "importantLines", (json_int_t)dropped_imp, "why",
-                                    "response size bound (maxBytes); page with sinceLine"));
+    if (dropped_tail || dropped_imp || json_array_size(t->shortened) ||
+        json_array_size(t->left_out)) {
+      json_t *om = json_pack("{s:I, s:I}", "tailLines", (json_int_t)dropped_tail, "importantLines",
+                             (json_int_t)dropped_imp);
+      if (!t->compact)
+        json_object_set_new(om, "why", json_string("the maxBytes bound; page with sinceLine"));
+      if (json_array_size(t->shortened))
+        json_object_set(om, "shortened", t->shortened);
+      if (json_array_size(t->left_out))
+        json_object_set(om, "fields", t->left_out);
+      json_object_set_new(t->o, "omitted", om);
+    }
     free(text);
     text = json_dumps(t->o, JSON_COMPACT);
-    if (!text || mcp_result_size(text) <= (size_t)max_bytes)
+    size_t size = text ? mcp_result_size(text) : 0;
+    if (!text || size <= (size_t)max_bytes)
       break;
-    size_t ntail = json_array_size(t->tail);
-    size_t floor = t->essential > 0 ? t->essential : 1;
-    if (ntail > TAIL_KEPT || (ntail > 0 && sh->keep <= floor)) {
-      drop_tail_line(t);
-      dropped_tail++;
-    } else if (sh->keep > 1) {
-      sh->keep--; /* an "other" line first, context once the tail is gone */
-      dropped_imp++;
-    } else {
+    int step = trim_step(t, size - (size_t)max_bytes);
+    if (!step)
       break; /* as small as it gets */
-    }
+    dropped_tail += step == 1;
+    dropped_imp += step == 2;
   }
   return text;
 }
@@ -223,7 +278,8 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
    * twice, as text and as structured content), less for a page. */
   shown_t sh = {.imp = &rec->important};
   if (!paging)
-    tfs_triage_select(&rec->important, (size_t)ra->max_bytes / 2, PICK_COST, &sh.picks);
+    tfs_triage_select(&rec->important, (size_t)(ra->max_bytes - (int64_t)ra->extra_bytes) / 2,
+                      PICK_COST, &sh.picks);
   sh.keep = sh.picks.n;
   size_t essential = 0;
   while (essential < sh.picks.n && sh.picks.v[essential].role != TFS_PICK_OTHER)
@@ -239,14 +295,17 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
       .shown = &sh,
       .essential = essential,
       .paging = paging,
-      .any_tail = out.n > 0,
       .since_line = ra->since_line,
+      .shortened = json_array(),
+      .left_out = json_array(),
       .tail_from = out.n ? out.v[0].line : 0,
       .next_line = out.n ? out.v[out.n - 1].line : (paging ? ra->since_line : rec->lines),
   };
   free(out.v);
   add_wait_fields(o, ra, terminal, waited_ms, timed_out);
-  *text = trim_to_bound(&t, ra->max_bytes);
+  *text = trim_to_bound(&t, ra->max_bytes - (int64_t)ra->extra_bytes);
+  json_decref(t.shortened);
+  json_decref(t.left_out);
   tfs_triage_free(&sh.picks);
   return o;
 }

@@ -153,9 +153,10 @@ void mcp_reply_result(const mcp_req_t *r, json_t *structured, char *text) {
   if (!text)
     text = json_dumps(structured, JSON_COMPACT);
   char *idt = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
-  size_t n = text ? strlen(text) : 0, in = idt ? strlen(idt) : 0;
+  size_t n = text ? strlen(text) : 0, in = idt ? strlen(idt) : 0, en;
+  const char *era = mcp_era_tail(r, &en);
   size_t len = sizeof RESULT_HEAD - 1 + in + sizeof RESULT_TEXT - 1 + json_escaped_len(text, n) +
-               sizeof RESULT_STRUCT - 1 + n + sizeof RESULT_TAIL - 1;
+               sizeof RESULT_STRUCT - 1 + n + en + sizeof RESULT_TAIL - 1;
   char *m = text && idt ? malloc(len + 1) : NULL;
   if (!m) {
     free(text);
@@ -169,6 +170,7 @@ void mcp_reply_result(const mcp_req_t *r, json_t *structured, char *text) {
   o = json_escape(o, text, n);
   o = put(o, RESULT_STRUCT, sizeof RESULT_STRUCT - 1);
   o = put(o, text, n);
+  o = put(o, era, en);
   o = put(o, RESULT_TAIL, sizeof RESULT_TAIL - 1);
   *o = 0;
   free(text);

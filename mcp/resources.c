@@ -2,8 +2,10 @@
  * transcript (taskfs://tasks/<id>/transcript, text: its last whole lines
  * within 64 KiB), with subscriptions. A subscription listens on the
  * server's watch of its task and, told to look, compares its file's
- * identity, size and time with what it saw last; a change sends
- * notifications/resources/updated, at most twice a second per resource. */
+ * identity, size and time with what it saw last; a change is told to its
+ * owner, at most twice a second per subscription: the legacy session
+ * (resources/subscribe) sends notifications/resources/updated, a modern
+ * subscriptions/listen stream (listen.c) its tagged notifications. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,14 +19,14 @@
 /* The transcript resource is at most this many bytes of its end. */
 #define TRANSCRIPT_RESOURCE_MAX (64 * 1024)
 
-enum { RES_RECORD, RES_TRANSCRIPT };
-
 struct mcp_sub {
-  mcp_sub_t *next;
-  mcp_session_t *sess;
+  mcp_sub_t *next; /* the owner's list */
+  mcp_server_t *srv;
   char uri[128];
   char id[TFS_ID_MAX + 1];
   int kind;
+  mcp_sub_fn fn;
+  void *arg;
   mcp_listener_t *listener;
   uv_timer_t timer; /* the rate limit's */
   int64_t last_sent_ms;
@@ -32,8 +34,14 @@ struct mcp_sub {
   struct stat seen; /* st_ino 0: absent */
 };
 
-/* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */
-static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
+const char *mcp_sub_uri(const mcp_sub_t *s) {
+  return s->uri;
+}
+const char *mcp_sub_task(const mcp_sub_t *s) {
+  return s->id;
+}
+
+int mcp_resource_parse(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
   if (!uri || strncmp(uri, URI_PREFIX, strlen(URI_PREFIX)))
     return -1;
   const char *p = uri + strlen(URI_PREFIX);
@@ -45,9 +53,9 @@ static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
   if (!tfs_id_valid(id))
     return -1;
   if (!strcmp(slash + 1, "record"))
-    *kind = RES_RECORD;
+    *kind = MCP_RES_RECORD;
   else if (!strcmp(slash + 1, "transcript"))
-    *kind = RES_TRANSCRIPT;
+    *kind = MCP_RES_TRANSCRIPT;
   else
     return -1;
   return 0;
@@ -62,21 +70,23 @@ static int uri_param(const mcp_req_t *r, json_t *params, char tid[TFS_ID_MAX + 1
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "params.uri (a string) is required");
     return -1;
   }
-  if (parse_uri(uri, tid, kind)) {
-    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
-                    "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
-                    "taskfs://tasks/<id>/transcript",
-                    uri);
+  if (mcp_resource_parse(uri, tid, kind)) {
+    mcp_reply_error_data(r, MCP_RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                         "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
+                         "taskfs://tasks/<id>/transcript",
+                         uri);
     return -1;
   }
   tfs_record_t rec;
   int err = tfs_task_load(mcp_store(r->srv), tid, &rec);
   if (err == TFS_ENOTASK) {
-    json_t *m = json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:s}}}", "jsonrpc", "2.0", "id", r->id,
-                          "error", "code", MCP_RPC_RESOURCE_NOT_FOUND, "message",
-                          "resource not found: no such task in this store (see resources/list)",
-                          "data", "uri", uri);
-    mcp_send(r->sess, r->id, m);
+    /* 2026-07-28 replaced the legacy -32002 by -32602. */
+    mcp_reply_error_data(
+        r, r->era == MCP_ERA_MODERN ? MCP_RPC_INVALID_PARAMS : MCP_RPC_RESOURCE_NOT_FOUND,
+        json_pack("{s:s}", "uri", uri),
+        "Resource not found: %.200s (no such task in this store; see "
+        "resources/list)",
+        uri);
     return -1;
   }
   if (!err)
@@ -135,7 +145,7 @@ void mcp_resources_read(const mcp_req_t *r, json_t *params) {
   const char *uri;
   if (uri_param(r, params, tid, &kind, &uri))
     return;
-  if (kind == RES_RECORD) {
+  if (kind == MCP_RES_RECORD) {
     tfs_record_t rec;
     int err = tfs_task_load(mcp_store(r->srv), tid, &rec);
     char *text = err ? NULL : tfs_record_dump(&rec);
@@ -164,7 +174,7 @@ void mcp_resources_read(const mcp_req_t *r, json_t *params) {
 
 static void sub_send(mcp_sub_t *s) {
   s->last_sent_ms = tfs_now_ms();
-  mcp_notify(s->sess, "notifications/resources/updated", json_pack("{s:s}", "uri", s->uri));
+  s->fn(s->arg, s);
 }
 
 static void on_mcp_sub_timer(uv_timer_t *t) {
@@ -176,8 +186,8 @@ static void on_mcp_sub_timer(uv_timer_t *t) {
 /* The file's identity, size and time: what a change is told by (a record
  * save is a new file, output makes the transcript grow). */
 static void sub_stat(mcp_sub_t *s, struct stat *st) {
-  tfs_task_file_t which = s->kind == RES_RECORD ? TFS_FILE_RECORD : TFS_FILE_TRANSCRIPT;
-  if (tfs_task_file_stat(mcp_store(s->sess->srv), s->id, which, st))
+  tfs_task_file_t which = s->kind == MCP_RES_TRANSCRIPT ? TFS_FILE_TRANSCRIPT : TFS_FILE_RECORD;
+  if (tfs_task_file_stat(mcp_store(s->srv), s->id, which, st))
     memset(st, 0, sizeof *st);
 }
 
@@ -186,12 +196,12 @@ static int same_file(const struct stat *a, const struct stat *b) {
          a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* The watch says look: notify if the file changed, now or once the
- * interval since the last notification has passed. */
+/* The watch says look: tell the owner if the file changed, now or once
+ * the interval since the last time has passed. */
 static void on_sub_look(void *arg, unsigned what) {
   mcp_sub_t *s = arg;
   struct stat st;
-  if (s->armed || mcp_closing(s->sess->srv))
+  if (s->armed || mcp_closing(s->srv))
     return;
   sub_stat(s, &st);
   if (same_file(&st, &s->seen))
@@ -210,10 +220,38 @@ static void on_sub_closed(uv_handle_t *h) {
   free(h->data);
 }
 
-static void sub_free(mcp_sub_t *s) {
-  mcp_watch_remove(s->sess->srv, s->listener);
+void mcp_sub_close(mcp_sub_t *s) {
+  mcp_watch_remove(s->srv, s->listener);
   uv_timer_stop(&s->timer);
   uv_close((uv_handle_t *)&s->timer, on_sub_closed);
+}
+
+mcp_sub_t *mcp_sub_open(mcp_server_t *srv, const char *uri, const char *id, int kind, mcp_sub_fn fn,
+                        void *arg) {
+  mcp_sub_t *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->srv = srv;
+  snprintf(s->uri, sizeof s->uri, "%s", uri ? uri : "");
+  snprintf(s->id, sizeof s->id, "%s", id);
+  s->kind = kind;
+  s->fn = fn;
+  s->arg = arg;
+  uv_timer_init(mcp_loop(srv), &s->timer);
+  s->timer.data = s;
+  sub_stat(s, &s->seen);
+  /* At the server's end nothing is watched any more. */
+  unsigned what = kind == MCP_RES_TRANSCRIPT ? TFS_WATCH_OUTPUT : TFS_WATCH_STATE;
+  if (!mcp_closing(srv) && !(s->listener = mcp_watch_add(srv, id, what, on_sub_look, s))) {
+    mcp_sub_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* A legacy subscription's change: notifications/resources/updated. */
+static void legacy_updated(void *arg, mcp_sub_t *s) {
+  mcp_notify(arg, "notifications/resources/updated", json_pack("{s:s}", "uri", s->uri));
 }
 
 void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params) {
@@ -227,7 +265,7 @@ void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params) {
     mcp_sub_t *s = *pp;
     if (!strcmp(s->uri, uri)) {
       *pp = s->next;
-      sub_free(s);
+      mcp_sub_close(s);
     } else {
       pp = &s->next;
     }
@@ -246,22 +284,8 @@ void mcp_resources_subscribe(const mcp_req_t *r, json_t *params) {
       mcp_reply(r, json_object()); /* already subscribed */
       return;
     }
-  mcp_sub_t *s = calloc(1, sizeof *s);
+  mcp_sub_t *s = mcp_sub_open(r->srv, uri, tid, kind, legacy_updated, r->sess);
   if (!s) {
-    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
-    return;
-  }
-  s->sess = r->sess;
-  snprintf(s->uri, sizeof s->uri, "%s", uri);
-  snprintf(s->id, sizeof s->id, "%s", tid);
-  s->kind = kind;
-  uv_timer_init(mcp_loop(r->srv), &s->timer);
-  s->timer.data = s;
-  sub_stat(s, &s->seen);
-  /* At the server's end nothing is watched any more. */
-  unsigned what = kind == RES_RECORD ? TFS_WATCH_STATE : TFS_WATCH_OUTPUT;
-  if (!mcp_closing(r->srv) && !(s->listener = mcp_watch_add(r->srv, tid, what, on_sub_look, s))) {
-    sub_free(s);
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
@@ -274,6 +298,10 @@ void mcp_resources_drop(mcp_session_t *sess) {
   while (sess->subs) {
     mcp_sub_t *s = sess->subs;
     sess->subs = s->next;
-    sub_free(s);
+    mcp_sub_close(s);
   }
+}
+
+mcp_sub_t **mcp_sub_next(mcp_sub_t *s) {
+  return &s->next;
 }

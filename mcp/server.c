@@ -61,10 +61,12 @@ int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out) {
   srv->on_idle = cfg->on_idle;
   srv->idle_arg = cfg->arg;
   srv->tools = mcp_schema_tools();
+  srv->tools_modern = mcp_schema_modern(srv->tools);
   if (mcp_watch_open(srv)) {
     fprintf(stderr, "taskfs mcp: out of memory\n");
     tfs_store_close(srv->store);
     json_decref(srv->tools);
+    json_decref(srv->tools_modern);
     free(srv);
     return -ENOMEM;
   }
@@ -91,10 +93,10 @@ void mcp_server_refresh(mcp_server_t *srv) {
   if (moved == srv->store_state)
     return;
   if (moved < 0)
-    fprintf(stderr, "taskfs mcp: the store %s is unavailable (%s); waiting for it to return\n",
-            tfs_store_path(srv->store), tfs_strerror(moved));
+    mcp_log_all(srv, MCP_LOG_WARNING, "the store %s is unavailable (%s); waiting for it to return",
+                tfs_store_path(srv->store), tfs_strerror(moved));
   else if (moved == 1 || srv->store_state < 0)
-    fprintf(stderr, "taskfs mcp: serving the store %s again\n", tfs_store_path(srv->store));
+    mcp_log_all(srv, MCP_LOG_INFO, "serving the store %s again", tfs_store_path(srv->store));
   srv->store_state = moved < 0 ? moved : 0;
 }
 
@@ -116,7 +118,9 @@ void mcp_server_shutdown(mcp_server_t *srv) {
   if (srv->closing)
     return;
   srv->closing = 1;
+  mcp_client_flush(srv);
   mcp_pending_flush(srv);
+  mcp_listen_flush(srv);
   for (mcp_session_t *s = srv->sessions; s; s = s->next)
     mcp_resources_drop(s);
   mcp_server_check_idle(srv);
@@ -130,5 +134,6 @@ void mcp_server_free(mcp_server_t *srv) {
   mcp_watch_close(srv);
   tfs_store_close(srv->store);
   json_decref(srv->tools);
+  json_decref(srv->tools_modern);
   free(srv);
 }

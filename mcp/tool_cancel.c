@@ -16,7 +16,7 @@ typedef struct {
 
 static void cancel_reply(const mcp_req_t *r, const tfs_record_t *rec, int mcp_task, int already) {
   if (mcp_task) {
-    mcp_reply(r, mcp_task_object(rec));
+    mcp_reply(r, mcp_task_object(r->era, rec));
     return;
   }
   json_t *o = mcp_record_compact(rec);
@@ -93,7 +93,7 @@ int mcp_cancel_start(const mcp_req_t *r, const char *task_id, int mcp_task, tfs_
   return 0;
 }
 
-void mcp_tool_cancel(const mcp_req_t *r, json_t *args, json_t *task) {
+void mcp_tool_cancel(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[512], task_id[TFS_ID_MAX + 1];
   if (mcp_resolve_args(r->srv, args, task_id, msg, sizeof msg)) {
     mcp_tool_error(r, "%s", msg);

@@ -4,21 +4,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mcp/internal.h"
 
-#define LIST_DEFAULT 50
-#define LIST_MAX 500
+#define LIST_DEFAULT 50 /* the bounds are the schema's (schema.c) */
 /* Records one page reads at most: a state filter over a large store
  * stops there, so that one call never holds the loop for long; the
  * cursor goes on. */
 #define PAGE_SCAN_MAX 5000
 
 int mcp_page_run(mcp_server_t *srv, const char *cursor, mcp_page_t *pg, char *err, size_t errlen) {
-  if (cursor && !tfs_id_valid(cursor)) {
+  /* A cursor is the id of the last task the previous page examined: one
+   * that names no task in the store was not handed out here (or that task
+   * was removed since: the list starts again from the top). */
+  struct stat cst;
+  if (cursor &&
+      (!tfs_id_valid(cursor) || tfs_task_stat(mcp_store(srv), cursor, &cst) == TFS_ENOTASK)) {
     snprintf(err, errlen,
-             "cursor '%.64s' is not one this server handed out; omit it to start "
-             "from the newest task",
+             "cursor '%.64s' names no task in this store: it was not handed out here, or its "
+             "task was removed since; omit it to start from the newest task",
              cursor);
     return -1;
   }
@@ -73,13 +78,17 @@ static json_t *list_entry(const tfs_record_t *rec) {
   if (rec->started_ms > 0)
     duration = (rec->ended_ms > 0 ? rec->ended_ms : tfs_now_ms()) - rec->started_ms;
   char when[TFS_TIME_BUF];
-  return json_pack(
-      "{s:s, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:I}", "taskId", rec->id, "taskKey",
+  char *cwd = rec->cwd ? mcp_text_clean(rec->cwd, strlen(rec->cwd), 240) : NULL;
+  json_t *e = json_pack(
+      "{s:s, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:I}", "taskId", rec->id, "taskKey",
       rec->key[0] ? json_string(rec->key) : json_null(), "state", tfs_state_name(rec->state),
-      "command", argv, "exitCode", rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null(),
-      "signal", rec->signal > 0 ? json_integer(rec->signal) : json_null(), "createdAt",
+      "command", argv, "cwd", cwd ? json_string(cwd) : json_null(), "exitCode",
+      rec->exit_code >= 0 ? json_integer(rec->exit_code) : json_null(), "signal",
+      rec->signal > 0 ? json_integer(rec->signal) : json_null(), "createdAt",
       tfs_time_format(rec->created_ms, when), "durationMs",
       duration >= 0 ? json_integer(duration) : json_null(), "lines", (json_int_t)rec->lines);
+  free(cwd);
+  return e;
 }
 
 static int add_entry(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
@@ -87,31 +96,18 @@ static int add_entry(const tfs_record_t *rec, const char *json, size_t len, void
   return 0;
 }
 
-void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task) {
+void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[512];
-  int64_t limit;
-  if (mcp_arg_int(args, "limit", LIST_DEFAULT, 1, LIST_MAX, &limit, msg, sizeof msg)) {
-    mcp_tool_error(r, "%s", msg);
-    return;
-  }
-  json_t *jstate = json_object_get(args, "state");
+  int64_t limit = mcp_arg_i64(args, "limit", LIST_DEFAULT);
+  const char *state = json_string_value(json_object_get(args, "state"));
   tfs_state_t want = TFS_QUEUED;
   unsigned states = 0;
-  if (jstate && !json_is_null(jstate)) {
-    if (!json_is_string(jstate) || tfs_state_parse(json_string_value(jstate), &want)) {
-      mcp_tool_error(r, "state must be one of queued, running, completed, failed, cancelled, lost");
-      return;
-    }
+  if (state && !tfs_state_parse(state, &want))
     states = TFS_STATE_BIT(want);
-  }
-  json_t *jcur = json_object_get(args, "cursor");
-  if (jcur && !json_is_null(jcur) && !json_is_string(jcur)) {
-    mcp_tool_error(r, "cursor must be the nextCursor string of a previous answer");
-    return;
-  }
   json_t *tasks = json_array();
   mcp_page_t pg = {.states = states, .limit = (size_t)limit, .cb = add_entry, .arg = tasks};
-  if (mcp_page_run(r->srv, json_string_value(jcur), &pg, msg, sizeof msg)) {
+  if (mcp_page_run(r->srv, json_string_value(json_object_get(args, "cursor")), &pg, msg,
+                   sizeof msg)) {
     json_decref(tasks);
     mcp_tool_error(r, "%s", msg);
     return;

@@ -10,19 +10,18 @@
 
 #include "mcp/internal.h"
 
+/* Defaults; the bounds are the schema's (schema.c). */
 #define READ_BUDGET_DEFAULT 4096 /* bytes of the whole tools/call result */
-#define READ_BUDGET_MIN 1024
-#define READ_BUDGET_MAX (256 * 1024)
 #define TAIL_DEFAULT 20
-#define TAIL_MAX 1000
 
-mcp_read_t *mcp_read_new(void) {
+mcp_read_t *mcp_read_new(const mcp_req_t *r) {
   mcp_read_t *ra = calloc(1, sizeof *ra);
   if (!ra)
     return NULL;
   ra->tail_lines = TAIL_DEFAULT;
   ra->since_line = -1;
   ra->max_bytes = READ_BUDGET_DEFAULT;
+  mcp_era_tail(r, &ra->extra_bytes); /* what the era adds to the result */
   return ra;
 }
 
@@ -141,7 +140,7 @@ static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
   json_t *o = mcp_output_build(r->srv, lk->rec, ra, lk->waited_ms, !done, &text);
   if (ra->task_result) {
     free(text);
-    mcp_reply(r, mcp_task_payload(o, lk->rec));
+    mcp_reply(r, mcp_task_payload(o, lk->rec->id));
   } else {
     mcp_reply_result(r, o, text);
   }
@@ -150,25 +149,13 @@ static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
 
 int mcp_read_parse(json_t *args, mcp_read_t *ra, int64_t *wait_ms, int64_t wait_def, char *msg,
                    size_t msglen) {
-  int64_t v;
-  if (mcp_arg_int(args, "waitMs", wait_def, 0, INT64_MAX, wait_ms, msg, msglen))
-    return -1;
-  if (*wait_ms > MCP_WAIT_CAP_MS)
-    *wait_ms = MCP_WAIT_CAP_MS; /* the documented cap, not an error */
-  if (mcp_arg_int(args, "tailLines", TAIL_DEFAULT, 0, TAIL_MAX, &ra->tail_lines, msg, msglen))
-    return -1;
-  if (mcp_arg_int(args, "sinceLine", -1, 0, INT64_MAX, &v, msg, msglen))
-    return -1;
-  ra->since_line = v;
-  if (mcp_arg_int(args, "maxBytes", READ_BUDGET_DEFAULT, READ_BUDGET_MIN, READ_BUDGET_MAX,
-                  &ra->max_bytes, msg, msglen))
-    return -1;
+  /* The arguments fit the schema (bounds included): only defaults here. */
+  *wait_ms = mcp_arg_i64(args, "waitMs", wait_def);
+  ra->tail_lines = mcp_arg_i64(args, "tailLines", TAIL_DEFAULT);
+  ra->since_line = mcp_arg_i64(args, "sinceLine", -1);
+  ra->max_bytes = mcp_arg_i64(args, "maxBytes", READ_BUDGET_DEFAULT);
   json_t *pat = json_object_get(args, "untilPattern");
-  if (pat && !json_is_null(pat)) {
-    if (!json_is_string(pat)) {
-      snprintf(msg, msglen, "untilPattern must be a string (a POSIX extended regex)");
-      return -1;
-    }
+  if (json_is_string(pat)) {
     if (has_backref(json_string_value(pat))) {
       snprintf(msg, msglen,
                "untilPattern: back-references (\\1..\\9) are not supported; their matching "
@@ -204,13 +191,13 @@ void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int6
   mcp_wait(r, task_id, wait_ms, what, check_read, ra, read_free);
 }
 
-void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task) {
+void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[512], task_id[TFS_ID_MAX + 1];
   if (mcp_resolve_args(r->srv, args, task_id, msg, sizeof msg)) {
     mcp_tool_error(r, "%s", msg);
     return;
   }
-  mcp_read_t *ra = mcp_read_new();
+  mcp_read_t *ra = mcp_read_new(r);
   int64_t wait_ms;
   if (!ra || mcp_read_parse(args, ra, &wait_ms, 0, msg, sizeof msg)) {
     mcp_tool_error(r, "%s", ra ? msg : "out of memory");

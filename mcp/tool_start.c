@@ -1,7 +1,10 @@
-/* start_managed_task: its arguments, then the core's start in its two
- * steps: the task is created (or found by its key, a stranded one adopted)
- * on the loop, and its supervisor launched on the thread pool with a store
- * handle of the launch's own; the answer then waits like a read. */
+/* start_managed_task: its arguments (the default cwd is the client's
+ * first root, roots.c), then the core's start in its two steps: the task
+ * is created (or found by its key, a stranded one adopted) on the loop,
+ * and its supervisor launched on the thread pool with a store handle of
+ * the launch's own; the answer then waits like a read. A task-augmented
+ * call (legacy params.task; in 2026-07-28 a request that declared the
+ * tasks extension and launches a task) is answered with the task at once. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,12 +21,15 @@
 
 /* What start needs, parsed and checked. */
 typedef struct {
-  const char *key; /* borrowed from the arguments */
+  char key[TFS_KEY_MAX + 1];
   char **argv;
   char cwd[PATH_MAX];
   char **env;       /* NAME=VALUE */
   char **env_names; /* NAME */
-  int restart;
+  int rerun;
+  tfs_restart_t restart;
+  int64_t min_uptime_ms, grace_ms; /* -1: core's default */
+  int max_restarts;
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -40,19 +46,13 @@ static int no_memory(char *msg, size_t msglen) {
 }
 
 static int parse_key(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
-  json_t *jkey = json_object_get(args, "taskKey");
-  if (!json_is_string(jkey)) {
+  const char *key = json_string_value(json_object_get(args, "taskKey")); /* required */
+  if (!tfs_key_valid(key)) {
     snprintf(msg, msglen,
-             "taskKey is required: a stable name for this work (1-128 characters "
-             "of A-Z a-z 0-9 . _ : -)");
+             "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -", key);
     return -EINVAL;
   }
-  sa->key = json_string_value(jkey);
-  if (!tfs_key_valid(sa->key)) {
-    snprintf(msg, msglen,
-             "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -", sa->key);
-    return -EINVAL;
-  }
+  snprintf(sa->key, sizeof sa->key, "%s", key);
   return 0;
 }
 
@@ -60,10 +60,6 @@ static int parse_key(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
 static int parse_command(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   json_t *cmd = json_object_get(args, "command");
   if (json_is_string(cmd)) {
-    if (!*json_string_value(cmd)) {
-      snprintf(msg, msglen, "command must not be empty");
-      return -EINVAL;
-    }
     const char *sh[] = {"/bin/sh", "-c", json_string_value(cmd)};
     if (!(sa->argv = calloc(4, sizeof *sa->argv)))
       return no_memory(msg, msglen);
@@ -72,39 +68,28 @@ static int parse_command(json_t *args, start_args_t *sa, char *msg, size_t msgle
         return no_memory(msg, msglen);
     return 0;
   }
-  if (!json_is_array(cmd) || json_array_size(cmd) == 0) {
-    snprintf(msg, msglen,
-             "command is required: an array of strings (argv) or a string (run "
-             "with /bin/sh -c)");
-    return -EINVAL;
-  }
+  /* An array of strings with at least one (the schema); argv[0] names a
+   * program. */
   size_t n = json_array_size(cmd);
   if (!(sa->argv = calloc(n + 1, sizeof *sa->argv)))
     return no_memory(msg, msglen);
   for (size_t i = 0; i < n; i++) {
-    json_t *a = json_array_get(cmd, i);
-    if (!json_is_string(a) || (i == 0 && !*json_string_value(a))) {
-      snprintf(msg, msglen, "command[%zu] must be a%s string", i, i ? "" : " non-empty");
+    const char *a = json_string_value(json_array_get(cmd, i));
+    if (i == 0 && !*a) {
+      snprintf(msg, msglen, "command[0] must name a program (it is empty)");
       return -EINVAL;
     }
-    if (!(sa->argv[i] = strdup(json_string_value(a))))
+    if (!(sa->argv[i] = strdup(a)))
       return no_memory(msg, msglen);
   }
   return 0;
 }
 
-/* cwd: an existing absolute directory; default the server's. */
+/* cwd given: an existing absolute directory. */
 static int parse_cwd(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
-  json_t *cwd = json_object_get(args, "cwd");
-  if (!cwd || json_is_null(cwd)) {
-    if (getcwd(sa->cwd, sizeof sa->cwd))
-      return 0;
-    snprintf(msg, msglen, "cannot determine the server's working directory; pass cwd");
-    return -EINVAL;
-  }
-  const char *c = json_string_value(cwd);
-  if (!c || c[0] != '/') {
-    snprintf(msg, msglen, "cwd must be an absolute path (got %.200s)", c ? c : "a non-string");
+  const char *c = json_string_value(json_object_get(args, "cwd"));
+  if (c[0] != '/') {
+    snprintf(msg, msglen, "cwd must be an absolute path (got %.200s)", c);
     return -EINVAL;
   }
   struct stat st;
@@ -120,12 +105,8 @@ static int parse_cwd(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
  * names). */
 static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   json_t *env = json_object_get(args, "env");
-  if (!env || json_is_null(env))
+  if (!json_is_object(env))
     return 0;
-  if (!json_is_object(env)) {
-    snprintf(msg, msglen, "env must be an object of NAME: VALUE strings");
-    return -EINVAL;
-  }
   size_t n = json_object_size(env), i = 0;
   sa->env = calloc(n + 1, sizeof *sa->env);
   sa->env_names = calloc(n + 1, sizeof *sa->env_names);
@@ -136,10 +117,6 @@ static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   json_object_foreach(env, name, val) {
     if (!tfs_env_name_valid(name)) {
       snprintf(msg, msglen, "env name '%.64s' is not valid: use letters, digits and _", name);
-      return -EINVAL;
-    }
-    if (!json_is_string(val)) {
-      snprintf(msg, msglen, "env value of %.64s must be a string", name);
       return -EINVAL;
     }
     if (asprintf(&sa->env[i], "%s=%s", name, json_string_value(val)) < 0) {
@@ -153,18 +130,21 @@ static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   return 0;
 }
 
+/* Everything but cwd, which may come from the client's roots. */
 static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   memset(sa, 0, sizeof *sa);
   int err;
   if ((err = parse_key(args, sa, msg, msglen)) || (err = parse_command(args, sa, msg, msglen)) ||
-      (err = parse_cwd(args, sa, msg, msglen)) || (err = parse_env(args, sa, msg, msglen)))
+      (err = parse_env(args, sa, msg, msglen)))
     return err;
-  json_t *restart = json_object_get(args, "restart");
-  if (restart && !json_is_null(restart) && !json_is_boolean(restart)) {
-    snprintf(msg, msglen, "restart must be true or false");
-    return -EINVAL;
-  }
-  sa->restart = json_is_true(restart);
+  sa->rerun = json_is_true(json_object_get(args, "rerun"));
+  const char *policy = json_string_value(json_object_get(args, "restart"));
+  sa->restart = TFS_RESTART_NO;
+  if (policy)
+    tfs_restart_parse(policy, &sa->restart); /* one of the schema's enum */
+  sa->min_uptime_ms = mcp_arg_i64(args, "minUptimeMs", -1);
+  sa->grace_ms = mcp_arg_i64(args, "graceMs", -1);
+  sa->max_restarts = (int)mcp_arg_i64(args, "maxRestarts", -1);
   return 0;
 }
 
@@ -198,12 +178,12 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .cwd = sa->cwd,
       .key = sa->key,
       .env_names = sa->env_names,
-      .restart = TFS_RESTART_NO,
-      .min_uptime_ms = -1,
-      .max_restarts = -1,
-      .grace_ms = -1,
+      .restart = sa->restart,
+      .min_uptime_ms = sa->min_uptime_ms,
+      .max_restarts = sa->max_restarts,
+      .grace_ms = sa->grace_ms,
       .important_k = 0,
-      .rerun = sa->restart,
+      .rerun = sa->rerun,
   };
   int err = tfs_task_start_create(store, &spec, st);
   if (err == TFS_EKEYCONFLICT) {
@@ -265,7 +245,7 @@ static void launch_done(uv_work_t *work, int status) {
   mcp_server_t *srv = l->req.srv;
   const char *id = l->st.id;
   if (l->err)
-    fprintf(stderr, "taskfs mcp: starting the supervisor of %s failed: %s\n", id,
+    mcp_log(&l->req, MCP_LOG_ERROR, "starting the supervisor of %s failed: %s", id,
             tfs_strerror(l->err));
   if (l->answer && !l->req.sess->closed) {
     if (l->err) {
@@ -305,21 +285,98 @@ static int launch(const mcp_req_t *r, launch_t *l) {
   return 0;
 }
 
-/* Task-augmented: the answer is the durable task, at once. */
+/* Task-augmented: the answer is the durable task, at once. Legacy tasks
+ * begin working (2025-11-25 lifecycle) even when the key named a task that
+ * has ended: the first tasks/get then reads its end. */
 static void reply_created(const mcp_req_t *r, const tfs_record_t *rec) {
-  mcp_reply(r, json_pack("{s:o}", "task", mcp_task_object(rec)));
+  if (r->era == MCP_ERA_MODERN) {
+    json_t *t = mcp_task_object(r->era, rec);
+    json_object_set_new(t, "resultType", json_string("task"));
+    mcp_reply(r, t);
+    return;
+  }
+  json_t *t = mcp_task_object(r->era, rec);
+  json_object_set_new(t, "status", json_string("working"));
+  mcp_reply(r, json_pack("{s:o}", "task", t));
 }
 
-/* Arguments that could not be used: an isError result, or for a
- * task-augmented call a protocol error (-32603 when out of memory). */
-static void start_refused(const mcp_req_t *r, json_t *task, int err, const char *msg) {
-  if (!task)
+/* Steps one and two once cwd is known; takes l. aug: answer with the task
+ * (legacy params.task). */
+static void start_run(const mcp_req_t *r, launch_t *l, int aug) {
+  char msg[1024];
+  if (create_task(r->srv, &l->sa, &l->st, msg, sizeof msg)) {
     mcp_tool_error(r, "%s", msg);
-  else
-    mcp_reply_error(r, err == -ENOMEM ? MCP_RPC_INTERNAL_ERROR : MCP_RPC_INVALID_PARAMS, "%s", msg);
+    launch_free(l);
+    return;
+  }
+  l->ra->is_start = 1;
+  l->ra->existing = l->st.existed;
+  /* 2026-07-28: the server decides; a task is made for what this call
+   * launches, when the request can take one. */
+  if (r->era == MCP_ERA_MODERN)
+    aug = (r->caps & MCP_CAP_TASKS) && l->st.launch;
+  if (aug) {
+    reply_created(r, &l->st.rec);
+    mcp_read_free(l->ra);
+    l->ra = NULL;
+  }
+  if (!l->st.launch) {
+    /* Nothing to launch: a plain call answers like a read of the task. */
+    if (!aug)
+      mcp_read_park(r, l->st.id, l->ra, 0);
+    l->ra = NULL;
+    launch_free(l);
+    return;
+  }
+  l->answer = !aug;
+  int err = launch(r, l);
+  if (err) {
+    if (!aug)
+      mcp_tool_error(r, "task %s was created but its supervisor could not be started: %s", l->st.id,
+                     tfs_strerror(err));
+    launch_free(l);
+  }
 }
 
-void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task) {
+/* What waits for the client's roots: the start, and whether it is task
+ * augmented (params.task is not kept past the handler). */
+typedef struct {
+  launch_t *l;
+  int aug;
+} rooted_t;
+
+/* cwd defaults to the client's first root, else the server's. */
+static void on_root(const mcp_req_t *r, void *arg, const char *root, const char *why, int answer) {
+  rooted_t *rt = arg;
+  launch_t *l = rt->l;
+  int aug = rt->aug;
+  free(rt);
+  if (!answer) {
+    launch_free(l); /* nobody waits for the answer: nothing is started */
+    return;
+  }
+  if (mcp_closing(r->srv)) {
+    mcp_tool_error(r, "the server is shutting down; start the task again after reconnecting");
+    launch_free(l);
+    return;
+  }
+  if (root) {
+    snprintf(l->sa.cwd, sizeof l->sa.cwd, "%s", root);
+    l->ra->cwd_from = "root";
+  } else if (getcwd(l->sa.cwd, sizeof l->sa.cwd)) {
+    l->ra->cwd_from = "server";
+    if (why)
+      snprintf(l->ra->cwd_note, sizeof l->ra->cwd_note,
+               "%s; the server's working directory is used", why);
+  } else {
+    mcp_tool_error(r, "cannot determine the server's working directory; pass cwd");
+    launch_free(l);
+    return;
+  }
+  start_run(r, l, aug);
+}
+
+void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[1024];
   launch_t *l = calloc(1, sizeof *l);
   if (!l) {
@@ -327,37 +384,37 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task) {
     return;
   }
   l->t0 = tfs_now_ms();
-  l->ra = mcp_read_new();
+  l->ra = mcp_read_new(r);
   int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
   if (!err && mcp_read_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
     err = -EINVAL;
-  if (!err && create_task(r->srv, &l->sa, &l->st, msg, sizeof msg))
-    err = -EINVAL;
+  int has_cwd = json_is_string(json_object_get(args, "cwd"));
+  if (!err && has_cwd && !(err = parse_cwd(args, &l->sa, msg, sizeof msg)))
+    l->ra->cwd_from = "argument";
   if (err) {
-    start_refused(r, task, err, msg);
+    /* The same isError result whether or not the call was task-augmented:
+     * no task is made for arguments that cannot start one. */
+    if (err == -ENOMEM)
+      mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    else
+      mcp_tool_error(r, "%s", msg);
     launch_free(l);
     return;
   }
-  l->ra->is_start = 1;
-  l->ra->existing = l->st.existed;
-  if (task) {
-    reply_created(r, &l->st.rec);
-    mcp_read_free(l->ra);
-    l->ra = NULL;
+  if (has_cwd) {
+    start_run(r, l, task != NULL);
+    return;
   }
-  if (!l->st.launch) {
-    /* Nothing to launch: a plain call answers like a read of the task. */
-    if (!task)
-      mcp_read_park(r, l->st.id, l->ra, 0);
-    l->ra = NULL;
+  rooted_t *rt = malloc(sizeof *rt);
+  if (!rt) {
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
     launch_free(l);
     return;
   }
-  l->answer = !task;
-  if ((err = launch(r, l))) {
-    if (!task)
-      mcp_tool_error(r, "task %s was created but its supervisor could not be started: %s", l->st.id,
-                     tfs_strerror(err));
+  rt->l = l;
+  rt->aug = task != NULL;
+  if (mcp_roots_first(r, params, on_root, rt)) {
+    free(rt); /* answered: input_required, or a malformed inputResponses */
     launch_free(l);
   }
 }

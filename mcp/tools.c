@@ -1,41 +1,19 @@
-/* tools/call: which tool a call names, whether it may run task-augmented,
- * and the argument helpers the tools share. */
+/* tools/call: which tool a call names, its arguments checked against the
+ * tool's inputSchema (validate.c), whether it may run task-augmented, and
+ * the task reference the tools share. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "mcp/internal.h"
 
-int mcp_arg_int(json_t *args, const char *name, int64_t def, int64_t min, int64_t max, int64_t *out,
-                char *msg, size_t msglen) {
-  json_t *v = json_object_get(args, name);
-  *out = def;
-  if (!v || json_is_null(v))
-    return 0;
-  if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v))
-    *out = (int64_t)json_real_value(v);
-  else if (json_is_integer(v))
-    *out = json_integer_value(v);
-  else {
-    snprintf(msg, msglen, "%s must be an integer", name);
-    return -1;
-  }
-  if (*out < min || *out > max) {
-    snprintf(msg, msglen, "%s must be between %lld and %lld (got %lld)", name, (long long)min,
-             (long long)max, (long long)*out);
-    return -1;
-  }
-  return 0;
-}
-
 int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], char *msg,
                      size_t msglen) {
-  json_t *jid = json_object_get(args, "taskId");
-  json_t *jkey = json_object_get(args, "taskKey");
-  if ((jid && !json_is_string(jid)) || (jkey && !json_is_string(jkey))) {
-    snprintf(msg, msglen, "taskId and taskKey must be strings");
-    return TFS_EBADID;
-  }
+  /* Types were checked against the schema; null means not given. */
+  json_t *jid =
+      json_is_string(json_object_get(args, "taskId")) ? json_object_get(args, "taskId") : NULL;
+  json_t *jkey =
+      json_is_string(json_object_get(args, "taskKey")) ? json_object_get(args, "taskKey") : NULL;
   if (!jid && !jkey) {
     snprintf(msg, msglen,
              "give taskId or taskKey (list_managed_tasks shows the tasks in the store)");
@@ -89,22 +67,33 @@ static const struct {
     {"cancel_managed_task", mcp_tool_cancel, 0},
 };
 
-/* Runs the tool name with args (an object) and params.task (or NULL). */
-static void call_tool(const mcp_req_t *r, const char *name, json_t *args, json_t *task) {
+/* Runs the tool name with args (an object) and the legacy params.task
+ * (or NULL), once the arguments fit the tool's schema: a call that does
+ * not gets the isError result that says what to fix, task-augmented or
+ * not (no task is made for it). */
+static void call_tool(const mcp_req_t *r, json_t *params, const char *name, json_t *args,
+                      json_t *task) {
   for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
     if (strcmp(name, tools[i].name))
       continue;
-    if (task && !tools[i].task_support)
+    if (task && !tools[i].task_support) {
       mcp_reply_error(r, MCP_RPC_METHOD_NOT_FOUND,
                       "tool %s does not support task-augmented execution (execution.taskSupport "
                       "is forbidden); call it without params.task",
                       name);
-    else
-      tools[i].fn(r, args, task);
+      return;
+    }
+    char msg[600];
+    if (mcp_validate_args(mcp_tool_input_schema(r->srv, name), args, msg, sizeof msg)) {
+      mcp_tool_error(r, "invalid arguments for %s: %s (see its inputSchema in tools/list)", name,
+                     msg);
+      return;
+    }
+    tools[i].fn(r, args, task, params);
     return;
   }
   mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
-                  "unknown tool '%s'; the tools are start_managed_task, read_managed_task, "
+                  "unknown tool '%.100s'; the tools are start_managed_task, read_managed_task, "
                   "list_managed_tasks, cancel_managed_task",
                   name);
 }
@@ -112,7 +101,9 @@ static void call_tool(const mcp_req_t *r, const char *name, json_t *args, json_t
 void mcp_tools_call(const mcp_req_t *r, json_t *params) {
   const char *name = json_string_value(json_object_get(params, "name"));
   json_t *args = json_object_get(params, "arguments");
-  json_t *task = json_object_get(params, "task");
+  /* params.task is the legacy Tasks utility; in 2026-07-28 the server
+   * decides (tool_start.c), from the request's capabilities. */
+  json_t *task = r->era == MCP_ERA_LEGACY ? json_object_get(params, "task") : NULL;
   if (!name) {
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "tools/call needs params.name (see tools/list)");
     return;
@@ -130,6 +121,6 @@ void mcp_tools_call(const mcp_req_t *r, json_t *params) {
   json_t *empty = NULL;
   if (!args || json_is_null(args))
     args = empty = json_object();
-  call_tool(r, name, args, task);
+  call_tool(r, params, name, args, task);
   json_decref(empty);
 }

@@ -120,7 +120,8 @@ Test(mcp_wire, pipe_and_file_stdin_get_one_reply_per_request, .fini = teardown) 
                         "must be one JSON-RPC 2.0 message\"}}\n"
                         "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"error\":{\"code\":-32601,\"message\":"
                         "\"method 'nope' is not supported by the taskfs MCP server (it offers "
-                        "initialize, ping, tools/*, tasks/*, resources/*)\"}}\n");
+                        "initialize, ping, tools/*, tasks/*, resources/*, prompts/*, "
+                        "completion/complete)\"}}\n");
   free(out);
   /* The same from a regular file, stdout to a regular file. */
   rc = tu_sh(NULL, "printf '%s' > %s/in && %s mcp --state-dir %s/s < %s/in > %s/out 2>/dev/null",
