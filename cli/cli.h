@@ -27,10 +27,14 @@ typedef int (*cli_verb_fn)(int argc, char **argv);
 /* Prints "taskfs <verb>: <message>\n" on stderr. */
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Resolves and opens the store named by --state-dir (may be NULL). With
+struct cli_opts;
+/* Resolves and opens the store named by o's --state-dir (may be NULL),
+ * checked as every open is (the caller's, writable by nobody else), or
+ * with --foreign-store (o->foreign) another user's, read-only. With
  * create = 0 a missing store is reported as empty (returns 0, *out NULL)
- * for read-only verbs. Prints the error and returns an exit code. */
-int cli_open_store(const char *verb, const char *state_dir, int create, tfs_store_t **out);
+ * for read-only verbs. A refused store is reported with what to do, exit
+ * CLI_EXIT_SYSTEM. Prints the error and returns an exit code. */
+int cli_open_store(const struct cli_opts *o, int create, tfs_store_t **out);
 
 /* Resolves an ID or KEY argument; prints a clear error (with what to do)
  * and returns an exit code (CLI_EXIT_NOTASK, CLI_EXIT_USAGE, ...). */
@@ -41,7 +45,7 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
  * checks the argument count, opens the store read-only (a missing store
  * means no such task) and resolves the task. Prints any error and returns
  * an exit code; on success *store is open and the caller closes it. */
-int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **argv, int first,
+int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first,
                       tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
 
 /* Maps a library error to an exit code. */
@@ -69,20 +73,29 @@ int cli_parse_i64(const char *s, int64_t *out);
  * --state-dir (NULL if not given). */
 #define CLI_OPT_IN_ORDER 1       /* options end at the first operand (run's CMD) */
 #define CLI_OPT_NO_STATE_DIR 2   /* the verb takes no --state-dir (umount) */
+#define CLI_OPT_FOREIGN 4        /* a reading verb: takes --foreign-store */
 #define CLI_OPT_STATE_DIR 0x1000 /* getopt value of --state-dir (internal) */
-typedef struct {
+#define CLI_OPT_FOREIGN_STORE 0x1001
+typedef struct cli_opts {
   const char *verb;
   const char *usage;             /* printed on stdout for --help */
   const char *shortopts;         /* the verb's own, like "n:f"; never h */
   const struct option *longopts; /* the verb's own, NULL-terminated, or NULL */
   int flags;                     /* CLI_OPT_* */
   const char *state_dir;         /* out: --state-dir DIR, or NULL */
+  int foreign;                   /* out: --foreign-store */
   int code;                      /* out: the exit code once cli_getopt returns -1 */
   char optstring[32];            /* internal */
   struct option all[24];         /* internal: longopts + state-dir + help */
 } cli_opts_t;
 #define CLI_OPTS(verb_, usage_, short_, long_)                                                     \
   { .verb = (verb_), .usage = (usage_), .shortopts = (short_), .longopts = (long_) }
+/* The same for a verb that only reads, and so takes --foreign-store. */
+#define CLI_OPTS_READ(verb_, usage_, short_, long_)                                                \
+  {                                                                                                \
+    .verb = (verb_), .usage = (usage_), .shortopts = (short_), .longopts = (long_),                \
+    .flags = CLI_OPT_FOREIGN                                                                       \
+  }
 
 /* Returns the next of the verb's own options (its getopt value), 0 once
  * the options are read, or -1 when the verb must return o->code: 0 after

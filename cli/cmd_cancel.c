@@ -105,7 +105,7 @@ int cmd_cancel(int argc, char **argv) {
     return o.code;
   if (timeout_ms >= 0 && !wait)
     return cli_usage_error("cancel", "--timeout only makes sense with --wait");
-  code = cli_open_one_task("cancel", o.state_dir, argc, argv, optind, &store, id);
+  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
   if (code)
     return code;
   code = request_stop(store, id, &ended);

@@ -11,7 +11,7 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs logs [-n N] [-f] [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs logs [-n N] [-f] [--state-dir DIR] [--foreign-store] ID|KEY\n"
     "\n"
     "Prints the task's transcript (its stdout and stderr, as captured) exactly.\n"
     "\n"
@@ -21,6 +21,7 @@ static const char usage_text[] =
     "                   128+N for signal N, 127 never started; cancelled 130;\n"
     "                   lost 102)\n"
     "  --state-dir DIR  use the store in DIR\n"
+    "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
     "Exit codes: 0 ok, 100 usage, 101 no such task, 111 system failure; with -f\n"
@@ -44,7 +45,7 @@ int cmd_logs(int argc, char **argv) {
       {"follow", no_argument, NULL, 'f'},
       {NULL, 0, NULL, 0},
   };
-  cli_opts_t o = CLI_OPTS("logs", usage_text, "n:f", opts);
+  cli_opts_t o = CLI_OPTS_READ("logs", usage_text, "n:f", opts);
   int64_t last_n = -1;
   int follow = 0;
   char id[TFS_ID_MAX + 1];
@@ -60,7 +61,7 @@ int cmd_logs(int argc, char **argv) {
   }
   if (c < 0)
     return o.code;
-  code = cli_open_one_task("logs", o.state_dir, argc, argv, optind, &store, id);
+  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
   if (code)
     goto out;
   if (follow) {

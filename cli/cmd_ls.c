@@ -17,6 +17,7 @@
 
 static const char usage_text[] =
     "usage: taskfs ls [--json] [--state S[,S...]] [--limit N] [--all] [--state-dir DIR]\n"
+    "                 [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
     "AGE (since created), TIME (run time so far, or until it ended), EXIT (exit\n"
@@ -29,11 +30,13 @@ static const char usage_text[] =
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
     "  --all            every task (the default; cancels an earlier --limit)\n"
     "  --state-dir DIR  use the store in DIR\n"
+    "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
     "Unreadable records are skipped with a note on stderr. A store that does not\n"
     "exist yet lists as empty and is not created.\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+    "Exit codes: 0 ok, 100 usage, 111 system failure (also: the store is refused,\n"
+    "another user's or writable by others).\n";
 
 #define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
 #define CMD_MAX 1024 /* bytes of the command kept per row */
@@ -370,7 +373,7 @@ int cmd_ls(int argc, char **argv) {
       {"all", no_argument, NULL, 'a'},
       {NULL, 0, NULL, 0},
   };
-  cli_opts_t o = CLI_OPTS("ls", usage_text, "", opts);
+  cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
   listing_t l = {.limit = -1};
   tfs_store_t *store = NULL;
   int c, code;
@@ -381,7 +384,7 @@ int cmd_ls(int argc, char **argv) {
     return o.code;
   if ((code = cli_no_operands("ls", argc, argv, "('taskfs show ID' shows one task)")))
     return code;
-  code = cli_open_store("ls", o.state_dir, 0, &store);
+  code = cli_open_store(&o, 0, &store);
   if (code)
     return code;
   code = ls_print(&l, store);

@@ -40,7 +40,7 @@ int cmd_prune(int argc, char **argv) {
   if (cli_parse_i64(keep_arg, &keep))
     return cli_usage_error("prune", "--keep wants a whole number >= 0, not '%s'",
                            cli_quote(keep_arg, q, sizeof q));
-  rc = cli_open_store("prune", o.state_dir, 0, &store);
+  rc = cli_open_store(&o, 0, &store);
   if (rc)
     return rc;
   if (!store) {

@@ -7,8 +7,11 @@
  * With --key the task is idempotent: the same key with the same command and
  * working directory names the existing task (nothing runs twice); --rerun
  * runs an ended keyed task again; a different command under a key is a
- * usage error. Environment values given with --env travel only in the
- * supervisor's environment; the record keeps their names. */
+ * usage error. Environment values (--env NAME from this process's
+ * environment, --env-file FILE, or --env NAME=VALUE, which every local
+ * user can read on this command line) travel to the supervisor in a
+ * memfd, never on a command line or on disk; the record keeps their
+ * names. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -34,8 +37,15 @@ static const char usage_text[] =
     "                        same command and directory, print its id, run nothing\n"
     "  --rerun               with --key: run an ended task of that key again\n"
     "  --cwd DIR             working directory (default: the current one)\n"
-    "  --env NAME=VALUE      set a variable for CMD (repeatable; the value is never\n"
-    "                        written to disk, only the name)\n"
+    "  --env NAME            give CMD the variable NAME with its value here\n"
+    "                        (repeatable; values are never written to disk, only\n"
+    "                        names, and are on no command line)\n"
+    "  --env-file FILE       the same for each NAME=VALUE line of FILE (blank lines\n"
+    "                        and lines starting with # are skipped; the value is\n"
+    "                        the rest of the line, as it is)\n"
+    "  --env NAME=VALUE      set a variable for CMD; this VALUE is on this command\n"
+    "                        line, which every local user can read (ps): secrets\n"
+    "                        go by --env NAME or --env-file\n"
     "  --restart POLICY      no (default), on-failure or always\n"
     "  --min-uptime MS       a worker exiting sooner counts as a quick death\n"
     "                        (default 1000)\n"
@@ -60,6 +70,7 @@ enum {
   OPT_RERUN,
   OPT_CWD,
   OPT_ENV,
+  OPT_ENV_FILE,
   OPT_RESTART,
   OPT_MIN_UPTIME,
   OPT_MAX_RESTARTS,
@@ -98,8 +109,9 @@ typedef struct {
   tfs_task_spec_t spec;
   const char *cwd_arg;
   int wait, follow, nenv;
-  char **env;   /* NAME=VALUE, for the supervisor's environment only */
-  char **names; /* NAME, for the record */
+  size_t cap;   /* slots of env and names */
+  char **env;   /* NAME=VALUE (malloc'ed), for the supervisor's environment only */
+  char **names; /* NAME (malloc'ed), for the record */
   char *cwd;
 } run_args_t;
 
@@ -107,36 +119,136 @@ static int run_args_init(run_args_t *a, int argc) {
   memset(a, 0, sizeof *a);
   a->spec = (tfs_task_spec_t){
       .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
-  a->env = calloc((size_t)argc + 1, sizeof *a->env);
-  a->names = calloc((size_t)argc + 1, sizeof *a->names);
-  if (a->env && a->names)
-    return CLI_EXIT_OK;
-  cli_error("run", "out of memory");
-  return CLI_EXIT_SYSTEM;
+  return CLI_EXIT_OK;
 }
 
 static void run_args_free(run_args_t *a) {
-  for (int i = 0; a->names && a->names[i]; i++)
+  for (int i = 0; i < a->nenv; i++) {
     free(a->names[i]);
+    free(a->env[i]);
+  }
   free(a->names);
   free(a->env);
   free(a->cwd);
 }
 
-/* --env NAME=VALUE: the pair goes to the supervisor's environment, the
- * name to the record. */
-static int run_env(run_args_t *a, const char *arg) {
-  char q[96];
-  size_t l = tfs_env_name_len(arg);
-  if (!l)
-    return cli_usage_error("run", "--env wants NAME=VALUE, not '%s'", cli_quote(arg, q, sizeof q));
-  a->env[a->nenv] = (char *)arg;
-  a->names[a->nenv] = strndup(arg, l);
-  if (!a->names[a->nenv++]) {
+/* Keeps one NAME=VALUE (len: the name's length) for the supervisor's
+ * environment and its name for the record. */
+static int env_add(run_args_t *a, const char *pair, size_t len) {
+  if ((size_t)a->nenv + 1 >= a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 8;
+    char **e = realloc(a->env, cap * sizeof *e);
+    if (e)
+      a->env = e;
+    char **n = e ? realloc(a->names, cap * sizeof *n) : NULL;
+    if (!n) {
+      cli_error("run", "out of memory");
+      return CLI_EXIT_SYSTEM;
+    }
+    a->names = n;
+    a->cap = cap;
+  }
+  char *p = strdup(pair), *name = strndup(pair, len);
+  if (!p || !name) {
+    free(p);
+    free(name);
     cli_error("run", "out of memory");
     return CLI_EXIT_SYSTEM;
   }
+  a->env[a->nenv] = p;
+  a->names[a->nenv++] = name;
+  a->env[a->nenv] = a->names[a->nenv] = NULL;
   return CLI_EXIT_OK;
+}
+
+/* --env NAME=VALUE, or --env NAME: the value this process has for NAME,
+ * so that it is on no command line. */
+static int run_env(run_args_t *a, const char *arg) {
+  char q[96];
+  size_t l = tfs_env_name_len(arg);
+  if (l)
+    return env_add(a, arg, l);
+  if (!tfs_env_name_valid(arg))
+    return cli_usage_error("run", "--env wants NAME or NAME=VALUE, not '%s'",
+                           cli_quote(arg, q, sizeof q));
+  const char *v = getenv(arg);
+  if (!v)
+    return cli_usage_error("run",
+                           "--env %s: %s is not set here; set it (export %s=...), or use "
+                           "--env-file FILE",
+                           arg, arg, arg);
+  char *pair;
+  if (asprintf(&pair, "%s=%s", arg, v) < 0) {
+    cli_error("run", "out of memory");
+    return CLI_EXIT_SYSTEM;
+  }
+  int code = env_add(a, pair, strlen(arg));
+  free(pair);
+  return code;
+}
+
+#define ENV_FILE_MAX (1 << 20)
+
+/* Reads all of path (at most ENV_FILE_MAX bytes, no NUL) into *text. */
+static int env_file_read(const char *path, char **text) {
+  char q[96];
+  FILE *f = fopen(path, "re");
+  if (!f) {
+    cli_error("run", "cannot read --env-file %s: %s", cli_quote(path, q, sizeof q),
+              strerror(errno));
+    return CLI_EXIT_SYSTEM;
+  }
+  char *buf = malloc(ENV_FILE_MAX + 1);
+  size_t n = buf ? fread(buf, 1, ENV_FILE_MAX + 1, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf || bad) {
+    free(buf);
+    cli_error("run", "cannot read --env-file %s: %s", cli_quote(path, q, sizeof q),
+              buf ? "read error" : "out of memory");
+    return CLI_EXIT_SYSTEM;
+  }
+  if (n > ENV_FILE_MAX || memchr(buf, 0, n)) {
+    free(buf);
+    return cli_usage_error("run", "--env-file %s is %s", cli_quote(path, q, sizeof q),
+                           n > ENV_FILE_MAX ? "larger than 1 MiB" : "not text (it holds a NUL)");
+  }
+  buf[n] = 0;
+  *text = buf;
+  return CLI_EXIT_OK;
+}
+
+/* --env-file FILE: a NAME=VALUE per line, the value the rest of the line
+ * as it is (no quoting, a trailing \r dropped); blank lines and lines whose
+ * first non-blank is # are skipped. A bad line is named by its number. */
+static int run_env_file(run_args_t *a, const char *path) {
+  char q[96], *text = NULL;
+  int code = env_file_read(path, &text);
+  if (code)
+    return code;
+  int lineno = 0;
+  for (char *line = text, *next; line && !code; line = next) {
+    lineno++;
+    next = strchr(line, '\n');
+    if (next)
+      *next++ = 0;
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\r')
+      line[--len] = 0;
+    const char *p = line + strspn(line, " \t");
+    if (!*p || *p == '#')
+      continue;
+    size_t l = tfs_env_name_len(line);
+    if (!l)
+      code = cli_usage_error("run",
+                             "%s:%d: not NAME=VALUE (a NAME of letters, digits and _, not "
+                             "starting with a digit, then =)",
+                             cli_quote(path, q, sizeof q), lineno);
+    else
+      code = env_add(a, line, l);
+  }
+  free(text);
+  return code;
 }
 
 /* A count option within [lo, hi]. */
@@ -170,6 +282,8 @@ static int run_option(run_args_t *a, int c, const char *arg) {
     return CLI_EXIT_OK;
   case OPT_ENV:
     return run_env(a, arg);
+  case OPT_ENV_FILE:
+    return run_env_file(a, arg);
   case OPT_RESTART:
     if (tfs_restart_parse(arg, &a->spec.restart))
       return cli_usage_error("run", "--restart is no, on-failure or always, not '%s'",
@@ -306,6 +420,7 @@ int cmd_run(int argc, char **argv) {
       {"rerun", no_argument, NULL, OPT_RERUN},
       {"cwd", required_argument, NULL, OPT_CWD},
       {"env", required_argument, NULL, OPT_ENV},
+      {"env-file", required_argument, NULL, OPT_ENV_FILE},
       {"restart", required_argument, NULL, OPT_RESTART},
       {"min-uptime", required_argument, NULL, OPT_MIN_UPTIME},
       {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
@@ -331,8 +446,8 @@ int cmd_run(int argc, char **argv) {
     code = o.code;
     goto out;
   }
-  if ((code = run_operands(&a, argc, argv)) ||
-      (code = cli_open_store("run", o.state_dir, 1, &store)) || (code = run_start(store, &a, id)))
+  if ((code = run_operands(&a, argc, argv)) || (code = cli_open_store(&o, 1, &store)) ||
+      (code = run_start(store, &a, id)))
     goto out;
   if (a.follow)
     code = cli_follow(store, id, -1, STDOUT_FILENO);

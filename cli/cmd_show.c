@@ -11,12 +11,13 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs show [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs show [--state-dir DIR] [--foreign-store] ID|KEY\n"
     "\n"
     "Prints the task's record (record.json) as indented JSON. A task whose\n"
     "supervisor died without recording an end reads \"state\": \"lost\".\n"
     "\n"
     "  --state-dir DIR  use the store in DIR\n"
+    "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
     "Exit codes: 0 ok, 100 usage, 101 no such task, 111 unreadable record or\n"
@@ -35,7 +36,7 @@ static char *pretty(const char *json) {
 }
 
 int cmd_show(int argc, char **argv) {
-  cli_opts_t o = CLI_OPTS("show", usage_text, "", NULL);
+  cli_opts_t o = CLI_OPTS_READ("show", usage_text, "", NULL);
   char id[TFS_ID_MAX + 1];
   tfs_store_t *store;
   tfs_record_t rec;
@@ -44,7 +45,7 @@ int cmd_show(int argc, char **argv) {
   }
   if (c < 0)
     return o.code;
-  code = cli_open_one_task("show", o.state_dir, argc, argv, optind, &store, id);
+  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
   if (code)
     return code;
   char why[320];

@@ -10,12 +10,13 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs wait [--timeout SEC] [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs wait [--timeout SEC] [--state-dir DIR] [--foreign-store] ID|KEY\n"
     "\n"
     "Waits until the task has ended, then exits with its exit code.\n"
     "\n"
     "  --timeout SEC    give up after SEC seconds (fractions allowed), exit 124\n"
     "  --state-dir DIR  use the store in DIR\n"
+    "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
     "Exit codes: the task's: completed 0; failed: its exit code, 128+N if killed by\n"
@@ -28,7 +29,7 @@ int cmd_wait(int argc, char **argv) {
       {"timeout", required_argument, NULL, 't'},
       {NULL, 0, NULL, 0},
   };
-  cli_opts_t o = CLI_OPTS("wait", usage_text, "", opts);
+  cli_opts_t o = CLI_OPTS_READ("wait", usage_text, "", opts);
   const char *timeout_arg = "";
   int64_t timeout_ms = -1;
   char q[96], id[TFS_ID_MAX + 1];
@@ -42,7 +43,7 @@ int cmd_wait(int argc, char **argv) {
   }
   if (c < 0)
     return o.code;
-  code = cli_open_one_task("wait", o.state_dir, argc, argv, optind, &store, id);
+  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
   if (!code)
     code = cli_wait_report("wait", store, id, timeout_ms, timeout_arg);
   if (store)

@@ -69,13 +69,15 @@ int cli_bad_option(const char *verb, char **argv, int c) {
  * getopt_long() reports nothing itself, "+" for verbs whose options end at
  * the first operand, then the verb's own options, --state-dir and --help. */
 static void opts_build(cli_opts_t *o) {
-  size_t n = 0, max = sizeof o->all / sizeof o->all[0] - 3;
+  size_t n = 0, max = sizeof o->all / sizeof o->all[0] - 4;
   snprintf(o->optstring, sizeof o->optstring, "%s:h%s", o->flags & CLI_OPT_IN_ORDER ? "+" : "",
            o->shortopts ? o->shortopts : "");
   for (; o->longopts && o->longopts[n].name && n < max; n++)
     o->all[n] = o->longopts[n];
   if (!(o->flags & CLI_OPT_NO_STATE_DIR))
     o->all[n++] = (struct option){"state-dir", required_argument, NULL, CLI_OPT_STATE_DIR};
+  if (o->flags & CLI_OPT_FOREIGN)
+    o->all[n++] = (struct option){"foreign-store", no_argument, NULL, CLI_OPT_FOREIGN_STORE};
   o->all[n++] = (struct option){"help", no_argument, NULL, 'h'};
   o->all[n] = (struct option){NULL, 0, NULL, 0};
   optind = 1;
@@ -92,6 +94,9 @@ int cli_getopt(cli_opts_t *o, int argc, char **argv) {
       return 0;
     case CLI_OPT_STATE_DIR:
       o->state_dir = optarg;
+      continue;
+    case CLI_OPT_FOREIGN_STORE:
+      o->foreign = 1;
       continue;
     case 'h':
       fputs(o->usage, stdout);
@@ -230,11 +235,39 @@ int cli_exit_for_record(const tfs_record_t *rec) {
   }
 }
 
-int cli_open_store(const char *verb, const char *state_dir, int create, tfs_store_t **out) {
+/* A refused store: what is wrong (why, from the core), and what to do
+ * about it, which depends on whether the verb could read it as another
+ * user's (--foreign-store) or would change it. */
+static void report_refused(const cli_opts_t *o, int rc, const char *why) {
   char q[96];
+  const char *path = cli_quote(last_store_path, q, sizeof q);
+  if (rc == TFS_EUNSAFE)
+    cli_error(o->verb,
+              "refusing the store %s: %s; other users may have planted tasks in it. If nobody "
+              "could have, make it private (chmod 700 on it and on its tasks and keys "
+              "directories); else remove it, or choose another with --state-dir or "
+              "TASKFS_STATE_DIR",
+              path, why);
+  else if (o->flags & CLI_OPT_FOREIGN)
+    cli_error(o->verb,
+              "refusing the store %s: %s; a store must be your own: choose yours with "
+              "--state-dir or TASKFS_STATE_DIR, or read this one without changing it with "
+              "--foreign-store",
+              path, why);
+  else
+    cli_error(o->verb,
+              "refusing the store %s: %s; only its owner may change it (run 'taskfs %s' as "
+              "that user), and a store of your own is chosen with --state-dir or "
+              "TASKFS_STATE_DIR",
+              path, why, o->verb);
+}
+
+int cli_open_store(const cli_opts_t *o, int create, tfs_store_t **out) {
+  char q[96], why[600];
+  const char *verb = o->verb;
   int rc;
   *out = NULL;
-  rc = tfs_store_resolve(state_dir, last_store_path, sizeof last_store_path);
+  rc = tfs_store_resolve(o->state_dir, last_store_path, sizeof last_store_path);
   if (rc < 0) {
     last_store_path[0] = 0;
     if (rc == -ENAMETOOLONG) {
@@ -247,11 +280,15 @@ int cli_open_store(const char *verb, const char *state_dir, int create, tfs_stor
               tfs_strerror(rc));
     return CLI_EXIT_SYSTEM;
   }
-  rc =
-      create ? tfs_store_open(last_store_path, out) : tfs_store_open_existing(last_store_path, out);
+  unsigned flags = (create ? TFS_STORE_CREATE : 0) | (o->foreign ? TFS_STORE_FOREIGN : 0);
+  rc = tfs_store_open_flags(last_store_path, flags, out, why, sizeof why);
   if (rc == -ENOENT && !create) {
     *out = NULL;
     return CLI_EXIT_OK;
+  }
+  if (rc == TFS_EFOREIGN || rc == TFS_EUNSAFE) {
+    report_refused(o, rc, why);
+    return CLI_EXIT_SYSTEM;
   }
   if (rc < 0) {
     *out = NULL;
@@ -298,8 +335,9 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
   return cli_exit_for(rc);
 }
 
-int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **argv, int first,
-                      tfs_store_t **store, char id_out[TFS_ID_MAX + 1]) {
+int cli_open_one_task(const cli_opts_t *o, int argc, char **argv, int first, tfs_store_t **store,
+                      char id_out[TFS_ID_MAX + 1]) {
+  const char *verb = o->verb;
   char q[96];
   int code;
   *store = NULL;
@@ -308,7 +346,7 @@ int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **
   if (argc - first > 1)
     return cli_usage_error(verb, "one task at a time; unexpected '%s'",
                            cli_quote(argv[first + 1], q, sizeof q));
-  code = cli_open_store(verb, state_dir, 0, store);
+  code = cli_open_store(o, 0, store);
   if (code)
     return code;
   code = cli_resolve_task(verb, *store, argv[first], id_out);

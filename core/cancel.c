@@ -48,6 +48,9 @@ static void ring_doorbell(tfs_store_t *store, const char *id) {
  * a writer (its reads never see EOF); the type is checked on the fd, so a
  * swap between mkfifoat and openat is refused. */
 int tfs_doorbell_open(tfs_store_t *store, const char *id) {
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
@@ -119,7 +122,10 @@ static int recheck(tfs_store_t *store, const char *id, int dfd, const struct sta
 
 int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who) {
   tfs_record_t rec;
-  int err = tfs_task_load(store, id, &rec);
+  int err = tfs__writable(store);
+  if (err)
+    return err;
+  err = tfs_task_load(store, id, &rec);
   if (err)
     return err;
   int ended = tfs_state_terminal(rec.state);
@@ -220,6 +226,9 @@ int tfs_cancel_status(tfs_store_t *store, const char *id, char *who, size_t whol
 }
 
 int tfs_cancel_clear(tfs_store_t *store, const char *id) {
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;

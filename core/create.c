@@ -16,6 +16,8 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   int err;
   if (existed)
     *existed = 0;
+  if ((err = tfs__writable(store)))
+    return err;
   if (!spec || !spec->argv || !spec->argv[0] || !spec->argv[0][0])
     return -EINVAL;
   const char *key = spec->key && spec->key[0] ? spec->key : NULL;

@@ -40,6 +40,9 @@ const char *tfs_view_name(tfs_view_t which) {
  * plant too), then the type, then the caller's blocking mode back. */
 int tfs__open_in_task(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode,
                       int want_fifo) {
+  int err = flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND) ? tfs__writable(store) : 0;
+  if (err)
+    return err;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
@@ -80,26 +83,26 @@ int tfs__task_openat(tfs_store_t *store, const char *id, const char *name, int f
 int tfs_task_stat(tfs_store_t *store, const char *id, struct stat *st) {
   if (!tfs_id_valid(id))
     return TFS_EBADID;
+  int err = tfs__usable(store);
+  if (err)
+    return err;
+  if (store->task_fd >= 0 && !strcmp(id, store->task_id))
+    return fstat(store->task_fd, st) ? -errno : 0;
   if (fstatat(store->tasks_fd, id, st, AT_SYMLINK_NOFOLLOW))
     return errno == ENOENT || errno == ENOTDIR ? TFS_ENOTASK : -errno;
   return S_ISDIR(st->st_mode) ? 0 : TFS_ENOTASK;
 }
 
 int tfs_task_file_stat(tfs_store_t *store, const char *id, tfs_task_file_t which, struct stat *st) {
-  char rel[TFS_ID_MAX + 32];
   const char *name = tfs_task_file_name(which);
   if (!name)
     return -EINVAL;
-  if (!tfs_id_valid(id))
-    return TFS_EBADID;
-  /* fstatat does not follow the last component only: the task dir is
-   * checked first, so a symlink planted as the dir is no task. */
-  struct stat dst;
-  int err = tfs_task_stat(store, id, &dst);
-  if (err)
-    return err;
-  snprintf(rel, sizeof rel, "%s/%s", id, name);
-  if (fstatat(store->tasks_fd, rel, st, AT_SYMLINK_NOFOLLOW))
+  /* Relative to the task dir, opened without following a symlink: a
+   * symlink planted as the dir is no task. */
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd == TFS_ESYMLINK ? TFS_ENOTASK : dfd;
+  if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW))
     return -errno;
   int ok = which == TFS_FILE_DOORBELL ? S_ISFIFO(st->st_mode) : S_ISREG(st->st_mode);
   return ok ? 0 : -ENOENT;
@@ -109,6 +112,9 @@ int tfs_task_file_remove(tfs_store_t *store, const char *id, tfs_task_file_t whi
   const char *name = tfs_task_file_name(which);
   if (!name)
     return -EINVAL;
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
@@ -118,10 +124,16 @@ int tfs_task_file_remove(tfs_store_t *store, const char *id, tfs_task_file_t whi
 }
 
 int tfs_store_stat(const tfs_store_t *store, struct stat *st) {
+  int err = tfs__usable(store);
+  if (err)
+    return err;
   return fstat(store->tasks_fd, st) ? -errno : 0;
 }
 
 int tfs_owner_stat(const tfs_store_t *store, struct stat *st) {
+  int err = tfs__usable(store);
+  if (err)
+    return err;
   if (fstatat(store->fd, TFS__OWNER_FILE, st, AT_SYMLINK_NOFOLLOW))
     return -errno;
   return S_ISREG(st->st_mode) ? 0 : -ENOENT;

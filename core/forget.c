@@ -60,6 +60,9 @@ int tfs_task_forget(tfs_store_t *store, const char *id) {
   struct stat st;
   if (!tfs_id_valid(id))
     return TFS_EBADID;
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   if (fstatat(store->tasks_fd, id, &st, AT_SYMLINK_NOFOLLOW))
     return errno == ENOENT ? TFS_ENOTASK : -errno;
   /* Something planted under a task's name (a symlink, a file) is no task
@@ -77,7 +80,9 @@ int tfs_task_forget(tfs_store_t *store, const char *id) {
 int tfs_task_prune(tfs_store_t *store, size_t keep) {
   tfs__idbuf_t *ids;
   size_t n;
-  int err = tfs__collect_ids(store, &ids, &n, 1);
+  int err = tfs__writable(store);
+  if (!err)
+    err = tfs__collect_ids(store, &ids, &n, 1);
   if (err)
     return err;
   int removed = 0;

@@ -236,6 +236,9 @@ int tfs__rm_tree_at(int dirfd, const char *name) {
  * be removed, a mount point inside) leaves the task readable as it was,
  * ended, and a later forget finishes it. */
 int tfs__rm_task(const tfs_store_t *store, const char *id) {
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   return rm_tree(store->tasks_fd, id, TFS__FILE(RECORD));
 }
 

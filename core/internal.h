@@ -12,12 +12,30 @@
 #include <unistd.h>
 
 struct tfs_store {
-  char *path;   /* absolute path of <state> */
-  int fd;       /* <state>, O_RDONLY|O_DIRECTORY */
-  int tasks_fd; /* <state>/tasks */
-  int keys_fd;  /* <state>/keys */
-  int writer;   /* opened by tfs_store_open (creates, keeps it private) */
+  char *path;     /* absolute path of <state> */
+  int fd;         /* <state>, O_RDONLY|O_DIRECTORY; -1 once refused */
+  int tasks_fd;   /* <state>/tasks */
+  int keys_fd;    /* <state>/keys */
+  unsigned flags; /* TFS_STORE_* it was opened with */
+  uid_t owner;    /* whose it is: our euid, or a foreign store's owner */
+  int refused;    /* 0, or why a refresh stopped serving it (TFS_EFOREIGN, TFS_EUNSAFE) */
+  char why[512];  /* ... in words */
+  int task_fd;    /* tfs_store_bind_task(): the one task dir this handle uses */
+  char task_id[TFS_ID_MAX + 1];
 };
+
+/* 0 while the handle serves, else why it does not (a refused store). Every
+ * call that reaches the store's directories starts here. */
+static inline int tfs__usable(const tfs_store_t *store) {
+  return store->refused;
+}
+/* The same for a call that writes: a foreign store (TFS_STORE_FOREIGN) is
+ * only ever read, -EROFS. */
+static inline int tfs__writable(const tfs_store_t *store) {
+  if (store->refused)
+    return store->refused;
+  return store->flags & TFS_STORE_FOREIGN ? -EROFS : 0;
+}
 
 /* The store's own names (task files: tfs_task_file_name()). */
 #define TFS__TASKS_DIR "tasks"

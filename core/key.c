@@ -17,7 +17,10 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
   size_t len;
   if (!tfs_key_valid(key))
     return TFS_EBADID;
-  int err = tfs__read_small(store->keys_fd, key, 256, &text, &len);
+  int err = tfs__usable(store);
+  if (err)
+    return err;
+  err = tfs__read_small(store->keys_fd, key, 256, &text, &len);
   if (err == -ENOENT)
     return TFS_ENOTASK;
   if (err)
@@ -37,6 +40,9 @@ int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX +
 
 int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_ID_MAX + 1]) {
   struct stat st;
+  int err = tfs__usable(store);
+  if (err)
+    return err;
   if (tfs_id_valid(id_or_key)) {
     if (fstatat(store->tasks_fd, id_or_key, &st, AT_SYMLINK_NOFOLLOW) == 0) {
       if (!S_ISDIR(st.st_mode))
@@ -246,13 +252,15 @@ static int is_key_entry(const tfs_store_t *store, const struct dirent *de) {
 int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n) {
   *keys = NULL;
   *n = 0;
+  int err = tfs__usable(store);
+  if (err)
+    return err;
   DIR *d = tfs__dir_open(store->keys_fd);
   if (!d)
     return -errno;
   size_t cap = 0, len = 0;
   char **v = NULL;
   struct dirent *de;
-  int err = 0;
   while ((de = readdir(d))) {
     if (!is_key_entry(store, de))
       continue;

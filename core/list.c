@@ -31,13 +31,15 @@ static int is_task_dir(DIR *d, const struct dirent *de) {
 static int collect(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort, int dirs_only) {
   *out = NULL;
   *n = 0;
+  int err = tfs__usable(store);
+  if (err)
+    return err;
   DIR *d = tfs__dir_open(store->tasks_fd);
   if (!d)
     return -errno;
   size_t cap = 0, len = 0;
   tfs__idbuf_t *ids = NULL;
   struct dirent *de;
-  int err = 0;
   while ((de = readdir(d))) {
     if (!tfs_id_valid(de->d_name) || (dirs_only && !is_task_dir(d, de)))
       continue;
@@ -104,6 +106,8 @@ void tfs_ids_free(char **ids, size_t n) {
 }
 
 int64_t tfs_task_count(tfs_store_t *store) {
+  if (tfs__usable(store))
+    return tfs__usable(store);
   DIR *d = tfs__dir_open(store->tasks_fd);
   if (!d)
     return -errno;

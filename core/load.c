@@ -35,7 +35,9 @@ static int no_openat2;
  * tells the cases apart as before. O_NONBLOCK: a planted FIFO never hangs
  * the open; the caller refuses anything but a regular file. */
 static int record_open(const tfs_store_t *store, const char *id) {
-  if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
+  /* A handle bound to its task (the supervisor) reads through that fd. */
+  int bound = store->task_fd >= 0 && !strcmp(id, store->task_id);
+  if (!bound && !store->refused && !__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
     char path[TFS_ID_MAX + 32];
     struct open_how how = {
         .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
@@ -159,6 +161,9 @@ int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec) {
 }
 
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, rec->id);
   if (dfd < 0)
     return dfd;
@@ -166,7 +171,7 @@ int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
   if (!text)
     return -ENOMEM;
   size_t len = strlen(text);
-  int err = len > TFS_RECORD_MAX ? -EFBIG : tfs__write_atomic(dfd, TFS__FILE(RECORD), text, len);
+  err = len > TFS_RECORD_MAX ? -EFBIG : tfs__write_atomic(dfd, TFS__FILE(RECORD), text, len);
   free(text);
   return err;
 }
@@ -230,6 +235,9 @@ int tfs_task_load_reason(tfs_store_t *store, const char *id, tfs_record_t *rec, 
  * is refused. */
 int tfs_task_settle_lost(tfs_store_t *store, const char *id) {
   tfs_record_t rec;
+  int w = tfs__writable(store);
+  if (w)
+    return w == -EROFS ? 0 : w; /* a foreign store is read, never settled */
   int fd TFS_AUTOCLOSE = tfs__task_trylock(store, id);
   if (fd == -EBUSY)
     return 0; /* a supervisor, or another settler: nothing to do here */

@@ -102,8 +102,9 @@ typedef struct {
 typedef struct {
   char *state_dir;
   tfs_store_t *store; /* for the mount's life (refreshed in place) */
-  int store_gone;     /* the store directory is absent: tasks/ reads empty */
-  uid_t uid;          /* owner of <state>/tasks: owns every file */
+  int store_gone;     /* why the store is not served (absent, refused), or 0:
+                         tasks/ reads empty meanwhile */
+  uid_t uid;          /* the mount's user, the store's owner: owns every file */
   gid_t gid;
   struct timespec mount_time;
   int use_syslog;

@@ -33,29 +33,32 @@ void fs_log(mnt_t *m, int prio, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Returns the store, or NULL while its directory is absent (the mount then
- * shows it empty). tfs_store_refresh() checks the store's identity at
- * every call and reopens it in place when it was removed and recreated
- * under the mount, so one handle serves the mount's whole life (the store
- * watch holds it too) and a replaced store is picked up at the next
- * request. */
+/* Returns the store, or NULL while its directory is absent or refused
+ * (the mount then shows it empty). tfs_store_refresh() checks the store's
+ * identity at every call and reopens it in place when it was removed and
+ * recreated under the mount, so one handle serves the mount's whole life
+ * (the store watch holds it too) and a replaced store is picked up at the
+ * next request, but only if it passes the checks of an open: a store
+ * recreated by another user, or made writable by others, is refused
+ * (said once in the log) until the path names one of ours again. */
 tfs_store_t *fs_store(mnt_t *m) {
-  if (tfs_store_refresh(m->store) < 0) {
-    if (!m->store_gone)
+  int rc = tfs_store_refresh(m->store);
+  if (rc < 0) {
+    const char *why = tfs_store_refusal(m->store);
+    if (rc != m->store_gone && why)
+      fs_log(m, LOG_WARNING,
+             "refusing the store %s: %s; the mount shows it empty until it is yours and "
+             "private again",
+             m->state_dir, why);
+    else if (rc != m->store_gone)
       fs_log(m, LOG_WARNING, "the store %s is gone; the mount shows it empty until it returns",
              m->state_dir);
-    m->store_gone = 1;
+    m->store_gone = rc;
     return NULL;
   }
   if (m->store_gone)
     fs_log(m, LOG_INFO, "serving the store %s", m->state_dir);
   m->store_gone = 0;
-  /* Files belong to whoever owns the store; a chown shows at once. */
-  struct stat st;
-  if (tfs_store_stat(m->store, &st) == 0) {
-    m->uid = st.st_uid;
-    m->gid = st.st_gid;
-  }
   return m->store;
 }
 
@@ -118,8 +121,10 @@ static mnt_t *mnt_new(const fs_mount_opts_t *opts) {
   if (!m)
     return NULL;
   m->use_syslog = opts->use_syslog;
-  m->uid = getuid();
-  m->gid = getgid();
+  /* Files belong to the store's owner, who is this process's user: a
+   * store of anyone else is never served. */
+  m->uid = geteuid();
+  m->gid = getegid();
   clock_gettime(CLOCK_REALTIME, &m->mount_time);
   if (m->use_syslog)
     openlog("taskfs-mount", LOG_PID, LOG_USER);

@@ -152,9 +152,19 @@ static int fail_setup(sup_t *s, const char *fmt, ...) {
  * this process owns a queued task to run, else the exit code (0: another
  * supervisor has it, or had it). */
 static int take_task(sup_t *s, const char *dir) {
-  int err = tfs_store_open_existing(dir, &s->store);
+  char why[512];
+  int err = tfs_store_open_flags(dir, 0, &s->store, why, sizeof why);
   if (err) {
-    sup_log(s, "cannot open the store %s: %s", dir, tfs_strerror(err));
+    sup_log(s, "cannot open the store %s: %s", dir, why[0] ? why : tfs_strerror(err));
+    return 111;
+  }
+  /* The task directory, checked and held before anything of it is read:
+   * no record is run from a directory this user does not own, and a
+   * tasks/<id> swapped while the task runs is never followed. Nothing is
+   * written into a directory that fails. */
+  err = tfs_store_bind_task(s->store, s->id, why, sizeof why);
+  if (err) {
+    sup_log(s, "refusing the task: %s; nothing was run", why[0] ? why : tfs_strerror(err));
     return 111;
   }
   /* A lock still busy after a short wait is another supervisor's: a task
