@@ -33,7 +33,9 @@ static const char usage_text[] =
     "\n"
     "Unreadable records are skipped with a note on stderr. A store that does not\n"
     "exist yet lists as empty and is not created.\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+    "\n"
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 system failure.\n";
 
 #define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
 #define CMD_MAX 1024 /* bytes of the command kept per row */

@@ -19,8 +19,8 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 101 no such task, 111 unreadable record or\n"
-    "system failure.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 101 no such task, 111 unreadable record or system failure.\n";
 
 /* Re-indents the dumped JSON so the output is stable whatever layout the
  * core's dumper picks. */
