@@ -95,10 +95,13 @@ static int mount_paths(const char *state_opt, const char *point, char state_abs[
     cli_error("mount", "mount point path too long");
     return CLI_EXIT_USAGE;
   }
-  if ((err = fs_mount_check_point(mnt_abs, msg, sizeof msg))) {
+  int cleared = 0;
+  if ((err = fs_mount_check_point(mnt_abs, &cleared, msg, sizeof msg))) {
     cli_error("mount", "%s", msg);
     return err == -ENOENT || err == -ENOTDIR ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
   }
+  if (cleared)
+    cli_error("mount", "cleared the dead mount on %s (its mount process had died)", mnt_abs);
   return CLI_EXIT_OK;
 }
 

@@ -1,4 +1,4 @@
-/* taskfs umount: unmounts a taskfs mount, also a stale one whose mount
+/* taskfs umount: unmounts a taskfs mount, also a dead one whose mount
  * process died (transport endpoint not connected). */
 #include <stdio.h>
 
