@@ -68,7 +68,13 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
       goto out;
     }
   }
-  fchmodat(store->tasks_fd, rec.id, 0700, 0);
+  /* 0700 whatever the umask; a directory that cannot be given it is not
+   * kept. */
+  if (fchmodat(store->tasks_fd, rec.id, 0700, 0)) {
+    err = -errno;
+    unlinkat(store->tasks_fd, rec.id, AT_REMOVEDIR);
+    goto out;
+  }
   rec.created_ms = tfs_now_ms();
   if (key) {
     err = tfs__create_keyed(store, &rec, spec->rerun, id_out, existed);
