@@ -14,14 +14,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { # check WHAT COMMAND...
-  what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
+. "$(dirname "$0")/helpers/check.sh"
 
 check "dpkg says taskfs is installed" sh -c "dpkg-query -W -f='\${Status}' taskfs | grep -q 'install ok installed'"
 check "$T --version" sh -c "'$T' --version | grep -q '^taskfs '"
@@ -54,5 +47,4 @@ init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":
 reply=$(printf '%s\n' "$init" | timeout 20 "$T" mcp --state-dir "$S" 2>/dev/null)
 check "mcp answers initialize" sh -c "printf '%s' '$reply' | grep -q '\"serverInfo\"'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -9,14 +9,7 @@ MAKE=${MAKE:-make}
 top=$(pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-install-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { # check WHAT COMMAND...
-  what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
+. "$(dirname "$0")/helpers/check.sh"
 mk() { $MAKE -s -C "$top" "$@" >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log"; return 1; }; }
 
 # 1. A staging tree, as a package build does it.
@@ -59,5 +52,4 @@ check "uninstall leaves the home as it was (left: ${left:-nothing})" test -z "$l
 
 # The units in the build tree follow the PREFIX of the last make again.
 mk all >/dev/null 2>&1 || true
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -17,25 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { # check WHAT COMMAND...
-  what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
-# wait_for SECONDS COMMAND...: polls every 50 ms until COMMAND succeeds.
-wait_for() {
-  n=$(($1 * 20))
-  shift
-  while [ "$n" -gt 0 ]; do
-    "$@" 2>/dev/null && return 0
-    sleep 0.05
-    n=$((n - 1))
-  done
-  return 1
-}
+. "$(dirname "$0")/helpers/check.sh"
 
 # Removes user $1: its processes (by pid, found by uid), its mounts, the
 # user and its home.
@@ -84,13 +66,13 @@ trap 'exit 130' INT TERM HUP PIPE
 
 if [ -z "$fuse_mode" ]; then
   fail "/dev/fuse exists"
-  echo "$passed passed, $failed failed"
+  finish
   exit 1
 fi
 chmod 0666 /dev/fuse
 useradd --create-home --home-dir "$tmp/home" --shell /bin/sh --user-group "$U" || {
   fail "useradd $U"
-  echo "$passed passed, $failed failed"
+  finish
   exit 1
 }
 H=$tmp/home
@@ -161,5 +143,4 @@ fi
 check "umount as the user" as 'taskfs umount mnt'
 check "nothing is mounted any more" test "$(mounts)" -eq 0
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
