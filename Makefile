@@ -149,10 +149,11 @@ $(BUILD)/systemd/%: contrib/systemd/%.in FORCE
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "made $@"; fi
 FORCE:
 
-# Man pages (man/*.[1-8], rendered into $(BUILD)/man when their sources
-# arrive) and the completions (contrib/completion/) are installed as soon
-# as they exist: adding the file is enough.
-MAN_PAGES := $(wildcard $(BUILD)/man/*.[1-8])
+# Man pages and completions are installed as soon as they exist: adding
+# the file is enough. MAN_PAGES are pages ready for man (man/NAME.SECTION,
+# mdoc or man); pages rendered from another source (scdoc, ...) go here as
+# their targets in $(BUILD)/man/, with their rule: install depends on them.
+MAN_PAGES := $(wildcard man/*.[1-8])
 BASH_COMPLETION := $(wildcard contrib/completion/taskfs.bash)
 ZSH_COMPLETION := $(wildcard contrib/completion/_taskfs)
 FISH_COMPLETION := $(wildcard contrib/completion/taskfs.fish)
@@ -170,7 +171,7 @@ INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
   $(foreach f,$(FISH_COMPLETION),0644 $(f) $(FISHCOMPDIR)/taskfs.fish)
 INSTALL_MANIFEST = $(DOCDIR)/install-manifest
 
-install: $(BIN) $(UNITS)
+install: $(BIN) $(UNITS) $(MAN_PAGES)
 	@DESTDIR='$(DESTDIR)' sh scripts/install.sh install $(INSTALL_MANIFEST) $(INSTALL_LIST)
 
 uninstall:
