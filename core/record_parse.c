@@ -329,7 +329,8 @@ static int parse_exits(perr_t *p, int v, tfs_record_t *rec) {
   return 0;
 }
 
-/* restart {policy, minUptimeMs, maxRestarts, graceMs, count, exits}. */
+/* restart {policy, minUptimeMs, maxRestarts (null: no limit),
+ * maxQuickRestarts, graceMs, count, exits}. */
 static int parse_restart(perr_t *p, int j, tfs_record_t *rec) {
   int o, v, err = get_obj(p, j, "restart", &o);
   if (err || o < 0)
@@ -339,8 +340,12 @@ static int parse_restart(perr_t *p, int j, tfs_record_t *rec) {
     if (ok <= 0)
       return ok < 0 ? -ENOMEM : bad(p, "policy", "expected no|on-failure|always");
   }
+  if ((v = opt(p, o, "maxRestarts")) >= 0 && type(p, v) == TFS__J_NULL)
+    rec->max_restarts = -1;
+  else if ((err = get_int32(p, o, "maxRestarts", 0, INT32_MAX, &rec->max_restarts)))
+    return err;
   if ((err = get_int(p, o, "minUptimeMs", 0, INT64_MAX, &rec->min_uptime_ms)) ||
-      (err = get_int32(p, o, "maxRestarts", 0, INT32_MAX, &rec->max_restarts)) ||
+      (err = get_int32(p, o, "maxQuickRestarts", 0, INT32_MAX, &rec->max_quick_restarts)) ||
       (err = get_int(p, o, "graceMs", 0, INT64_MAX, &rec->grace_ms)) ||
       (err = get_int32(p, o, "count", 0, INT32_MAX, &rec->restarts)))
     return err;

@@ -387,7 +387,8 @@ Test(record, empty_record_nulls) {
   json_t *r = json_object_get(j, "restart");
   cr_assert_str_eq(json_string_value(json_object_get(r, "policy")), "no");
   cr_assert_eq(json_integer_value(json_object_get(r, "minUptimeMs")), 1000);
-  cr_assert_eq(json_integer_value(json_object_get(r, "maxRestarts")), 5);
+  cr_assert(json_is_null(json_object_get(r, "maxRestarts")), "no limit is null");
+  cr_assert_eq(json_integer_value(json_object_get(r, "maxQuickRestarts")), 5);
   cr_assert_eq(json_integer_value(json_object_get(r, "graceMs")), 5000);
   json_t *imp = json_object_get(j, "important");
   cr_assert_eq(json_integer_value(json_object_get(imp, "k")), 20);
@@ -405,7 +406,8 @@ Test(record, empty_record_nulls) {
       "{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"running\"}";
   cr_assert_eq(tfs_record_parse(min, strlen(min), &b, NULL, 0), 0);
   cr_assert_eq(b.state, TFS_RUNNING);
-  cr_assert_eq(b.max_restarts, 5);
+  cr_assert_eq(b.max_restarts, -1);
+  cr_assert_eq(b.max_quick_restarts, 5);
   tfs_record_free(&b);
   cr_assert_eq(tfs_record_set_command(&b, (char *[]){"", NULL}, NULL), -EINVAL);
 }

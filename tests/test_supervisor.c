@@ -566,8 +566,11 @@ Test(supervisor, sighup_does_not_stop_the_supervisor_but_sigterm_does) {
 Test(supervisor, on_failure_restarts_end_in_a_crash_loop) {
   char id[TFS_ID_MAX + 1];
   char *argv[] = {"false", NULL};
-  tfs_task_spec_t spec = {
-      .restart = TFS_RESTART_ON_FAILURE, .min_uptime_ms = 10000, .max_restarts = 5, .grace_ms = -1};
+  tfs_task_spec_t spec = {.restart = TFS_RESTART_ON_FAILURE,
+                          .min_uptime_ms = 10000,
+                          .max_restarts = -1,
+                          .grace_ms = -1,
+                          .crash_loop_exits = 6};
   sx_create(id, argv, &spec);
   tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
   tfs_record_t rec;
@@ -610,7 +613,8 @@ Test(supervisor, a_stop_request_during_back_off_is_a_cancel_not_a_crash) {
   char id[TFS_ID_MAX + 1];
   tfs_task_spec_t spec = {.restart = TFS_RESTART_ON_FAILURE,
                           .min_uptime_ms = 60000,
-                          .max_restarts = 100,
+                          .max_restarts = -1,
+                          .crash_loop_exits = 101,
                           .grace_ms = -1};
   sx_start(id, "exit 1", &spec, NULL, NULL);
   g_id = id;
@@ -627,11 +631,14 @@ Test(supervisor, a_stop_request_during_back_off_is_a_cancel_not_a_crash) {
 
 Test(supervisor, a_worker_outliving_min_uptime_resets_the_crash_count) {
   char id[TFS_ID_MAX + 1];
-  tfs_task_spec_t spec = {
-      .restart = TFS_RESTART_ALWAYS, .min_uptime_ms = 100, .max_restarts = 1, .grace_ms = -1};
+  tfs_task_spec_t spec = {.restart = TFS_RESTART_ALWAYS,
+                          .min_uptime_ms = 100,
+                          .max_restarts = -1,
+                          .grace_ms = -1,
+                          .crash_loop_exits = 2};
   sx_start(id, "sleep 0.25; exit 1", &spec, NULL, NULL);
   g_id = id;
-  /* With max-restarts 1, three restarts prove the count was reset. */
+  /* With max-quick-restarts 1, three restarts prove the count was reset. */
   cr_assert(tu_wait_until(restarts_at_least, (void *)3, 20000));
   tfs_record_t rec = sx_load(id);
   cr_assert_eq(rec.state, TFS_RUNNING);

@@ -225,8 +225,9 @@ typedef struct {
 
   /* Policy. */
   tfs_restart_t restart;
-  int64_t min_uptime_ms;
-  int max_restarts;
+  int64_t min_uptime_ms;  /* a worker exiting sooner is a quick exit */
+  int max_restarts;       /* restarts in all, whatever the uptime; -1: no limit */
+  int max_quick_restarts; /* restarts after quick exits in a row (crash loop) */
   int64_t grace_ms;
   int restarts; /* workers started after the first */
   int nexits;   /* newest last, at most TFS_LAST_EXITS */
@@ -243,7 +244,8 @@ typedef struct {
 } tfs_record_t;
 
 /* Initializes an empty record (state queued, exit_code -1, default policy:
- * restart no, min_uptime 1000 ms, max_restarts 5, grace 5000 ms, K 20). */
+ * restart no, min_uptime 1000 ms, max_restarts -1 (no limit),
+ * max_quick_restarts 5, grace 5000 ms, K 20). */
 void tfs_record_init(tfs_record_t *rec);
 void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
@@ -354,11 +356,15 @@ typedef struct {
   char *const *env_names; /* NULL-terminated or NULL */
   tfs_restart_t restart;
   int64_t min_uptime_ms; /* < 0: default */
-  int max_restarts;      /* < 0: default */
+  int max_restarts;      /* restarts in all; < 0: default (no limit) */
   int64_t grace_ms;      /* < 0: default */
   int important_k;       /* <= 0: default */
   int rerun;             /* with a key whose task has ended: make a new task
                             and point the key at it */
+  /* Quick exits in a row (within min_uptime) that make a crash loop and
+   * end the restarts: the record's max_quick_restarts + 1, so at least 1
+   * (never restart a quick exit); 0: default (6). */
+  int crash_loop_exits;
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
