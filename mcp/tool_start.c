@@ -30,6 +30,7 @@ typedef struct {
   tfs_restart_t restart;
   int64_t min_uptime_ms, grace_ms; /* -1: core's default */
   int max_restarts;
+  int max_quick_restarts;
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -145,6 +146,7 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
   sa->min_uptime_ms = mcp_arg_i64(args, "minUptimeMs", -1);
   sa->grace_ms = mcp_arg_i64(args, "graceMs", -1);
   sa->max_restarts = (int)mcp_arg_i64(args, "maxRestarts", -1);
+  sa->max_quick_restarts = (int)mcp_arg_i64(args, "maxQuickRestarts", -1);
   return 0;
 }
 
@@ -181,6 +183,7 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .restart = sa->restart,
       .min_uptime_ms = sa->min_uptime_ms,
       .max_restarts = sa->max_restarts,
+      .crash_loop_exits = sa->max_quick_restarts >= 0 ? sa->max_quick_restarts + 1 : 0,
       .grace_ms = sa->grace_ms,
       .important_k = 0,
       .rerun = sa->rerun,

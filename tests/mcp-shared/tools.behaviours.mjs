@@ -229,13 +229,20 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('restart policy, uptime, restart count and grace, as the CLI has them', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
-    // Two quick deaths in a row are one more than maxRestarts 1: a crash loop.
+    // Two quick deaths in a row are one more than maxQuickRestarts 1: a crash loop.
     const r = await call(client, 'start_managed_task', {
-      taskKey: 'crashy', command: 'echo died; exit 1', restart: 'on-failure', maxRestarts: 1, minUptimeMs: 5000, waitMs: 30000,
+      taskKey: 'crashy', command: 'echo died; exit 1', restart: 'on-failure', maxQuickRestarts: 1, minUptimeMs: 5000, waitMs: 30000,
     });
     assert.equal(r.structuredContent.state, 'failed');
     assert.equal(r.structuredContent.restarts, 1);
     assert.match(r.structuredContent.reason, /crash loop/);
+    // maxRestarts is a total: slow deaths count too, and the task ends as its last worker did.
+    const total = await call(client, 'start_managed_task', {
+      taskKey: 'total', command: 'echo once; exit 3', restart: 'on-failure', maxRestarts: 2, minUptimeMs: 0, waitMs: 30000,
+    });
+    assert.equal(total.structuredContent.state, 'failed');
+    assert.equal(total.structuredContent.restarts, 2);
+    assert.equal(total.structuredContent.exitCode, 3);
     // graceMs: a worker that ignores SIGTERM is killed after the grace.
     const g = await call(client, 'start_managed_task', {
       taskKey: 'stubborn', command: ['sh', '-c', 'trap "" TERM; echo up; while :; do sleep 0.1; done'], graceMs: 300, untilPattern: 'up', waitMs: 20000,
