@@ -142,6 +142,7 @@ typedef struct {
 #define TFS_CONTEXT_TEXT_MAX 240 /* bytes kept of one context line */
 
 struct tfs__lead_tracker;
+struct tfs__important_raw;
 
 /* First K and last K important lines. "last" never repeats a line that is
  * in "first"; last is kept in order, oldest first, once finalized by
@@ -168,6 +169,7 @@ typedef struct {
   tfs_important_line_t *context;     /* TFS_CONTEXT_MAX slots, kind TFS_LINE_CONTEXT */
   int lead_final;                    /* the lead and its context no longer change */
   struct tfs__lead_tracker *tracker; /* capture state while they may */
+  struct tfs__important_raw *raw;    /* feeding state: a memo, the last ring's fed lines */
 } tfs_important_t;
 
 /* k <= 0: TFS_IMPORTANT_K_DEFAULT; k > TFS_IMPORTANT_K_MAX: -EINVAL. A zeroed
@@ -179,7 +181,10 @@ int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, s
 /* Adds an already classified line (used when loading a record). */
 int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *text,
                       size_t len);
-/* The i-th of the last lines, oldest first (0 <= i < nlast). */
+/* The i-th of the last lines, oldest first (0 <= i < nlast). A line fed
+ * into the ring gets its kept text here, when it is first read: a flood of
+ * important lines costs a copy of each, not a text each (its text is NULL
+ * only if that allocation failed). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i);
 /* Sets the lead and adds a context line (used when loading a record): the
  * lead no longer changes when more lines are fed. */
