@@ -117,11 +117,12 @@ typedef unsigned char v32_t __attribute__((vector_size(32), aligned(1)));
     const V *q = (const V *)(const void *)(p);                                                     \
     const unsigned char *b_ = (const unsigned char *)(p);                                          \
     V fm = q[0] | 0x20, f0 = *(const V *)(const void *)(b_ + 1) | 0x20;                            \
-    V f1 = *(const V *)(const void *)(b_ + 2) | 0x20, f2 = *(const V *)(const void *)(b_ + 3) | 0x20; \
+    V f1 = *(const V *)(const void *)(b_ + 2) | 0x20,                                              \
+      f2 = *(const V *)(const void *)(b_ + 3) | 0x20;                                              \
     V a1 = (V)(f1 == 'a'), c1 = (V)(f1 == 'c');                                                    \
     V r = (V)(fm == 'e') & (V)(f0 == 'r') & (V)(f1 == 'r');                                        \
     V w = (V)(f0 == 'w') & a1 & (V)(f2 == 'r');                                                    \
-    V f = (V)(f0 == 'f') & a1 & ((V)(f2 == 'i') | (V)(f2 == 't') | (V)(f2 == 'u'));                 \
+    V f = (V)(f0 == 'f') & a1 & ((V)(f2 == 'i') | (V)(f2 == 't') | (V)(f2 == 'u'));                \
     V pp = (V)(f0 == 'p') & a1 & ((V)(f2 == 's') | (V)(f2 == 'n'));                                \
     V x = (V)(fm == 'e') & (V)(f0 == 'x') & c1;                                                    \
     V e = (V)(f0 == 'e') & (V)(f1 == 'b') & (V)(f2 == 'a');                                        \
@@ -137,7 +138,8 @@ __attribute__((always_inline)) static inline uint64_t block_mask16(const unsigne
   return (unsigned)_mm_movemask_epi8((__m128i)any);
 }
 
-__attribute__((target("avx2"), always_inline)) static inline uint64_t block_mask32(const unsigned char *p) {
+__attribute__((target("avx2"), always_inline)) static inline uint64_t
+block_mask32(const unsigned char *p) {
   v32_t any;
   ANCHOR_VECTOR(v32_t, p, any);
   return (unsigned)_mm256_movemask_epi8((__m256i)any);

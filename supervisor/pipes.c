@@ -1,7 +1,8 @@
-/* The worker's two output pipes, read by libuv straight into the capture's
- * line buffers (capture.c decides what goes to the transcript when).
+/* The worker's output pipes, read by libuv straight into the capture's
+ * line buffers (capture.c decides what goes to the transcript when): one
+ * pipe for the merged stream, two with stderr split.
  *
- * While one stream is in the middle of a long line the other one is not
+ * With two, while one stream is in the middle of a long line the other one is not
  * read at all, so its bytes wait in its pipe. That wait is bounded: if the
  * held stream has output waiting for HOLD_MAX_MS the long line is cut (a
  * writer blocked on the full pipe may be what keeps the long line from
@@ -148,6 +149,12 @@ void sup_pipes_init(sup_t *s) {
 void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {
   int fds[2] = {out_fd, err_fd};
   for (int i = 0; i < 2; i++) {
+    s->pipe_open[i] = s->reading[i] = 0;
+    if (fds[i] < 0) {
+      /* The merged stream: stderr has no pipe of its own. */
+      s->cap.s[i].eof = 1;
+      continue;
+    }
     uv_pipe_init(&s->loop, &s->pipe[i], 0);
     s->pipe[i].data = s;
     uv_pipe_open(&s->pipe[i], fds[i]);

@@ -718,9 +718,14 @@ Test(classify, short_lines) {
  * text (some with an escape past the kept prefix). */
 static size_t mixed_line(unsigned *seed, int i, char *buf) {
   static const char *const forms[] = {
-      "src/a.c:12:3: error: expected ';'", "warning: unused variable 'x'",
-      "\x1b[31merror\x1b[0m: red", "FAIL\tpkg/x\r", "error: bad \xff\xfe byte",
-      "progress 10%", "plain words only", "--- FAIL: TestThing (0.01s)",
+      "src/a.c:12:3: error: expected ';'",
+      "warning: unused variable 'x'",
+      "\x1b[31merror\x1b[0m: red",
+      "FAIL\tpkg/x\r",
+      "error: bad \xff\xfe byte",
+      "progress 10%",
+      "plain words only",
+      "--- FAIL: TestThing (0.01s)",
   };
   unsigned r = (unsigned)rand_r(seed);
   if (r % 5 < 2) /* the same line, many times in a row */

@@ -105,6 +105,18 @@ typedef enum { TFS_RESTART_NO = 0, TFS_RESTART_ON_FAILURE, TFS_RESTART_ALWAYS } 
 const char *tfs_restart_name(tfs_restart_t r);
 int tfs_restart_parse(const char *name, tfs_restart_t *out);
 
+/* How the worker's stderr reaches the transcript. merged (the default):
+ * its fd 1 and fd 2 are one pipe, so the transcript holds both streams in
+ * exactly the order the program wrote them (what `cmd > file 2>&1`
+ * records). split: two pipes, and the stderr-lines file says which lines
+ * came from stderr; lines stay whole, but the order of lines written to
+ * the two streams close together is the order the supervisor read them,
+ * not always the order they were written. */
+typedef enum { TFS_STDERR_MERGED = 0, TFS_STDERR_SPLIT } tfs_stderr_t;
+
+const char *tfs_stderr_name(tfs_stderr_t m); /* "merged", "split" */
+int tfs_stderr_parse(const char *name, tfs_stderr_t *out);
+
 /* ---- important lines --------------------------------------------------- */
 
 /* What made a line important. 0 means "not important". */
@@ -243,6 +255,7 @@ typedef struct {
   /* Transcript counters, as of the last record save. */
   int64_t lines;
   int64_t bytes;
+  tfs_stderr_t stderr_mode; /* how stderr was captured (records without it: split) */
   tfs_important_t important;
 } tfs_record_t;
 
@@ -325,12 +338,13 @@ typedef struct {
   const char *key;        /* NULL or "" for none */
   char *const *env_names; /* NULL-terminated or NULL */
   tfs_restart_t restart;
-  int64_t min_uptime_ms; /* < 0: default */
-  int max_restarts;      /* < 0: default */
-  int64_t grace_ms;      /* < 0: default */
-  int important_k;       /* <= 0: default */
-  int rerun;             /* with a key whose task has ended: make a new task
-                            and point the key at it */
+  int64_t min_uptime_ms;    /* < 0: default */
+  int max_restarts;         /* < 0: default */
+  int64_t grace_ms;         /* < 0: default */
+  int important_k;          /* <= 0: default */
+  tfs_stderr_t stderr_mode; /* 0: merged, the default */
+  int rerun;                /* with a key whose task has ended: make a new task
+                               and point the key at it */
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
@@ -681,7 +695,6 @@ typedef enum {
   TFS_VIEW_COUNT
 } tfs_view_t;
 const char *tfs_view_name(tfs_view_t which);
-
 
 #ifdef __cplusplus
 }
