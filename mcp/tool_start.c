@@ -24,6 +24,7 @@ typedef struct {
   char **env;       /* NAME=VALUE */
   char **env_names; /* NAME */
   int restart;
+  tfs_stderr_t stderr_mode; /* stderr: "merged" (default) or "split" */
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -165,6 +166,11 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
     return -EINVAL;
   }
   sa->restart = json_is_true(restart);
+  json_t *se = json_object_get(args, "stderr");
+  if (se && !json_is_null(se) && tfs_stderr_parse(json_string_value(se), &sa->stderr_mode)) {
+    snprintf(msg, msglen, "stderr must be \"merged\" or \"split\"");
+    return -EINVAL;
+  }
   return 0;
 }
 
@@ -203,6 +209,7 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .max_restarts = -1,
       .grace_ms = -1,
       .important_k = 0,
+      .stderr_mode = sa->stderr_mode,
       .rerun = sa->restart,
   };
   int err = tfs_task_start_create(store, &spec, st);
