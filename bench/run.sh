@@ -393,14 +393,14 @@ row3() {
 # ---- row 4: follow latency --------------------------------------------------
 
 row4() {
-  local s m mpid r id T MT p_logs p_poll p_tm p_tf t_tm t_tf
+  local s m mpid r id T MT p_logs p_poll p_mcp p_tm p_tf t_tm t_tf
   new_store s4
   s=$S
   m=$W/m4
   mount_store "$s" "$m"
   mpid=$MPID
   log "row 4: follow latency, $FOLLOW_RUNS runs of $FOLLOW_LINES lines"
-  for k in logs poll tailm tailf; do : >"$W/r4.$k"; done
+  for k in logs poll mcp tailm tailf; do : >"$W/r4.$k"; done
   for r in $(seq "$FOLLOW_RUNS"); do
     rm -f "$W/go" "$W"/f4.* "$W"/fifo.*
     id=$("$TASKFS" run --state-dir "$s" -- "$BT" stamper "$FOLLOW_LINES" "$FOLLOW_US" "$W/go" 2>"$W/run.err") ||
@@ -414,6 +414,9 @@ row4() {
     p_logs=$!
     "$BT" pollread "$MT" "$FOLLOW_LINES" "$W/f4.poll" "$tmo" &
     p_poll=$!
+    : >"$W/f4.mcp"
+    node "$ROOT/bench/mcp/rtt.mjs" follow "$TASKFS" "$s" "$id" "$FOLLOW_LINES" "$W/f4.mcp" "$tmo" >/dev/null 2>"$W/mcpf.err" &
+    p_mcp=$!
     mkfifo "$W/fifo.tm" "$W/fifo.tf"
     "$BT" lat "$FOLLOW_LINES" "$W/f4.tailm" "$tmo" <"$W/fifo.tm" &
     p_tm=$!
@@ -423,12 +426,13 @@ row4() {
     t_tm=$!
     tail -f "$T" >"$W/fifo.tf" &
     t_tf=$!
-    KILLPIDS+=("$t_tm" "$t_tf" "$p_logs" "$p_poll" "$p_tm" "$p_tf")
+    KILLPIDS+=("$t_tm" "$t_tf" "$p_logs" "$p_poll" "$p_mcp" "$p_tm" "$p_tf")
     sleep 1.5 # every follower is in place, tail -f on the mount past its first poll
     touch "$W/go"
     local failed=""
     wait "$p_logs" || failed="$failed taskfs-logs-f($(cat "$W/logs.err"))"
     wait "$p_poll" || failed="$failed poll-reader-on-mount"
+    wait "$p_mcp" || failed="$failed mcp-long-poll($(cat "$W/mcpf.err"))"
     wait "$p_tm" || failed="$failed tail-f-on-mount"
     wait "$p_tf" || failed="$failed tail-f-on-file"
     kill "$t_tm" "$t_tf" 2>/dev/null
@@ -436,6 +440,7 @@ row4() {
     [ -z "$failed" ] || die "row 4: these followers missed lines:$failed"
     cat "$W/f4.logs" >>"$W/r4.logs"
     cat "$W/f4.poll" >>"$W/r4.poll"
+    cat "$W/f4.mcp" >>"$W/r4.mcp"
     cat "$W/f4.tailm" >>"$W/r4.tailm"
     cat "$W/f4.tailf" >>"$W/r4.tailf"
     cat "$W/f4.poll.cpu" >>"$W/r4.pollcpu"
@@ -444,6 +449,7 @@ row4() {
   local l p tm tf
   read -r _ lp50 lp99 _ <<<"$(stats "$W/r4.logs" 1e6)"
   read -r _ pp50 pp99 _ <<<"$(stats "$W/r4.poll" 1e6)"
+  read -r _ cp50 cp99 _ <<<"$(stats "$W/r4.mcp" 1e6)"
   read -r _ mp50 mp99 _ <<<"$(stats "$W/r4.tailm" 1e6)"
   read -r _ fp50 fp99 _ <<<"$(stats "$W/r4.tailf" 1e6)"
   local n=$((FOLLOW_RUNS * FOLLOW_LINES)) pcpu
@@ -453,9 +459,11 @@ row4() {
     "p99 $(calc "$lp99 / $fp99" 1)× tail -f" "p99 ≤ 5 ms" "$(verdict "$lp99 <= 5")"
   row "4" "follow latency, poll() reader on the mount ($n lines)" "p50 $(calc $pp50 2) ms, p99 $(calc $pp99 2) ms (reader CPU ${pcpu} ms in all)" "(same)" \
     "p99 $(calc "$pp99 / $fp99" 1)× tail -f" "p99 ≤ 5 ms" "$(verdict "$pp99 <= 5")"
+  row "4" "follow latency, MCP long-poll (read_managed_task untilPattern per line, $n lines)" "p50 $(calc $cp50 2) ms, p99 $(calc $cp99 2) ms" "(same)" \
+    "p99 $(calc "$cp99 / $fp99" 1)× tail -f" "p99 ≤ 5 ms" "$(verdict "$cp99 <= 5")"
   row "4" "follow latency, coreutils \`tail -f\` on the mount ($n lines)" "p50 $(calc $mp50 1) ms, p99 $(calc $mp99 1) ms" "(same)" \
     "p99 $(calc "$mp99 / $fp99" 0)× tail -f" "reported as measured" "measured"
-  cmd "row 4: worker \`taskfs run -- bt stamper $FOLLOW_LINES $FOLLOW_US GO\` writes \`STAMP seq CLOCK_REALTIME-ns\` lines (mean gap $((FOLLOW_US / 1000)) ms, jittered) once every follower is in place; followers at the same time: \`taskfs logs -f ID | bt lat\`, \`bt pollread MNT/tasks/ID/transcript\` (poll() then read), \`tail -f MNT/tasks/ID/transcript > fifo\`, \`tail -f STATE/tasks/ID/transcript > fifo\` (fifo read by \`bt lat\`); figure = arrival - stamp; $FOLLOW_RUNS tasks."
+  cmd "row 4: worker \`taskfs run -- bt stamper $FOLLOW_LINES $FOLLOW_US GO\` writes \`STAMP seq CLOCK_REALTIME-ns\` lines (mean gap $((FOLLOW_US / 1000)) ms, jittered) once every follower is in place; followers at the same time: \`taskfs logs -f ID | bt lat\`, \`bt pollread MNT/tasks/ID/transcript\` (poll() then read), \`node bench/mcp/rtt.mjs follow\` (one MCP client; for each line a read_managed_task long-poll with untilPattern \`^STAMP seq \` after the last match), \`tail -f MNT/tasks/ID/transcript > fifo\`, \`tail -f STATE/tasks/ID/transcript > fifo\` (fifo read by \`bt lat\`); figure = arrival - stamp; $FOLLOW_RUNS tasks."
   unmount_store "$m" "$mpid"
   forget_finished "$s"
 }
@@ -753,9 +761,9 @@ row8() {
 
 # ---- run the rows, print the table, write the results ---------------------------
 
-# Rows 6 and 8 drive MCP servers with the SDK client pinned in bench/mcp.
+# Rows 4, 6 and 8 drive MCP servers with the SDK client pinned in bench/mcp.
 case " $ROWS " in
-*" 6 "* | *" 8 "*)
+*" 4 "* | *" 6 "* | *" 8 "*)
   if [ ! -d "$ROOT/bench/mcp/node_modules/@modelcontextprotocol/server-everything" ]; then
     log "installing the MCP client and reference server (npm ci in bench/mcp)"
     (cd "$ROOT/bench/mcp" && npm ci --no-audit --no-fund >/dev/null) || die "npm ci in bench/mcp failed"
