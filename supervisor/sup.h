@@ -42,6 +42,11 @@ typedef struct {
   int pipe_open[2]; /* initialized and not yet closed */
   int reading[2];
   uv_timer_t hold_timer, drain_timer;
+  uv_timer_t pace_timer; /* while it runs, no pipe is read (a flood) */
+  int pacing_ok;         /* the pipes were made large enough to pause */
+  uint64_t last_read_ns[2];
+  uint64_t calm_until_ns; /* no pause before this (the pipe nearly filled) */
+  size_t paced_bytes;     /* read since the last pause ended */
 
   /* spawn.c, sentinel.c, reap.c: the current worker */
   uv_signal_t sigchld;

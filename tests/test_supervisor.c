@@ -507,10 +507,11 @@ Test(supervisor, a_flood_of_output_saves_the_record_at_a_bounded_rate) {
 
 Test(supervisor, a_long_line_waiting_for_the_other_stream_does_not_deadlock) {
   char id[TFS_ID_MAX + 1];
-  /* One process: a 100 kB stdout line left open, then 200 kB on stderr
-   * (more than a pipe holds), then the end of the line. Holding stderr back
-   * until the stdout line ends would block the writer for ever. */
-  sx_start(id, "head -c 100000 /dev/zero | tr '\\0' x; yes e | head -c 200000 >&2; echo end",
+  /* One process: a 600 kB stdout line left open (more than the line
+   * buffer), then 2 MB on stderr (more than a pipe holds, even grown),
+   * then the end of the line. Holding stderr back until the stdout line
+   * ends would block the writer for ever. */
+  sx_start(id, "head -c 600000 /dev/zero | tr '\\0' x; yes e | head -c 2000000 >&2; echo end",
            &split_spec, NULL, NULL);
   tfs_record_t rec = sx_wait(id, 30000);
   cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
@@ -518,16 +519,16 @@ Test(supervisor, a_long_line_waiting_for_the_other_stream_does_not_deadlock) {
   size_t len;
   char *tx = sx_task_file(id, "transcript", &len);
   /* Every byte is there, plus the one '\n' that cut the long line. */
-  cr_assert_eq(len, 100000 + 1 + 200000 + 4);
+  cr_assert_eq(len, 600000 + 1 + 2000000 + 4);
   size_t x = 0, e = 0, nl = 0;
   for (size_t i = 0; i < len; i++) {
     x += tx[i] == 'x';
     e += tx[i] == 'e';
     nl += tx[i] == '\n';
   }
-  cr_assert_eq(x, 100000);
-  cr_assert_eq(e, 100000 + 1); /* and the one of "end" */
-  cr_assert_eq(nl, 100000 + 2);
+  cr_assert_eq(x, 600000);
+  cr_assert_eq(e, 1000000 + 1); /* and the one of "end" */
+  cr_assert_eq(nl, 1000000 + 2);
   cr_assert_eq(memcmp(tx + len - 4, "end\n", 4), 0);
   /* stderr's lines stayed whole: no "e" line was split by x bytes. */
   cr_assert_null(strstr(tx, "ex"));
