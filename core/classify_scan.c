@@ -138,8 +138,40 @@ __attribute__((always_inline)) static inline uint64_t block_mask16(const unsigne
   return (unsigned)_mm_movemask_epi8((__m128i)any);
 }
 
+/* The pairs of folded bytes every anchor above starts with, as nibble
+ * tables for a byte-set test with vpshufb: bit b of FIRST_LO[x & 15] &
+ * FIRST_HI[x >> 4] says x may be the first byte of pair b, and likewise
+ * for the second. Pairs, bit by bit: rr; w|f|p a; xc; eb; cc; du;
+ * 0xE2 0xBC (the three first bytes of the second share their nibbles
+ * with a few other bytes: a wider test, never a narrower one). A 32-byte
+ * block where no position passes both tests has no anchor, and most
+ * blocks of text and binary data are such blocks: the exact test above
+ * runs only on the others. */
+#define NIBBLES(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, q)                                    \
+  _mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, q, a, b, c, d, e, f, g, h, i, j,   \
+                   k, l, m, n, o, q)
+#define FIRST_LO NIBBLES(2, 0, 1 | 0x40, 0x10, 0x20, 8, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0)
+#define FIRST_HI                                                                                   \
+  NIBBLES(0, 0, 0, 0, 0, 0, 2 | 8 | 0x10 | 0x20, 1 | 2 | 4, 0, 0, 0, 0, 0, 0, 0x40, 0)
+#define SECOND_LO NIBBLES(0, 2, 1 | 8, 4 | 0x10, 0, 0x20, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0)
+#define SECOND_HI NIBBLES(0, 0, 0, 0, 0, 0, 2 | 4 | 8 | 0x10, 1 | 0x20, 0, 0, 0, 0x40, 0, 0, 0, 0)
+
+__attribute__((target("avx2"), always_inline)) static inline int no_pair32(const unsigned char *p) {
+  const __m256i fold = _mm256_set1_epi8(0x20), low = _mm256_set1_epi8(0x0f);
+  __m256i f0 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + 1)), fold);
+  __m256i f1 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2)), fold);
+#define SET_OF(x, lo, hi)                                                                          \
+  _mm256_and_si256(_mm256_shuffle_epi8(lo, _mm256_and_si256(x, low)),                              \
+                   _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(x, 4), low)))
+  __m256i both = _mm256_and_si256(SET_OF(f0, FIRST_LO, FIRST_HI), SET_OF(f1, SECOND_LO, SECOND_HI));
+#undef SET_OF
+  return _mm256_testz_si256(both, both);
+}
+
 __attribute__((target("avx2"), always_inline)) static inline uint64_t
 block_mask32(const unsigned char *p) {
+  if (no_pair32(p))
+    return 0;
   v32_t any;
   ANCHOR_VECTOR(v32_t, p, any);
   return (unsigned)_mm256_movemask_epi8((__m256i)any);
