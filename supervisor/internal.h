@@ -14,7 +14,7 @@
 
 /* Size of each stream's line buffer. A line longer than this is written in
  * pieces of this size while the other stream waits. */
-#define SUP_CAPTURE_BUF (256 * 1024)
+#define SUP_CAPTURE_BUF (64 * 1024)
 /* Bytes of a line that are given to the important-line classifier. */
 #define SUP_CAPTURE_FEED_MAX 4096
 
