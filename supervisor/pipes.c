@@ -95,7 +95,9 @@ static int settle_holder(sup_t *s) {
  * pause (a flood) none is read. */
 static void update_reading(sup_t *s) {
   int h = settle_holder(s);
-  if (h < 0)
+  /* Only a stream that may have output waits behind the holder: with the
+   * merged stream there is none, and no hold to time. */
+  if (h < 0 || (!s->pipe_open[!h] && !s->cap.s[!h].len))
     uv_timer_stop(&s->hold_timer);
   else if (!uv_is_active((uv_handle_t *)&s->hold_timer))
     uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
