@@ -56,6 +56,11 @@ static const char usage_text[] =
     "  --grace D             after a stop request: SIGTERM, then SIGKILL after D\n"
     "                        (default 5s)\n"
     "  --important-k K       keep the first and last K important lines (default 20)\n"
+    "  --stderr MODE         merged (default): stdout and stderr in one stream, in\n"
+    "                        the order CMD wrote them (as 'CMD > file 2>&1');\n"
+    "                        split: two pipes and a stderr-lines file naming the\n"
+    "                        stderr lines (lines written close together to both\n"
+    "                        streams may then appear in another order)\n"
     "  --wait                wait for the task to end; exit with its exit code\n"
     "  --follow              print its output until it ends; exit with its exit code\n"
     "  --state-dir DIR       use the store in DIR\n"
@@ -84,6 +89,7 @@ enum {
   OPT_MAX_QUICK,
   OPT_GRACE,
   OPT_IMPORTANT_K,
+  OPT_STDERR,
   OPT_WAIT,
   OPT_FOLLOW,
 };
@@ -302,6 +308,11 @@ static int run_option(run_args_t *a, int c, const char *arg) {
   }
   case OPT_IMPORTANT_K:
     return parse_count("--important-k", arg, 1, 10000, &a->spec.important_k);
+  case OPT_STDERR:
+    if (tfs_stderr_parse(arg, &a->spec.stderr_mode))
+      return cli_usage_error("run", "--stderr is merged or split, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
   case OPT_WAIT:
     a->wait = 1;
     return CLI_EXIT_OK;
@@ -432,6 +443,7 @@ int cmd_run(int argc, char **argv) {
       {"max-quick-restarts", required_argument, NULL, OPT_MAX_QUICK},
       {"grace", required_argument, NULL, OPT_GRACE},
       {"important-k", required_argument, NULL, OPT_IMPORTANT_K},
+      {"stderr", required_argument, NULL, OPT_STDERR},
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
       {NULL, 0, NULL, 0},

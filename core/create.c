@@ -50,6 +50,7 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
     rec.max_quick_restarts = spec->crash_loop_exits - 1;
   if (spec->grace_ms >= 0)
     rec.grace_ms = spec->grace_ms;
+  rec.stderr_mode = spec->stderr_mode == TFS_STDERR_SPLIT ? TFS_STDERR_SPLIT : TFS_STDERR_MERGED;
   if (spec->important_k > 0 && spec->important_k != rec.important.k) {
     tfs_important_free(&rec.important);
     if ((err = tfs_important_init(&rec.important, spec->important_k)))

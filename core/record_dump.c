@@ -390,6 +390,8 @@ static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   num(w, rec->lines);
   key(w, "bytes");
   num(w, rec->bytes);
+  key(w, "stderr");
+  str(w, tfs_stderr_name(rec->stderr_mode));
   close_(w, '}');
   key(w, "important");
   open_(w, '{');

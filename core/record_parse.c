@@ -224,6 +224,10 @@ static int is_policy(const char *s, void *out) {
   return tfs_restart_parse(s, out) == 0;
 }
 
+static int is_stderr_mode(const char *s, void *out) {
+  return tfs_stderr_parse(s, out) == 0;
+}
+
 static int is_kind(const char *s, void *out) {
   return tfs_line_kind_parse(s, out) == 0;
 }
@@ -420,7 +424,7 @@ static int parse_lead(perr_t *p, int o, tfs_important_t *imp) {
   return 0;
 }
 
-/* cancel {by, at}, transcript {lines, bytes} and important {k, total,
+/* cancel {by, at}, transcript {lines, bytes, stderr} and important {k, total,
  * first, last, lead, context}. */
 static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   int o, err;
@@ -434,6 +438,14 @@ static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   if (o >= 0 && ((err = get_int(p, o, "lines", 0, INT64_MAX, &rec->lines)) ||
                  (err = get_int(p, o, "bytes", 0, INT64_MAX, &rec->bytes))))
     return err;
+  /* Records from before the merged stream had two pipes: split. */
+  int v = o >= 0 ? opt(p, o, "stderr") : -1;
+  rec->stderr_mode = TFS_STDERR_SPLIT;
+  if (v >= 0) {
+    int ok = check_str(p, v, is_stderr_mode, &rec->stderr_mode);
+    if (ok <= 0)
+      return ok < 0 ? -ENOMEM : bad(p, "stderr", "expected merged|split");
+  }
   if ((err = get_obj(p, j, "important", &o)) || o < 0)
     return err;
   int64_t k = TFS_IMPORTANT_K_DEFAULT, total = 0;

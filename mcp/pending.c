@@ -6,15 +6,18 @@
  * whose supervisor died settled as lost), and the kind of request decides
  * from it whether to answer. A request that cannot be answered at once is
  * parked: a listener on the server's watch (watch.c) and a timer. A change
- * the watch reports, or its tick, schedules a look 15 ms later (so a burst
- * of appends is one look); the timer also ends the wait at its deadline. */
+ * the watch reports, or its tick, schedules a look: at once (on the loop's
+ * next turn) when the last look is LOOK_DELAY_MS old, else when it will
+ * be, so that a line a long-poll waits for is answered within a
+ * millisecond while a flood of appends still costs at most one look per
+ * LOOK_DELAY_MS; the timer also ends the wait at its deadline. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp/internal.h"
 
-#define LOOK_DELAY_MS 15
+#define LOOK_DELAY_MS 2
 
 struct mcp_pending {
   mcp_pending_t *next;
@@ -27,7 +30,8 @@ struct mcp_pending {
   void (*free_fn)(void *data);
   uv_timer_t timer; /* initialized once parked */
   mcp_listener_t *listener;
-  int soon; /* a look is scheduled */
+  int soon;          /* a look is scheduled */
+  int64_t looked_ms; /* when the last look a change asked for was taken */
   int done;
 };
 
@@ -108,6 +112,7 @@ static void pending_run(mcp_pending_t *p) {
 static void on_pending_timer(uv_timer_t *t) {
   mcp_pending_t *p = t->data;
   p->soon = 0;
+  p->looked_ms = tfs_now_ms();
   pending_run(p);
 }
 
@@ -117,7 +122,9 @@ static void on_pending_change(void *arg, unsigned what) {
   if (p->soon || p->done)
     return;
   p->soon = 1;
-  uv_timer_start(&p->timer, on_pending_timer, LOOK_DELAY_MS, 0);
+  int64_t since = tfs_now_ms() - p->looked_ms;
+  uint64_t delay = since >= LOOK_DELAY_MS || since < 0 ? 0 : (uint64_t)(LOOK_DELAY_MS - since);
+  uv_timer_start(&p->timer, on_pending_timer, delay, 0);
 }
 
 void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned what,

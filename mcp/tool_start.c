@@ -31,6 +31,7 @@ typedef struct {
   int64_t min_uptime_ms, grace_ms; /* -1: core's default */
   int max_restarts;
   int max_quick_restarts;
+  tfs_stderr_t stderr_mode; /* stderr: "merged" (default) or "split" */
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -147,6 +148,9 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
   sa->grace_ms = mcp_arg_i64(args, "graceMs", -1);
   sa->max_restarts = (int)mcp_arg_i64(args, "maxRestarts", -1);
   sa->max_quick_restarts = (int)mcp_arg_i64(args, "maxQuickRestarts", -1);
+  const char *se = json_string_value(json_object_get(args, "stderr"));
+  if (se)
+    tfs_stderr_parse(se, &sa->stderr_mode); /* one of the schema's enum */
   return 0;
 }
 
@@ -187,6 +191,7 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .grace_ms = sa->grace_ms,
       .important_k = 0,
       .rerun = sa->rerun,
+      .stderr_mode = sa->stderr_mode,
   };
   int err = tfs_task_start_create(store, &spec, st);
   if (err == TFS_EKEYCONFLICT) {

@@ -309,6 +309,7 @@ Test(run, help_and_usage_errors) {
   free(out);
   cr_assert_eq(taskfs(NULL, NULL, "run --state-dir '%s'", sx_state), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --restart sometimes -- true"), 100);
+  cr_assert_eq(taskfs(NULL, NULL, "run --stderr both -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --env 1BAD=x -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --wait --follow -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --bogus -- true"), 100);
@@ -389,7 +390,7 @@ Test(run, important_k_and_policy_options_reach_the_record) {
   cr_assert_eq(
       taskfs(&out, NULL,
              "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
-             "--max-quick-restarts 2 "
+             "--max-quick-restarts 2 --stderr split "
              "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
              "do echo \"error: e$i\"; done'",
              sx_state),
@@ -407,6 +408,7 @@ Test(run, important_k_and_policy_options_reach_the_record) {
   cr_assert_eq(rec.max_restarts, 7);
   cr_assert_eq(rec.max_quick_restarts, 2);
   cr_assert_eq(rec.restart, TFS_RESTART_ON_FAILURE);
+  cr_assert_eq(rec.stderr_mode, TFS_STDERR_SPLIT);
   tfs_record_free(&rec);
 }
 
