@@ -76,6 +76,11 @@ Test(mcp_flight, waiting_requests_are_bounded_per_session_and_server, .init = fx
   /* A session that ends gives its slots back. */
   mcp_session_close(b[0]);
   cr_assert_null(park(c, &kc, 101, id));
+  /* Their waiting requests end with them (unanswered), before the sinks. */
+  mcp_session_close(a);
+  mcp_session_close(b[1]);
+  mcp_session_close(b[2]);
+  mcp_session_close(c);
   json_decref(ka.msgs);
   for (int j = 0; j < 3; j++)
     json_decref(kb[j].msgs);
@@ -137,6 +142,8 @@ Test(mcp_flight, the_limits_are_the_server_s_config, .init = fx_open_small, .fin
           "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
           "cancelled\",\"params\":{\"requestId\":1," META "}}");
   cr_assert_null(park(b, &kb, 12, id));
+  mcp_session_close(a);
+  mcp_session_close(b);
   json_decref(ka.msgs);
   json_decref(kb.msgs);
 }
