@@ -386,6 +386,10 @@ static void on_root(const mcp_req_t *r, void *arg, const char *root, const char 
 
 void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[1024];
+  /* A start is in flight from here (the client's roots, the launch, the
+   * wait): admitted once, before anything is made. */
+  if (mcp_admit(r))
+    return;
   launch_t *l = calloc(1, sizeof *l);
   if (!l) {
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
@@ -394,7 +398,7 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *para
   l->t0 = tfs_now_ms();
   l->ra = mcp_read_new(r);
   int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
-  if (!err && mcp_read_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
+  if (!err && mcp_read_parse(r, args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
     err = -EINVAL;
   int has_cwd = json_is_string(json_object_get(args, "cwd"));
   if (!err && has_cwd && !(err = parse_cwd(args, &l->sa, msg, sizeof msg)))
