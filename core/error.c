@@ -20,6 +20,10 @@ const char *tfs_strerror(int err) {
     return "the task has already ended";
   case TFS_EFOREIGN:
     return "the store belongs to another user; use a store of your own (--state-dir)";
+  case TFS_ELIMIT:
+    return "a limit is malformed or cannot be applied";
+  case TFS_ECONFIG:
+    return "the store's config file (or a key or value for it) is invalid";
   case TFS_ESYMLINK:
     return "a symlink or foreign file was found where a store file belongs; refusing to follow "
            "it";

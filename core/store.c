@@ -224,7 +224,11 @@ int tfs__task_dir(const tfs_store_t *store, const char *id) {
 }
 
 int tfs__keys_lock(const tfs_store_t *store) {
-  int fd = tfs__dir_reopen(store->keys_fd);
+  return tfs__dir_lock(store->keys_fd);
+}
+
+int tfs__dir_lock(int dirfd) {
+  int fd = tfs__dir_reopen(dirfd);
   if (fd < 0)
     return fd;
   int err = tfs__flock_wait(fd, LOCK_EX);

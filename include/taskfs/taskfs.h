@@ -43,6 +43,8 @@ extern "C" {
 #define TFS_EFINISHED (-4005)    /* the task has already ended */
 #define TFS_ESYMLINK (-4006)     /* a symlink was planted where a file belongs */
 #define TFS_EFOREIGN (-4007)     /* the store belongs to another user */
+#define TFS_ELIMIT (-4008)       /* a limit is malformed or cannot be applied */
+#define TFS_ECONFIG (-4009)      /* the store's config file (or a key of it) is invalid */
 
 const char *tfs_strerror(int err);
 
@@ -104,6 +106,10 @@ typedef enum { TFS_RESTART_NO = 0, TFS_RESTART_ON_FAILURE, TFS_RESTART_ALWAYS } 
 
 const char *tfs_restart_name(tfs_restart_t r);
 int tfs_restart_parse(const char *name, tfs_restart_t *out);
+/* A policy with "on-timeout" beside it, comma-separated: "on-failure",
+ * "on-failure,on-timeout", "on-timeout" (restart only a worker stopped at
+ * its timeout). 0 or TFS_EBADID (an unknown name, two policies). */
+int tfs_restart_parse_list(const char *list, tfs_restart_t *out, int *on_timeout);
 
 /* ---- important lines --------------------------------------------------- */
 
@@ -189,12 +195,16 @@ int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *
 
 /* ---- the record -------------------------------------------------------- */
 
+#include "taskfs/limits.h"
+
 typedef struct {
   int64_t started_ms;
   int64_t ended_ms;
-  int exit_code; /* -1 if killed by a signal */
-  int signal;    /* 0 if it exited */
-  int requested; /* 1 if a stop request caused this exit */
+  int exit_code;   /* -1 if killed by a signal */
+  int signal;      /* 0 if it exited */
+  int requested;   /* 1 if a stop request caused this exit */
+  int timed_out;   /* 1 if its wall-clock limit ran out and it was stopped */
+  tfs_usage_t use; /* what this run used */
 } tfs_exit_t;
 
 typedef struct {
@@ -227,9 +237,15 @@ typedef struct {
   int64_t min_uptime_ms;
   int max_restarts;
   int64_t grace_ms;
-  int restarts; /* workers started after the first */
-  int nexits;   /* newest last, at most TFS_LAST_EXITS */
+  int restart_on_timeout; /* a worker stopped at its timeout is restarted too */
+  int restarts;           /* workers started after the first */
+  int nexits;             /* newest last, at most TFS_LAST_EXITS */
   tfs_exit_t exits[TFS_LAST_EXITS];
+
+  /* The wall-clock and resource limits, and what the task used. */
+  tfs_limits_t limits;
+  tfs_usage_t usage; /* every run together */
+  int64_t queued_ms; /* from creation to the first worker's start */
 
   /* Stop request that ended the task, if any. */
   char *cancel_by;
@@ -320,12 +336,18 @@ typedef struct {
   const char *key;        /* NULL or "" for none */
   char *const *env_names; /* NULL-terminated or NULL */
   tfs_restart_t restart;
-  int64_t min_uptime_ms; /* < 0: default */
-  int max_restarts;      /* < 0: default */
-  int64_t grace_ms;      /* < 0: default */
-  int important_k;       /* <= 0: default */
-  int rerun;             /* with a key whose task has ended: make a new task
-                            and point the key at it */
+  int64_t min_uptime_ms;      /* < 0: default */
+  int max_restarts;           /* < 0: default */
+  int64_t grace_ms;           /* < 0: default */
+  int important_k;            /* <= 0: default */
+  int rerun;                  /* with a key whose task has ended: make a new task
+                                 and point the key at it */
+  int restart_on_timeout;     /* restart a worker stopped at its timeout too */
+  const tfs_limits_t *limits; /* the timeout and limits given; NULL: none
+                                 (the store's defaults apply either way) */
+  char *why;                  /* may be NULL: the words of a refusal that
+                                 needs them (TFS_ELIMIT, TFS_ECONFIG) */
+  size_t whylen;
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
@@ -676,7 +698,6 @@ typedef enum {
   TFS_VIEW_COUNT
 } tfs_view_t;
 const char *tfs_view_name(tfs_view_t which);
-
 
 #ifdef __cplusplus
 }
