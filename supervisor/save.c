@@ -144,6 +144,7 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   s->rec.state = state;
   s->rec.ended_ms = tfs_now_ms();
   tfs_record_set_reason(&s->rec, "%s", reason);
+  sup_limits_finish(s); /* the tree is gone: its cgroup's peak, then the cgroup */
   release_reserve(s);
   /* Gone before the record says ended, so nobody sees an ended task with
    * a doorbell (a later ring gets ENOENT, which is fine). */
