@@ -52,10 +52,16 @@ int tfs_config_check(const char *key, const char *value, char *why, size_t whyle
   if (!value)
     return 0;
   int64_t v;
+  char msg[512] = "";
   int err = !strcmp(base, "timeout")
-                ? tfs_timeout_parse(value, &v, why, whylen)
+                ? tfs_timeout_parse(value, &v, msg, sizeof msg)
                 : tfs_limit_parse((tfs_limit_t)tfs_limit_lookup(base + 6, strlen(base + 6)), value,
-                                  &v, why, whylen);
+                                  &v, msg, sizeof msg);
+  if (err && why && whylen) {
+    /* The parser names the value as a command gives it; name the key. */
+    const char *rest = strstr(msg, ": ");
+    snprintf(why, whylen, "%.64s = %.64s: %s", key, value, rest ? rest + 2 : msg);
+  }
   return err ? TFS_ECONFIG : 0;
 }
 

@@ -300,7 +300,9 @@ char *tfs_exit_describe_limits(int status, const tfs_memcg_t *before, const tfs_
     limit_text(lim, TFS_LIMIT_MEM, given, sizeof given);
     add(buf, len, "; the task's limit %s applies to its whole tree", given);
   } else if (has_limit(lim, TFS_LIMIT_MEM) && lim->v[TFS_LIMIT_MEM].via == TFS_VIA_RLIMIT &&
-             code != 0) {
+             code != 0 && (!sig || sig == SIGSEGV || sig == SIGABRT || sig == SIGBUS)) {
+    /* A failed allocation ends a program with an error, or abort() and a
+     * crash for one that does not check. */
     limit_text(lim, TFS_LIMIT_MEM, given, sizeof given);
     add(buf, len,
         "; it ran under the task's limit %s (RLIMIT_DATA, the data memory of each process), past "

@@ -10,6 +10,7 @@
 #include "supervisor/sup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,7 @@ void sup_limits_worker_started(sup_t *s) {
   s->timed_out = 0;
   s->run_user_us = s->run_sys_us = s->run_maxrss_kb = s->worker_cpu_ms = 0;
   s->run_out_start = s->cap.bytes;
+  s->live_at = s->live_cpu_ms = s->live_hwm_kb = 0;
   if (s->rec.restarts == 0 && s->rec.created_ms && s->rec.started_ms >= s->rec.created_ms)
     s->rec.queued_ms = s->rec.started_ms - s->rec.created_ms;
   if (s->rec.limits.timeout_ms > 0)
@@ -129,6 +131,75 @@ void sup_usage_run_end(sup_t *s, tfs_usage_t *run) {
   run->maxrss_kb = s->run_maxrss_kb;
   run->output_bytes = s->cap.bytes - s->run_out_start;
   tfs_usage_add(&s->rec.usage, run);
+}
+
+/* The CPU time (utime + stime and the same of its reaped children, in
+ * ms) and peak RSS (VmHWM, kB) of one live process; 0 or -1. */
+static int proc_use(pid_t pid, int64_t *cpu_ms, int64_t *hwm_kb) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = 0;
+  /* After the command name, which may hold spaces and ')': fields 3..17. */
+  char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  long long cut, cst;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut,
+                   &st, &cut, &cst) != 4)
+    return -1;
+  long hz = sysconf(_SC_CLK_TCK);
+  *cpu_ms = (int64_t)(ut + st + (unsigned long long)cut + (unsigned long long)cst) * 1000 /
+            (hz > 0 ? hz : 100);
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  *hwm_kb = 0;
+  if (n > 0) {
+    buf[n] = 0;
+    char *h = strstr(buf, "VmHWM:");
+    if (h)
+      *hwm_kb = strtoll(h + 6, NULL, 10);
+  }
+  return 0;
+}
+
+/* While a run goes on, what it used so far: its processes that ended
+ * (wait4) and, sampled at most every LIVE_EVERY_MS, the live ones from
+ * /proc (their CPU time split into user and system is only known once
+ * they end: counted as user meanwhile). */
+#define LIVE_EVERY_MS 2000
+void sup_usage_live(sup_t *s, tfs_usage_t *total) {
+  int64_t now = tfs_now_ms();
+  if (now - s->live_at >= LIVE_EVERY_MS) {
+    pid_t *v = NULL;
+    size_t n = 0;
+    s->live_cpu_ms = s->live_hwm_kb = 0;
+    s->live_at = now;
+    if (sup_descendants(&v, &n) == 0)
+      for (size_t i = 0; i < n; i++) {
+        int64_t cpu, hwm;
+        if (v[i] == s->sentinel || proc_use(v[i], &cpu, &hwm))
+          continue;
+        s->live_cpu_ms += cpu;
+        if (hwm > s->live_hwm_kb)
+          s->live_hwm_kb = hwm;
+      }
+    free(v);
+  }
+  total->user_ms += s->run_user_us / 1000 + s->live_cpu_ms;
+  total->sys_ms += s->run_sys_us / 1000;
+  total->output_bytes += s->cap.bytes - s->run_out_start;
+  int64_t rss = s->run_maxrss_kb > s->live_hwm_kb ? s->run_maxrss_kb : s->live_hwm_kb;
+  if (rss > total->maxrss_kb)
+    total->maxrss_kb = rss;
 }
 
 void sup_limits_finish(sup_t *s) {

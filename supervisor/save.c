@@ -33,7 +33,12 @@ void sup_save(sup_t *s) {
   s->rec.lines = s->cap.lines;
   s->rec.bytes = s->cap.bytes;
   s->rec.alive_ms = now;
+  /* While a worker runs, the record shows what it used so far. */
+  tfs_usage_t total = s->rec.usage;
+  if (s->phase == PH_RUNNING || s->phase == PH_DRAINING)
+    sup_usage_live(s, &s->rec.usage);
   int err = tfs_task_save(s->store, &s->rec);
+  s->rec.usage = total;
   if (err) {
     /* Retried on the next tick; logged at most every 10 s. */
     s->save_failed = 1;

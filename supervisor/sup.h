@@ -94,6 +94,7 @@ typedef struct {
   int timed_out; /* the wall-clock limit of this run ran out */
   int64_t run_user_us, run_sys_us, run_maxrss_kb, run_out_start;
   int64_t worker_cpu_ms; /* the worker's own (and its reaped children's) */
+  int64_t live_at, live_cpu_ms, live_hwm_kb; /* the last sample of the live tree */
 } sup_t;
 
 /* supervise.c: a line in supervisor.log (the supervisor's stderr). */
@@ -164,6 +165,9 @@ void sup_limits_describe(const sup_t *s, int which, int err, char *why, size_t l
 void sup_limits_worker_started(sup_t *s);
 /* A process of the tree (pid) was reaped with this use. */
 void sup_usage_reaped(sup_t *s, pid_t pid, const struct rusage *ru);
+/* While a run goes on: total plus what it used so far (the processes that
+ * ended, and a sample of the live ones), for a record save. */
+void sup_usage_live(sup_t *s, tfs_usage_t *total);
 /* The run is over: what it used, added to the task's total. */
 void sup_usage_run_end(sup_t *s, tfs_usage_t *run);
 /* The task ends (its tree is gone): the cgroup's peak, and the cgroup
