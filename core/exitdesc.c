@@ -49,36 +49,44 @@ static int64_t field(const char *text, const char *name) {
   return -1;
 }
 
-/* The worker's memory cgroup from /proc/PID/cgroup: the v1 "memory"
- * hierarchy if there is one, else the v2 one ("0::/path"). */
-static int cgroup_of(pid_t pid, tfs_memcg_t *m) {
-  char path[64], buf[4096];
-  snprintf(path, sizeof path, pid > 0 ? "/proc/%d/cgroup" : "/proc/self/cgroup", (int)pid);
-  if (slurp(path, buf, sizeof buf))
+int tfs_cgroup_of(pid_t pid, int v2, char *path, size_t len) {
+  char file[64], buf[4096];
+  snprintf(file, sizeof file, pid > 0 ? "/proc/%d/cgroup" : "/proc/self/cgroup", (int)pid);
+  if (slurp(file, buf, sizeof buf))
     return -1;
-  const char *v2 = NULL;
-  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    /* "ID:CONTROLLERS:PATH"; v2 is "0::PATH". */
     char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c2)
       continue;
-    *c2 = '\0';
+    *c1 = *c2 = '\0';
     const char *ctrl = c1 + 1, *where = c2 + 1;
-    if (strcmp(line, "0") == 0 && !*ctrl) {
-      v2 = where;
-      continue;
+    int match = 0;
+    if (v2)
+      match = strcmp(line, "0") == 0 && !*ctrl;
+    for (const char *t = ctrl; !v2 && !match && t; t = strchr(t, ','), t = t ? t + 1 : NULL)
+      match = strncmp(t, "memory", 6) == 0 && (t[6] == ',' || t[6] == '\0');
+    if (match) {
+      snprintf(path, len, "%s", where);
+      return 0;
     }
-    for (const char *t = ctrl; t; t = strchr(t, ','), t = t ? t + 1 : NULL)
-      if (strncmp(t, "memory", 6) == 0 && (t[6] == ',' || t[6] == '\0')) {
-        m->v2 = 0;
-        snprintf(m->path, sizeof m->path, "%s", where);
-        return 0;
-      }
   }
-  if (!v2)
-    return -1;
-  m->v2 = 1;
-  snprintf(m->path, sizeof m->path, "%s", v2);
-  return 0;
+  return -1;
+}
+
+/* The worker's memory cgroup: the v1 "memory" hierarchy if there is one,
+ * else the v2 one. */
+static int cgroup_of(pid_t pid, tfs_memcg_t *m) {
+  if (tfs_cgroup_of(pid, 0, m->path, sizeof m->path) == 0) {
+    m->v2 = 0;
+    return 0;
+  }
+  if (tfs_cgroup_of(pid, 1, m->path, sizeof m->path) == 0) {
+    m->v2 = 1;
+    return 0;
+  }
+  return -1;
 }
 
 void tfs_memcg_read(pid_t pid, tfs_memcg_t *m) {

@@ -81,31 +81,12 @@ static int find_mount(int v1, char *mnt, size_t mlen, char *root, size_t rlen) {
   return found;
 }
 
-/* This process's cgroup path in the v2 hierarchy ("0::/a/b"), or in the
- * v1 one with the memory controller ("4:memory:/a/b"). 0 or -1. */
-static int own_cgroup(int v1, char *path, size_t len) {
-  char buf[4096];
-  if (slurp("/proc/self/cgroup", buf, sizeof buf))
-    return -1;
-  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    if (!c2)
-      continue;
-    *c2 = 0;
-    int match = v1 ? has_word(c1 + 1, "memory") : !strcmp(line, "0") && c1[1] == 0;
-    if (match) {
-      snprintf(path, len, "%s", c2 + 1);
-      return 0;
-    }
-  }
-  return -1;
-}
-
 /* The directory of this process's cgroup: the mount plus its path, the
  * mount's root taken off (a hierarchy mounted from a subtree). */
 static int own_dir(int v1, char *dir, size_t len) {
   char mnt[PATH_MAX], root[PATH_MAX], path[PATH_MAX];
-  if (find_mount(v1, mnt, sizeof mnt, root, sizeof root) || own_cgroup(v1, path, sizeof path))
+  if (find_mount(v1, mnt, sizeof mnt, root, sizeof root) ||
+      tfs_cgroup_of(0, !v1, path, sizeof path))
     return -1;
   const char *rel = path;
   size_t rl = strlen(root);

@@ -150,8 +150,12 @@ static int proc_use(pid_t pid, int64_t *cpu_ms, int64_t *hwm_kb) {
   char *p = strrchr(buf, ')');
   unsigned long long ut, st;
   long long cut, cst;
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut,
-                   &st, &cut, &cst) != 4)
+  char state;
+  /* A zombie is about to be reaped: wait4 counts it then. */
+  if (!p ||
+      sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state, &ut,
+             &st, &cut, &cst) != 5 ||
+      state == 'Z')
     return -1;
   long hz = sysconf(_SC_CLK_TCK);
   *cpu_ms = (int64_t)(ut + st + (unsigned long long)cut + (unsigned long long)cst) * 1000 /

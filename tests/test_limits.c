@@ -168,6 +168,25 @@ Test(limits, a_limit_above_the_hard_limit_names_it) {
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 }
 
+/* The cgroup of a process, as /proc/PID/cgroup names it: the v2 line
+ * ("0::PATH") and the v1 line with the memory controller. */
+Test(limits, the_cgroup_of_a_process) {
+  char *text = tu_read_file("/proc/self/cgroup", NULL), path[4096];
+  cr_assert_not_null(text);
+  char *v2 = strstr(text, "0::"), *mem = strstr(text, ":memory:");
+  if (v2 && (v2 == text || v2[-1] == '\n')) {
+    cr_assert_eq(tfs_cgroup_of(0, 1, path, sizeof path), 0);
+    cr_assert(!strncmp(v2 + 3, path, strlen(path)) && v2[3 + strlen(path)] == '\n', "%s", path);
+  } else {
+    cr_assert_eq(tfs_cgroup_of(0, 1, path, sizeof path), -1);
+  }
+  if (mem) {
+    cr_assert_eq(tfs_cgroup_of(getpid(), 0, path, sizeof path), 0);
+    cr_assert(!strncmp(mem + 8, path, strlen(path)), "%s", path);
+  }
+  free(text);
+}
+
 /* ---- the words for an end a limit caused ----------------------------------- */
 
 static const char *ended(int status, const tfs_limits_t *l, int64_t cpu_ms, int killed) {

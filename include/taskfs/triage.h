@@ -51,6 +51,10 @@ typedef struct {
   char path[256];   /* the cgroup, as /proc/PID/cgroup names it */
 } tfs_memcg_t;
 
+/* The cgroup of pid (0: this process) from /proc/PID/cgroup: in the v2
+ * hierarchy ("0::PATH"), or (v2 = 0) in the v1 one with the memory
+ * controller. 0, or -1 when there is none. */
+int tfs_cgroup_of(pid_t pid, int v2, char *path, size_t len);
 /* Reads the memory events of the cgroup of pid (0: this process); with
  * path already set (a previous read), of that cgroup. */
 void tfs_memcg_read(pid_t pid, tfs_memcg_t *m);
