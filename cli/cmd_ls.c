@@ -17,8 +17,8 @@
 #include "taskfs/text.h"
 
 static const char usage_text[] =
-    "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N] [--all]\n"
-    "                 [--state-dir DIR]\n"
+    "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N]\n"
+    "                 [--all] [--state-dir DIR]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
     "AGE (since created), TIME (run time so far, or until it ended), EXIT (exit\n"
