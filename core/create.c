@@ -55,6 +55,8 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   }
   if (key)
     snprintf(rec.key, sizeof rec.key, "%s", key);
+  if ((err = tfs__schedule_spec(store, spec, &rec)))
+    goto out;
 
   /* mkdir is the uniqueness check: two creators in the same millisecond
    * draw again on EEXIST. */

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 int tfs__record_claims_live(const tfs_record_t *rec) {
-  return rec->state == TFS_RUNNING || (rec->state == TFS_QUEUED && rec->supervisor_pid > 0);
+  return rec->state == TFS_RUNNING || rec->state == TFS_PAUSED ||
+         (rec->state == TFS_QUEUED && rec->supervisor_pid > 0);
 }
 
 /* ---- records --------------------------------------------------------------- */

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-static const char *const state_names[] = {"queued", "running",   "completed",
-                                          "failed", "cancelled", "lost"};
+static const char *const state_names[] = {"queued",    "running", "completed", "failed",
+                                          "cancelled", "lost",    "paused"};
 static const char *const restart_names[] = {"no", "on-failure", "always"};
 
 const char *tfs_state_name(tfs_state_t s) {
