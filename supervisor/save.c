@@ -154,6 +154,7 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
     s->rec.cancel_ms = s->stop_at;
   }
   save_final(s);
+  sup_sched_finish(s); /* recorded ended: now the queue slot goes back */
   sup_log(s, "task %s: %s", tfs_state_name(state), reason);
   /* The request has been acted on: a later run under the same key must not
    * inherit it. */

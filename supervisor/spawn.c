@@ -54,7 +54,8 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
   start_err_t e = {0, 0};
-  if (dup2(s->devnull, 0) < 0 || dup2(p->out[1], 1) < 0 || dup2(p->err[1], 2) < 0) {
+  if (dup2(s->stdin_rd >= 0 ? s->stdin_rd : s->devnull, 0) < 0 || dup2(p->out[1], 1) < 0 ||
+      dup2(p->err[1], 2) < 0) {
     e.stage = STAGE_DUP;
   } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
     e.stage = STAGE_CHDIR;
@@ -159,7 +160,10 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
     snprintf(why, whylen, "cannot start '%s': no pipe for its output (%s)", cmd, strerror(errno));
     return -1;
   }
+  if (sup_stdin_pipe(s, why, whylen) < 0)
+    return -1;
   pid_t pid = fork_worker(s, &p);
+  sup_stdin_forked(s);
   if (pid < 0) {
     snprintf(why, whylen, "cannot start '%s': fork failed (%s)", cmd, strerror(-pid));
     return -1;

@@ -11,6 +11,10 @@
  *   restart.c    the restart policy: finish, restart, back off
  *   stop.c       stop requests: doorbell, poll, signals, grace, SIGKILL
  *   save.c       record saves, aliveAt, the final save
+ *   sched.c      before the first worker: dependencies, start time, a
+ *                queue slot; the slot's release at the end
+ *   control.c    control requests: pause, resume, signals
+ *   stdin.c      the worker's stdin, fed from the task's stdin FIFO
  */
 #ifndef TASKFS_SUPERVISOR_SUP_H
 #define TASKFS_SUPERVISOR_SUP_H
@@ -78,6 +82,10 @@ typedef struct {
   int64_t saved_lines, saved_bytes, saved_important, last_save_ms;
   int save_failed;
   int64_t last_log_ms;
+
+  /* sched.c, control.c, stdin.c */
+  struct sup_sched *sched;
+  int stdin_rd; /* the worker's stdin (a pipe's read end) while it is forked, else -1 */
 } sup_t;
 
 /* supervise.c: a line in supervisor.log (the supervisor's stderr). */
@@ -131,6 +139,41 @@ void sup_check_cancel(sup_t *s, const char *via);
 /* Starts the grace period, then SIGKILL rounds until the tree is gone. */
 void sup_arm_kill(sup_t *s);
 void sup_doorbell_close(sup_t *s);
+
+/* sched.c: what comes before the first worker, and the queue slot. */
+/* Waits for the dependencies, the start time and a slot of the task's
+ * queue (each only if it has one), then starts the first worker. */
+void sup_sched_start(sup_t *s);
+/* The doorbell rang (or the poll ticked without one): control requests,
+ * and another look at whatever the task waits for. */
+void sup_sched_bell(sup_t *s, int poll);
+/* The task ends: the slot goes back to its queue (the next waiter is
+ * rung), the stdin FIFO goes. */
+void sup_sched_finish(sup_t *s);
+/* The slot fd a sentinel keeps (-1: none), and the kicker it leaves
+ * behind: argv of `taskfs supervise --queue-kick` (NULL: none). */
+int sup_sched_slot_fd(sup_t *s);
+char *const *sup_sched_kick_argv(sup_t *s);
+/* `taskfs supervise --queue-kick NAME --slot-fd N`: waits until the slot
+ * is free (its sentinel gone), then rings the queue's next waiters. */
+int sup_queue_kick_main(const char *dir, const char *queue, int fd);
+
+/* control.c */
+/* Acts on the control requests appended since the last look. */
+void sup_control_check(sup_t *s);
+/* A paused task whose slot went back: the slot is ours again. */
+void sup_control_resumed(sup_t *s);
+
+/* stdin.c */
+void sup_stdin_init(sup_t *s);
+/* Before a worker's fork: its stdin pipe (s->stdin_rd), if the task has
+ * a stdin. 0, or -1 with why. */
+int sup_stdin_pipe(sup_t *s, char *why, size_t whylen);
+/* After the fork (whether the exec worked or not): our end feeds it. */
+void sup_stdin_forked(sup_t *s);
+/* Closes the worker's stdin (it reads its end). */
+void sup_stdin_eof(sup_t *s);
+void sup_stdin_close(sup_t *s);
 
 /* save.c */
 void sup_save_init(sup_t *s);
