@@ -8,25 +8,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/ls_view.h"
 #include "cli/verbs.h"
 #include "taskfs/text.h"
 
 static const char usage_text[] =
-    "usage: taskfs ls [--json] [--state S[,S...]] [--limit N] [--all] [--state-dir DIR]\n"
-    "                 [--foreign-store]\n"
+    "usage: taskfs ls [--json] [--state S[,S...]] [--limit N] [--all] [--time]\n"
+    "                 [--color=auto|always|never] [--state-dir DIR] [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
-    "AGE (since created), TIME (run time so far, or until it ended), EXIT (exit\n"
-    "code, or the signal that killed it), KEY, COMMAND (cut to the terminal width\n"
-    "when stdout is a terminal).\n"
+    "STARTED and ENDED (how long ago; --time: when), EXIT (exit code, or the\n"
+    "signal that killed it), KEY, REASON (why it ended; for a task that waits,\n"
+    "where it stands: '2nd in queue build (2 of 2 running)'), COMMAND. On a\n"
+    "terminal the row fits its width (long keys, reasons and commands are cut\n"
+    "with ...) and states are coloured.\n"
     "\n"
     "  --json           a JSON array of the full records, oldest first\n"
-    "  --state S        only tasks in state S: queued, running, completed, failed,\n"
-    "                   cancelled, lost (repeat it or use commas for several)\n"
+    "  --state S        only tasks in state S: queued, running, paused, completed,\n"
+    "                   failed, cancelled, lost (repeat it or use commas)\n"
+    "  --time           STARTED and ENDED as local times (2026-12-01 18:04:05)\n"
+    "  --color=WHEN     colour the states: auto (on a terminal, unless NO_COLOR is\n"
+    "                   set; the default), always or never\n"
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
     "  --all            every task (the default; cancels an earlier --limit)\n"
     "  --state-dir DIR  use the store in DIR\n"
@@ -38,17 +43,20 @@ static const char usage_text[] =
     "Exit codes: 0 ok, 100 usage, 111 system failure (also: the store is refused,\n"
     "another user's or writable by others).\n";
 
-#define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
-#define CMD_MAX 1024 /* bytes of the command kept per row */
-#define KEY_COL_MAX 32
+#define STATE_NAMES "queued, running, paused, completed, failed, cancelled, lost"
+#define CMD_MAX 1024   /* bytes of the command kept per row */
+#define REASON_MAX 600 /* bytes of the reason kept per row */
+#define KEY_COL_TERM 24    /* on a terminal, longer keys are cut */
+#define REASON_COL_MAX 40  /* the REASON column is at most this wide */
+#define REASON_COL_TERM 32 /* on a terminal */
 
 typedef struct {
   char id[TFS_ID_MAX + 1];
   tfs_state_t state;
-  char age[24];
-  char time[32];
+  char started[24];
+  char ended[24];
   char exit[TFS_SIGNAME_MAX];
-  size_t key, cmd; /* offsets of the texts in the pool; key NO_KEY: none */
+  size_t key, cmd, reason; /* offsets of the texts in the pool; key NO_KEY: none */
 } row_t;
 
 #define NO_KEY ((size_t)-1)
@@ -90,6 +98,9 @@ static size_t pool_add(rows_t *r, const char *s, size_t len) {
 /* What a listing is asked for, and what it has found so far. */
 typedef struct {
   int json;
+  int absolute; /* --time */
+  int color;    /* CLI_COLOR_* */
+  tfs_queue_positions_t *positions; /* where queued tasks stand */
   int64_t limit; /* -1: every task */
   unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
   int64_t now;
@@ -98,32 +109,6 @@ typedef struct {
   int err;      /* -ENOMEM once a row could not be kept */
   tfs_list_stats_t stats;
 } listing_t;
-
-/* Compact age: one unit, like "45s", "12m", "3h", "9d". */
-static void fmt_age(int64_t ms, char *buf, size_t len) {
-  int64_t s = ms < 0 ? 0 : ms / 1000;
-  if (s < 60)
-    snprintf(buf, len, "%llds", (long long)s);
-  else if (s < 3600)
-    snprintf(buf, len, "%lldm", (long long)(s / 60));
-  else if (s < 86400)
-    snprintf(buf, len, "%lldh", (long long)(s / 3600));
-  else
-    snprintf(buf, len, "%lldd", (long long)(s / 86400));
-}
-
-/* Duration with two units, like "4s", "1m05s", "2h03m", "3d04h". */
-static void fmt_dur(int64_t ms, char *buf, size_t len) {
-  int64_t s = ms < 0 ? 0 : ms / 1000;
-  if (s < 60)
-    snprintf(buf, len, "%llds", (long long)s);
-  else if (s < 3600)
-    snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-  else if (s < 86400)
-    snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
-  else
-    snprintf(buf, len, "%lldd%02lldh", (long long)(s / 86400), (long long)(s / 3600 % 24));
-}
 
 /* The command on one line: arguments joined by spaces, quoted with '...'
  * when they hold spaces or shell characters, control bytes shown as '?'. */
@@ -159,22 +144,14 @@ static size_t render_cmd(const tfs_record_t *rec, char out[CMD_MAX + 4]) {
   return o;
 }
 
-static int fill_row(rows_t *r, row_t *row, const tfs_record_t *rec, int64_t now) {
-  char cmd[CMD_MAX + 4];
+static int fill_row(listing_t *l, row_t *row, const tfs_record_t *rec) {
+  rows_t *r = &l->rows;
+  char cmd[CMD_MAX + 4], reason[REASON_MAX];
   memcpy(row->id, rec->id, sizeof row->id);
   row->state = rec->state;
-  fmt_age(now - rec->created_ms, row->age, sizeof row->age);
-  if (!rec->started_ms) {
-    strcpy(row->time, "-");
-  } else {
-    int64_t end = rec->ended_ms;
-    if (!end)
-      end = tfs_state_terminal(rec->state) ? rec->alive_ms : now;
-    if (end >= rec->started_ms)
-      fmt_dur(end - rec->started_ms, row->time, sizeof row->time);
-    else
-      strcpy(row->time, "-");
-  }
+  cli_fmt_when(rec->started_ms, l->now, l->absolute, row->started, sizeof row->started);
+  cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, l->now, l->absolute,
+               row->ended, sizeof row->ended);
   if (rec->signal > 0) {
     tfs_signal_name(rec->signal, row->exit);
   } else if (rec->exit_code >= 0 && tfs_state_terminal(rec->state)) {
@@ -182,62 +159,82 @@ static int fill_row(rows_t *r, row_t *row, const tfs_record_t *rec, int64_t now)
   } else {
     strcpy(row->exit, "-");
   }
+  /* An end's reason as recorded; a waiting task's place, computed now. */
+  if (tfs_state_terminal(rec->state))
+    snprintf(reason, sizeof reason, "%s", rec->reason ? rec->reason : "");
+  else
+    tfs_queue_describe(l->positions, rec, reason, sizeof reason);
+  for (char *p = reason; *p; p++)
+    if ((unsigned char)*p < 0x20)
+      *p = ' ';
   /* Rows are kept until the end: the pool holds only what they show. */
   row->key = rec->key[0] ? pool_add(r, rec->key, strlen(rec->key)) : NO_KEY;
   row->cmd = pool_add(r, cmd, render_cmd(rec, cmd));
-  return row->cmd == NO_KEY || (rec->key[0] && row->key == NO_KEY) ? -ENOMEM : 0;
+  row->reason = pool_add(r, reason[0] ? reason : "-", reason[0] ? strlen(reason) : 1);
+  return row->cmd == NO_KEY || row->reason == NO_KEY || (rec->key[0] && row->key == NO_KEY)
+             ? -ENOMEM
+             : 0;
 }
 
-/* Display width of a UTF-8 string, roughly: one column per code point. */
-static size_t text_cols(const char *s, size_t bytes) {
-  size_t cols = 0;
-  for (size_t i = 0; i < bytes; i++)
-    if (((unsigned char)s[i] & 0xc0) != 0x80)
-      cols++;
-  return cols;
-}
+/* The widths of the columns that vary: KEY as wide as the longest key
+ * (on a terminal at most KEY_COL_TERM), REASON as the longest reason up to
+ * its cap, COMMAND what is left of the terminal (0: no limit). */
+typedef struct {
+  size_t key, reason, cmd;
+} widths_t;
 
-/* Prints cmd within cols columns, ending in "..." when cut. */
-static void put_cut(const char *cmd, size_t cols) {
-  size_t len = strlen(cmd);
-  if (text_cols(cmd, len) <= cols) {
-    fputs(cmd, stdout);
-    return;
-  }
-  if (cols < 4) {
-    fputs("...", stdout);
-    return;
-  }
-  size_t used = 0, i = 0;
-  for (; i < len; i++) {
-    if (((unsigned char)cmd[i] & 0xc0) != 0x80) {
-      if (used == cols - 3)
-        break;
-      used++;
-    }
-  }
-  fwrite(cmd, 1, i, stdout);
-  fputs("...", stdout);
-}
+#define FIXED_COLS 15 + 1 + 9 + 1 + 8 + 1 + 8 + 1 + 7 + 1 /* ID STATE STARTED ENDED EXIT */
 
-static void print_rows(const rows_t *r, size_t term_cols) {
-  size_t keyw = 3;
+static widths_t size_columns(const rows_t *r, size_t term, int absolute) {
+  widths_t w = {3, 6, 0};
+  size_t fixed = FIXED_COLS + (absolute ? 2 * 11 : 0);
   for (size_t i = 0; i < r->n; i++) {
-    size_t l = r->rows[i].key != NO_KEY ? strlen(r->pool + r->rows[i].key) : 1;
-    if (l > keyw)
-      keyw = l > KEY_COL_MAX ? KEY_COL_MAX : l;
+    size_t k = r->rows[i].key != NO_KEY ? cli_text_cols(r->pool + r->rows[i].key) : 1;
+    size_t why = cli_text_cols(r->pool + r->rows[i].reason);
+    w.key = k > w.key ? k : w.key;
+    w.reason = why > w.reason ? why : w.reason;
   }
-  printf("%-15s %-9s %5s %8s %7s %-*s %s\n", "ID", "STATE", "AGE", "TIME", "EXIT", (int)keyw, "KEY",
-         "COMMAND");
+  if (w.reason > REASON_COL_MAX)
+    w.reason = REASON_COL_MAX;
+  if (!term)
+    return w;
+  if (w.key > KEY_COL_TERM)
+    w.key = KEY_COL_TERM;
+  if (w.reason > REASON_COL_TERM)
+    w.reason = REASON_COL_TERM;
+  /* What is left goes to the command; when even 20 columns are not left,
+   * the reason gives some up first. */
+  size_t used = fixed + w.key + 1 + w.reason + 1;
+  if (used + 20 > term && w.reason > 10)
+    w.reason = used + 20 - term >= w.reason - 10 ? 10 : w.reason - (used + 20 - term);
+  used = fixed + w.key + 1 + w.reason + 1;
+  w.cmd = term > used + 10 ? term - used : 10;
+  return w;
+}
+
+static void print_rows(const listing_t *l, size_t term) {
+  const rows_t *r = &l->rows;
+  int color = cli_color_on(l->color, STDOUT_FILENO);
+  size_t tw = l->absolute ? 19 : 8;
+  widths_t w = size_columns(r, term, l->absolute);
+  printf("%-15s %-9s %-*s %-*s %7s ", "ID", "STATE", (int)tw, "STARTED", (int)tw, "ENDED", "EXIT");
+  cli_put_cell(stdout, "KEY", w.key, 1, 0);
+  putchar(' ');
+  cli_put_cell(stdout, "REASON", w.reason, 1, 0);
+  puts(" COMMAND");
   for (size_t k = 0; k < r->n; k++) {
     const row_t *row = &r->rows[k];
-    const char *key = row->key != NO_KEY ? r->pool + row->key : "-", *cmd = r->pool + row->cmd;
-    int w = printf("%-15s %-9s %5s %8s %7s %-*s ", row->id, tfs_state_name(row->state), row->age,
-                   row->time, row->exit, (int)keyw, key);
-    if (term_cols && w > 0)
-      put_cut(cmd, term_cols > (size_t)w + 10 ? term_cols - (size_t)w : 10);
-    else
-      fputs(cmd, stdout);
+    const char *state = tfs_state_name(row->state);
+    int bad = row->exit[0] != '-' && strcmp(row->exit, "0");
+    printf("%-15s ", row->id);
+    printf("%s%-9s%s ", color ? cli_state_color(row->state) : "", state, color ? CLI_COLOR_OFF : "");
+    printf("%-*s %-*s ", (int)tw, row->started, (int)tw, row->ended);
+    printf("%s%7s%s ", color && bad ? "\033[31m" : "", row->exit, color && bad ? CLI_COLOR_OFF : "");
+    cli_put_cell(stdout, row->key != NO_KEY ? r->pool + row->key : "-", w.key, 1, 0);
+    putchar(' ');
+    cli_put_cell(stdout, r->pool + row->reason, w.reason, 1, 0);
+    putchar(' ');
+    cli_put_cell(stdout, r->pool + row->cmd, w.cmd, 0, 0);
     putchar('\n');
   }
 }
@@ -265,7 +262,7 @@ static int take_record(const tfs_record_t *rec, const char *json, size_t len, vo
   }
   row_t *row = &r->rows[r->n];
   memset(row, 0, sizeof *row);
-  if (fill_row(r, row, rec, l->now)) {
+  if (fill_row(l, row, rec)) {
     l->err = -ENOMEM;
     return 1;
   }
@@ -314,16 +311,16 @@ static int ls_option(listing_t *l, int c, const char *arg) {
   case 'a':
     l->limit = -1;
     break;
+  case 't':
+    l->absolute = 1;
+    break;
+  case 'c':
+    if (cli_color_parse(arg, &l->color))
+      return cli_usage_error("ls", "--color is auto, always or never, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    break;
   }
   return CLI_EXIT_OK;
-}
-
-/* The width to cut the COMMAND column at, 0 when stdout is no terminal. */
-static size_t terminal_cols(void) {
-  struct winsize ws;
-  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-    return ws.ws_col;
-  return 0;
 }
 
 /* Lists through the core and prints. --limit 0 shows nothing. */
@@ -344,7 +341,9 @@ static int ls_load(listing_t *l, tfs_store_t *store) {
 static int ls_print(listing_t *l, tfs_store_t *store) {
   static char obuf[1 << 16];
   setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-  size_t term_cols = l->json ? 0 : terminal_cols();
+  size_t term_cols = l->json ? 0 : cli_term_cols(STDOUT_FILENO);
+  if (!l->json && store)
+    tfs_queue_positions_open(store, &l->positions);
   int code = CLI_EXIT_OK;
   l->now = tfs_now_ms();
   if (l->json)
@@ -357,7 +356,8 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
   if (l->json)
     fputs(l->shown ? "\n]\n" : "]\n", stdout);
   else
-    print_rows(&l->rows, term_cols);
+    print_rows(l, term_cols);
+  tfs_queue_positions_close(l->positions);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     cli_error("ls", "cannot write the listing: %s", strerror(errno));
     code = CLI_EXIT_SYSTEM;
@@ -371,6 +371,9 @@ int cmd_ls(int argc, char **argv) {
       {"state", required_argument, NULL, 's'},
       {"limit", required_argument, NULL, 'l'},
       {"all", no_argument, NULL, 'a'},
+      {"time", no_argument, NULL, 't'},
+      {"color", required_argument, NULL, 'c'},
+      {"colour", required_argument, NULL, 'c'},
       {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);

@@ -299,6 +299,17 @@ int cli_open_store(const cli_opts_t *o, int create, tfs_store_t **out) {
   return CLI_EXIT_OK;
 }
 
+/* An id prefix that names several tasks: which ones, and what to do. */
+static int report_ambiguous(const char *verb, const char *arg, char **cands, size_t n) {
+  char list[8 * (TFS_ID_MAX + 2) + 8] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < n && o < sizeof list - TFS_ID_MAX - 3; i++)
+    o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", cands[i]);
+  tfs_ids_free(cands, n);
+  return cli_usage_error(verb, "'%s' is the start of more than one task id (%s%s); give more of it",
+                         arg, list, n >= 8 ? ", ..." : "");
+}
+
 int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
                      char id_out[TFS_ID_MAX + 1]) {
   char q[96];
@@ -318,15 +329,21 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
               last_store_path);
     return CLI_EXIT_NOTASK;
   }
-  rc = tfs_task_resolve(store, arg, id_out);
+  char **cands = NULL;
+  size_t ncands = 0;
+  rc = tfs_task_resolve_prefix(store, arg, id_out, &cands, &ncands, 8);
   /* The task must exist, also when a key names one that is gone. */
   if (rc == 0)
     rc = tfs_task_stat(store, id_out, &st);
   if (rc == 0)
     return CLI_EXIT_OK;
+  if (rc == TFS_EAMBIGUOUS)
+    return report_ambiguous(verb, arg, cands, ncands);
   if (rc == TFS_ENOTASK) {
-    cli_error(verb, "no task with id or key '%s' in %s; 'taskfs ls' lists tasks", arg,
-              tfs_store_path(store));
+    cli_error(verb, "no task with id or key '%s' in %s%s; 'taskfs ls' lists tasks", arg,
+              tfs_store_path(store),
+              strlen(arg) < TFS_ID_PREFIX_MIN ? " (an id prefix needs at least 4 characters)"
+                                              : "");
     return CLI_EXIT_NOTASK;
   }
   if (rc == TFS_EBADID)
