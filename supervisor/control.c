@@ -61,7 +61,7 @@ static void continue_tree(sup_t *s, const char *by) {
   ss->said[0] = '\0';
   tfs_record_set_reason(&s->rec, NULL);
   sup_log(s, "resumed by %s", by);
-  sup_save(s);
+  sup_save_flags(s, TFS_SAVE_NOSYNC);
 }
 
 void sup_control_resumed(sup_t *s) {

@@ -52,7 +52,9 @@ void sup_sched_say(sup_sched_t *ss, const char *fmt, ...) {
   snprintf(ss->said, sizeof ss->said, "%s", words);
   tfs_record_set_reason(&ss->s->rec, "%s", words);
   sup_log(ss->s, "%s", words);
-  sup_save(ss->s);
+  /* Visible at once, not fsynced: after a crash the task reads lost
+   * whatever this said. */
+  sup_save_flags(ss->s, TFS_SAVE_NOSYNC);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -274,6 +276,17 @@ void sup_sched_start(sup_t *s) {
   uv_timer_init(&s->loop, &ss->timer);
   ss->timer.data = ss;
   sup_stdin_init(s);
+  /* A task that may wait says so at once: the launcher returns at this
+   * first save (the task is held), not when the worker runs, however soon
+   * that is. The words are those of the first wait, so the look below
+   * does not save them again. */
+  char t[TFS_TIME_BUF];
+  if (s->rec.nafter > 0)
+    sup_sched_say(ss, "waiting for task %s to complete", s->rec.after[0]);
+  else if (s->rec.not_before_ms > tfs_now_ms())
+    sup_sched_say(ss, "waiting until %s", tfs_time_format(s->rec.not_before_ms, t));
+  else if (s->rec.queue[0])
+    sup_sched_say(ss, "waiting for a slot in queue %s", s->rec.queue);
   sup_sched_advance(ss);
 }
 

@@ -179,6 +179,9 @@ void sup_stdin_close(sup_t *s);
 void sup_save_init(sup_t *s);
 /* Saves the record now (a failed save is retried by the save timer). */
 void sup_save(sup_t *s);
+/* The same with tfs_task_save_flags() flags (TFS_SAVE_NOSYNC: a wait or a
+ * pause, which a crash makes moot). */
+void sup_save_flags(sup_t *s, unsigned flags);
 /* Output arrived: a save is due within the save tick. */
 void sup_mark_dirty(sup_t *s);
 void sup_reserve_make(sup_t *s);

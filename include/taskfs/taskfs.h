@@ -413,6 +413,11 @@ int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n);
 
 /* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
+/* The same with TFS_SAVE_NOSYNC: atomic, visible at once, but not fsynced,
+ * for a state a crash makes moot anyway (a supervisor's wait: after a
+ * crash the task reads lost whatever the record said). */
+#define TFS_SAVE_NOSYNC 1u
+int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
  * record says running/queued-with-supervisor but the task lock is free, the
  * returned record reads TFS_LOST (nothing is written; see
