@@ -34,8 +34,8 @@
 
 #define RETRY_FIRST_MS 100
 #define RETRY_MAX_MS 5000
-#define SLOT_CHECK_HEAD_MS 2000  /* the oldest waiter's own look */
-#define SLOT_CHECK_MS 30000      /* the others' (a dead waiter ahead) */
+#define SLOT_CHECK_HEAD_MS 2000   /* the oldest waiter's own look */
+#define SLOT_CHECK_MS 30000       /* the others' (a dead waiter ahead) */
 #define SLOT_CHECK_NOBELL_MS 1000 /* without a doorbell */
 #define TIME_CHECK_MAX_MS 3600000 /* a start time is looked at again hourly */
 
@@ -235,9 +235,7 @@ static int wait_slot(sup_sched_t *ss) {
     return 0;
   }
   sup_sched_say(ss, "waiting for a slot in queue %s", s->rec.queue);
-  after(ss, s->bell_fd < 0 ? SLOT_CHECK_NOBELL_MS
-            : w.ahead  ? SLOT_CHECK_MS
-                       : SLOT_CHECK_HEAD_MS);
+  after(ss, s->bell_fd < 0 ? SLOT_CHECK_NOBELL_MS : w.ahead ? SLOT_CHECK_MS : SLOT_CHECK_HEAD_MS);
   return 0;
 }
 
@@ -276,17 +274,11 @@ void sup_sched_start(sup_t *s) {
   uv_timer_init(&s->loop, &ss->timer);
   ss->timer.data = ss;
   sup_stdin_init(s);
-  /* A task that may wait says so at once: the launcher returns at this
-   * first save (the task is held), not when the worker runs, however soon
-   * that is. The words are those of the first wait, so the look below
-   * does not save them again. */
-  char t[TFS_TIME_BUF];
-  if (s->rec.nafter > 0)
-    sup_sched_say(ss, "waiting for task %s to complete", s->rec.after[0]);
-  else if (s->rec.not_before_ms > tfs_now_ms())
-    sup_sched_say(ss, "waiting until %s", tfs_time_format(s->rec.not_before_ms, t));
-  else if (s->rec.queue[0])
-    sup_sched_say(ss, "waiting for a slot in queue %s", s->rec.queue);
+  /* A task that must wait says so at its first look (sup_sched_say saves
+   * the record, state queued with this supervisor's pid): the launcher
+   * returns then. One that need not wait starts at once, and the launcher
+   * returns when it runs; saying "waiting" before looking would tell it a
+   * wait that never happens. */
   sup_sched_advance(ss);
 }
 
