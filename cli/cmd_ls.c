@@ -44,8 +44,8 @@ static const char usage_text[] =
     "another user's or writable by others).\n";
 
 #define STATE_NAMES "queued, running, paused, completed, failed, cancelled, lost"
-#define CMD_MAX 1024       /* bytes of the command kept per row */
-#define REASON_MAX 600     /* bytes of the reason kept per row */
+#define CMD_MAX 1024   /* bytes of the command kept per row */
+#define REASON_MAX 600 /* bytes of the reason kept per row */
 #define KEY_COL_TERM 24    /* on a terminal, longer keys are cut */
 #define REASON_COL_MAX 40  /* the REASON column is at most this wide */
 #define REASON_COL_TERM 32 /* on a terminal */
@@ -98,11 +98,11 @@ static size_t pool_add(rows_t *r, const char *s, size_t len) {
 /* What a listing is asked for, and what it has found so far. */
 typedef struct {
   int json;
-  int absolute;                     /* --time */
-  int color;                        /* CLI_COLOR_* */
+  int absolute; /* --time */
+  int color;    /* CLI_COLOR_* */
   tfs_queue_positions_t *positions; /* where queued tasks stand */
-  int64_t limit;                    /* -1: every task */
-  unsigned mask;                    /* the states shown (TFS_STATE_BIT), 0: all */
+  int64_t limit; /* -1: every task */
+  unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
   int64_t now;
   rows_t rows;  /* text rows, printed at the end (the KEY column is sized on them) */
   size_t shown; /* --json records written */
@@ -150,8 +150,8 @@ static int fill_row(listing_t *l, row_t *row, const tfs_record_t *rec) {
   memcpy(row->id, rec->id, sizeof row->id);
   row->state = rec->state;
   cli_fmt_when(rec->started_ms, l->now, l->absolute, row->started, sizeof row->started);
-  cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, l->now, l->absolute, row->ended,
-               sizeof row->ended);
+  cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, l->now, l->absolute,
+               row->ended, sizeof row->ended);
   if (rec->signal > 0) {
     tfs_signal_name(rec->signal, row->exit);
   } else if (rec->exit_code >= 0 && tfs_state_terminal(rec->state)) {
@@ -236,11 +236,9 @@ static void print_rows(const listing_t *l, size_t term) {
     const char *state = tfs_state_name(row->state);
     int bad = row->exit[0] != '-' && strcmp(row->exit, "0");
     printf("%-15s ", row->id);
-    printf("%s%-9s%s ", color ? cli_state_color(row->state) : "", state,
-           color ? CLI_COLOR_OFF : "");
+    printf("%s%-9s%s ", color ? cli_state_color(row->state) : "", state, color ? CLI_COLOR_OFF : "");
     printf("%-*s %-*s ", (int)tw, row->started, (int)tw, row->ended);
-    printf("%s%7s%s ", color && bad ? "\033[31m" : "", row->exit,
-           color && bad ? CLI_COLOR_OFF : "");
+    printf("%s%7s%s ", color && bad ? "\033[31m" : "", row->exit, color && bad ? CLI_COLOR_OFF : "");
     cli_put_cell(stdout, row->key != NO_KEY ? r->pool + row->key : "-", w.key, 1, 0);
     putchar(' ');
     cli_put_cell(stdout, r->pool + row->reason, w.reason, 1, 0);
@@ -378,10 +376,14 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
 
 int cmd_ls(int argc, char **argv) {
   static const struct option opts[] = {
-      {"json", no_argument, NULL, 'j'},         {"state", required_argument, NULL, 's'},
-      {"limit", required_argument, NULL, 'l'},  {"all", no_argument, NULL, 'a'},
-      {"time", no_argument, NULL, 't'},         {"color", required_argument, NULL, 'c'},
-      {"colour", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+      {"json", no_argument, NULL, 'j'},
+      {"state", required_argument, NULL, 's'},
+      {"limit", required_argument, NULL, 'l'},
+      {"all", no_argument, NULL, 'a'},
+      {"time", no_argument, NULL, 't'},
+      {"color", required_argument, NULL, 'c'},
+      {"colour", required_argument, NULL, 'c'},
+      {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
   listing_t l = {.limit = -1};
