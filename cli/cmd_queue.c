@@ -59,17 +59,11 @@ static int queue_name(const char *verb, const char *name) {
 /* --parallel N|none; 0 is no limit (tfs_queue_set). */
 static int parse_parallel(const char *arg, int *out) {
   char q[96];
-  int64_t v;
-  if (!strcmp(arg, "none") || !strcmp(arg, "unlimited")) {
-    *out = 0;
-    return CLI_EXIT_OK;
-  }
-  if (cli_parse_i64(arg, &v) || v < 1 || v > TFS_QUEUE_PARALLEL_MAX)
+  if (tfs_queue_parallel_parse(arg, out))
     return cli_usage_error("queue set",
                            "--parallel wants a number of tasks from 1 to %d, or 'none' for no "
                            "limit, not '%s'",
                            TFS_QUEUE_PARALLEL_MAX, cli_quote(arg, q, sizeof q));
-  *out = (int)v;
   return CLI_EXIT_OK;
 }
 

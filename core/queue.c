@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,6 +25,24 @@
 
 int tfs_queue_name_valid(const char *name) {
   return name && strlen(name) <= TFS_QUEUE_NAME_MAX && tfs_key_valid(name);
+}
+
+int tfs_queue_parallel_parse(const char *s, int *out) {
+  if (!s)
+    return -EINVAL;
+  if (!strcmp(s, "none") || !strcmp(s, "unlimited")) {
+    *out = 0;
+    return 0;
+  }
+  /* Digits only: no sign, no blank, no base prefix, no trailing text. */
+  size_t n = strspn(s, "0123456789");
+  if (!n || s[n] || n > 4)
+    return -EINVAL;
+  int v = atoi(s);
+  if (v < 1 || v > TFS_QUEUE_PARALLEL_MAX)
+    return -EINVAL;
+  *out = v;
+  return 0;
 }
 
 int tfs__queue_open(tfs_store_t *store, const char *name, int create) {
@@ -427,8 +446,9 @@ int tfs_queue_tasks(tfs_store_t *store, const char *name, char ***running, size_
     err = -ENOMEM;
   if (!err) {
     int lk TFS_AUTOCLOSE = tfs__queue_lock(store, qfd);
-    err = lk < 0 && lk != -ENOENT ? lk
-                                  : tfs__queue_holders(qfd, parallel, 0, &held, &taken, holders, max);
+    err = lk < 0 && lk != -ENOENT
+              ? lk
+              : tfs__queue_holders(qfd, parallel, 0, &held, &taken, holders, max);
   }
   size_t cap = 0;
   for (int i = 0; !err && i < held && (size_t)i < max; i++)

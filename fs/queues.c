@@ -109,7 +109,7 @@ int fs_queue_render(mnt_t *m, size_t idx, int kind, char **out, size_t *len) {
   int err = tfs_queue_info(s, name, &qi);
   if (err)
     return err;
-  int n = kind == Q_PAUSED   ? asprintf(out, "%d\n", qi.paused)
+  int n = kind == Q_PAUSED  ? asprintf(out, "%d\n", qi.paused)
           : qi.parallel > 0 ? asprintf(out, "%d\n", qi.parallel)
                             : asprintf(out, "none\n");
   if (n < 0) {
@@ -120,7 +120,8 @@ int fs_queue_render(mnt_t *m, size_t idx, int kind, char **out, size_t *len) {
   return 0;
 }
 
-/* "2", "2\n", "none": the limit; "0"/"1": paused. Anything else EINVAL. */
+/* "2", "2\n", "none": the limit (tfs_queue_parallel_parse); "0"/"1": paused.
+ * Anything else EINVAL. */
 int fs_queue_write(mnt_t *m, tfile_t *f, const char *buf, size_t size) {
   char line[16];
   tfs_store_t *s = fs_store(m);
@@ -133,16 +134,7 @@ int fs_queue_write(mnt_t *m, tfile_t *f, const char *buf, size_t size) {
   line[size] = '\0';
   if (kind == Q_PAUSED && (!strcmp(line, "0") || !strcmp(line, "1"))) {
     paused = line[0] == '1';
-  } else if (kind == Q_PARALLEL && !strcmp(line, "none")) {
-    parallel = 0;
-  } else if (kind == Q_PARALLEL) {
-    char *end;
-    long v = strtol(line, &end, 10);
-    if (*end || end == line || line[0] == '+' || line[0] == '-' || v < 1 ||
-        v > TFS_QUEUE_PARALLEL_MAX)
-      return EINVAL;
-    parallel = (int)v;
-  } else {
+  } else if (kind != Q_PARALLEL || tfs_queue_parallel_parse(line, &parallel)) {
     return EINVAL;
   }
   int err = s ? tfs_queue_set(s, m->queues.v[f->task].name, parallel, paused) : -ENOENT;

@@ -41,6 +41,11 @@ extern "C" {
  * starting with '.' (the rule of keys, shorter). */
 int tfs_queue_name_valid(const char *name);
 
+/* A parallel limit as every face takes it: 1..TFS_QUEUE_PARALLEL_MAX in
+ * decimal digits, or "none" (also "unlimited") for no limit (0). 0 and
+ * *out, or -EINVAL. */
+int tfs_queue_parallel_parse(const char *s, int *out);
+
 /* A queue as it is now. */
 typedef struct {
   char name[TFS_QUEUE_NAME_MAX + 1];
