@@ -32,7 +32,7 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 
-.PHONY: all test test-c test-mcp test-mcp2 test-conformance check run clean install bench bench-quick bench-corpus format asan coverage api-reach
+.PHONY: all test test-c test-mcp test-mcp2 test-conformance check run clean install bench bench-quick bench-corpus bench-queue format asan coverage api-reach
 all: $(BIN)
 
 $(BUILD)/%.o: %.c
@@ -116,6 +116,11 @@ bench-quick: $(BIN) $(BENCH_BIN)
 # Recall and precision of the important lines over tests/corpus.
 bench-corpus: $(BUILD)/bench/corpus
 	BUILD=$(BUILD) ./bench/corpus.sh
+
+# The queue row (issue 18): 1,000 `true` tasks through a queue with
+# parallel 2 against task-spooler's `tsp -S 2`, in the same run.
+bench-queue: $(BIN)
+	TASKFS_BIN=$(abspath $(BIN)) ./bench/queue.sh
 
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin
