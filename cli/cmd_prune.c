@@ -23,7 +23,8 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 system failure.\n";
 
 /* --state S[,S...]: ended states only. */
 static int parse_states(const char *arg, unsigned *mask) {
@@ -72,9 +73,11 @@ int cmd_prune(int argc, char **argv) {
       keep_arg = optarg;
     else if (c == 's' && (rc = parse_states(optarg, &po.states)))
       return rc;
-    else if (c == 'o' && (cli_parse_duration(optarg, &po.older_than_ms) || !po.older_than_ms))
-      return cli_usage_error("prune", "--older-than wants an age like 30m, 12h or 7d, not '%s'",
-                             cli_quote(optarg, q, sizeof q));
+    else if (c == 'o' && (rc = cli_duration_opt("prune", "--older-than", optarg,
+                                                &po.older_than_ms)))
+      return rc;
+    else if (c == 'o' && !po.older_than_ms)
+      return cli_usage_error("prune", "--older-than wants an age above 0, like 30m, 12h or 7d");
   }
   if (c < 0)
     return o.code;

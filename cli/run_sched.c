@@ -11,6 +11,7 @@
 int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
   char q[96];
   int64_t ms;
+  int code;
   switch (c) {
   case CLI_OPT_QUEUE:
     if (!tfs_queue_name_valid(arg))
@@ -34,11 +35,8 @@ int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
     sc->after[sc->nafter++] = arg;
     return CLI_EXIT_OK;
   case CLI_OPT_DELAY:
-    if (cli_parse_duration(arg, &ms))
-      return cli_usage_error("run",
-                             "--delay wants a duration like 30s, 5m or 1h (a bare number is "
-                             "seconds), not '%s'",
-                             cli_quote(arg, q, sizeof q));
+    if ((code = cli_duration_opt("run", "--delay", arg, &ms)))
+      return code;
     sc->not_before_ms = tfs_now_ms() + ms;
     return CLI_EXIT_OK;
   case CLI_OPT_AT:
