@@ -17,24 +17,8 @@ static void setup(void) {
 
 TestSuite(queue, .init = setup, .fini = sx_teardown, .timeout = 90);
 
-/* Runs `cd TMP && taskfs ARGS` (a shell fragment, the store from the
- * environment); captures stdout and stderr when asked; returns the exit
- * status. */
-static int tq(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int tq(char **out, char **err, const char *fmt, ...) {
-  va_list ap;
-  char *args, errpath[PATH_MAX];
-  va_start(ap, fmt);
-  if (vasprintf(&args, fmt, ap) < 0)
-    abort();
-  va_end(ap);
-  snprintf(errpath, sizeof errpath, "%s/stderr.txt", sx_tmp);
-  int rc = tu_sh(out, "cd '%s' && '%s' %s 2>'%s'", sx_tmp, tu_taskfs_bin(), args, errpath);
-  if (err)
-    *err = tu_read_file(errpath, NULL);
-  free(args);
-  return rc;
-}
+/* taskfs ARGS in the test directory, the store from the environment. */
+#define tq sx_taskfs
 
 /* `taskfs run ARGS`, asserted to succeed; the id it printed. */
 static void run_task(char id[TFS_ID_MAX + 1], const char *fmt, ...)
@@ -58,40 +42,7 @@ static void run_task(char id[TFS_ID_MAX + 1], const char *fmt, ...) {
   free(err);
 }
 
-typedef struct {
-  const char *id;
-  tfs_state_t state;
-  const char *reason; /* a part of the reason it must have, or NULL */
-} want_t;
-
-static int reads(void *arg) {
-  want_t *w = arg;
-  tfs_record_t rec;
-  if (tfs_task_load(sx_store, w->id, &rec))
-    return 0;
-  /* The words every face shows: a waiter's place is computed on read. */
-  char words[600] = "";
-  tfs_queue_positions_t *p;
-  if (w->reason && tfs_queue_positions_open(sx_store, &p) == 0) {
-    tfs_queue_describe(p, &rec, words, sizeof words);
-    tfs_queue_positions_close(p);
-  }
-  int ok = rec.state == w->state && (!w->reason || (rec.reason && strstr(rec.reason, w->reason)) ||
-                                     strstr(words, w->reason));
-  tfs_record_free(&rec);
-  return ok;
-}
-
-/* Waits until the task reads state (with reason in its reason). */
-static void wait_state(const char *id, tfs_state_t state, const char *reason) {
-  want_t w = {id, state, reason};
-  if (tu_wait_until(reads, &w, 30000))
-    return;
-  tfs_record_t rec = sx_load(id);
-  cr_assert_fail("task %s is %s (%s), not %s%s%s", id, tfs_state_name(rec.state),
-                 rec.reason ? rec.reason : "no reason", tfs_state_name(state),
-                 reason ? " with " : "", reason ? reason : "");
-}
+#define wait_state sx_wait_state
 
 /* The queue's row of `taskfs queue ls --json`, as a new reference. */
 static json_t *queue_row(const char *name) {
@@ -305,11 +256,7 @@ Test(queue, bad_queue_settings_are_refused_and_change_nothing) {
   free(err);
   cr_assert_eq(tq(NULL, &err, "run --queue a/b -- true"), 100);
   free(err);
-  char **ids;
-  size_t n;
-  cr_assert_eq(tfs_task_ids(sx_store, &ids, &n), 0);
-  cr_assert_eq(n, 0, "a refused run made a task");
-  tfs_ids_free(ids, n);
+  sx_assert_tasks(0);
   cr_assert_eq(tq(NULL, &err, "queue pause nosuch/x"), 100);
   free(err);
 }
@@ -436,11 +383,7 @@ Test(queue, unknown_self_and_cyclic_dependencies_are_refused_at_run) {
   cr_assert_eq(tq(NULL, &err, "run --after %s -- true", b), 100);
   cr_assert(strstr(err, "wait for each other") && strstr(err, " -> "), "%s", err);
   free(err);
-  char **ids;
-  size_t n;
-  cr_assert_eq(tfs_task_ids(sx_store, &ids, &n), 0);
-  cr_assert_eq(n, 2, "a refused run made a task");
-  tfs_ids_free(ids, n);
+  sx_assert_tasks(2);
 }
 
 Test(queue, delay_and_at_hold_a_task_until_its_time) {
@@ -475,17 +418,6 @@ Test(queue, delay_and_at_hold_a_task_until_its_time) {
 
 /* ---- control of a running task ------------------------------------------------- */
 
-/* The state letter of /proc/<pid>/stat (R, S, T, ...). */
-static char proc_state(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  char *s = tu_read_file(path, NULL);
-  char *p = s ? strrchr(s, ')') : NULL;
-  char c = p && p[1] ? p[2] : '?';
-  free(s);
-  return c;
-}
-
 typedef struct {
   pid_t pid;
   int stopped;
@@ -493,7 +425,7 @@ typedef struct {
 
 static int is_stopped(void *arg) {
   stopped_t *s = arg;
-  return (proc_state(s->pid) == 'T') == s->stopped;
+  return (sx_proc_state(s->pid) == 'T') == s->stopped;
 }
 
 Test(queue, pause_stops_the_whole_tree_and_resume_continues_it) {

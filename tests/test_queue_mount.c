@@ -114,26 +114,6 @@ static int mwrite(const char *path, const char *text) {
 }
 
 typedef struct {
-  const char *id;
-  tfs_state_t state;
-} want_t;
-
-static int reads(void *arg) {
-  want_t *w = arg;
-  tfs_record_t rec;
-  if (tfs_task_load(sx_store, w->id, &rec))
-    return 0;
-  int ok = rec.state == w->state;
-  tfs_record_free(&rec);
-  return ok;
-}
-
-static void wait_state(const char *id, tfs_state_t state) {
-  want_t w = {id, state};
-  cr_assert(tu_wait_until(reads, &w, 30000), "task %s is not %s", id, tfs_state_name(state));
-}
-
-typedef struct {
   const char *path, *want;
 } file_t;
 
@@ -164,7 +144,7 @@ Test(qmount, queue_files_read_and_change_the_queue) {
   cr_assert_eq(sh(NULL, "'%s' queue set q --parallel 1 >/dev/null", tu_taskfs_bin()), 0);
   run_task(a, "--queue q -- sh -c 'while [ ! -e gate ]; do sleep 0.05; done'");
   run_task(b, "--queue q -- sh -c 'echo b > b.ran'");
-  wait_state(a, TFS_RUNNING);
+  sx_wait_state(a, TFS_RUNNING, NULL);
   char *names = NULL;
   cr_assert_eq(sh(&names, "ls '%s/queues'", mnt), 0);
   cr_assert_str_eq(names, "q\n");
@@ -206,19 +186,8 @@ Test(qmount, queue_files_read_and_change_the_queue) {
   cr_assert_neq(sh(NULL, "cat '%s/queues/nosuch/parallel' 2>/dev/null", mnt), 0);
 }
 
-/* The state letter of /proc/<pid>/stat. */
-static char proc_state(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  char *s = tu_read_file(path, NULL);
-  char *p = s ? strrchr(s, ')') : NULL;
-  char c = p && p[1] ? p[2] : '?';
-  free(s);
-  return c;
-}
-
 static int stopped(void *arg) {
-  return proc_state(*(pid_t *)arg) == 'T';
+  return sx_proc_state(*(pid_t *)arg) == 'T';
 }
 
 static int not_stopped(void *arg) {
@@ -235,10 +204,10 @@ Test(qmount, control_pauses_resumes_and_signals_a_task) {
   tfs_record_free(&rec);
   snprintf(path, sizeof path, "tasks/%s/control", a);
   cr_assert_eq(mwrite(path, "pause\n"), 0);
-  wait_state(a, TFS_PAUSED);
+  sx_wait_state(a, TFS_PAUSED, NULL);
   cr_assert(tu_wait_until(stopped, &worker, 10000));
   cr_assert_eq(sh(NULL, "echo resume > '%s/%s'", mnt, path), 0);
-  wait_state(a, TFS_RUNNING);
+  sx_wait_state(a, TFS_RUNNING, NULL);
   cr_assert(tu_wait_until(not_stopped, &worker, 10000));
   /* Bad lines: EINVAL, nothing sent (a good line before a bad one too). */
   const char *bad[] = {"stop\n", "signal NOPE\n", "signal\n", "pause now\n", "resume\nbogus\n"};
@@ -257,7 +226,7 @@ Test(qmount, stdin_is_there_for_a_task_that_has_one) {
   char a[TFS_ID_MAX + 1], n[TFS_ID_MAX + 1], path[PATH_MAX + 64];
   run_task(a, "--stdin -- sh -c 'while read l; do echo \"got $l\"; done'");
   run_task(n, "-- sleep 300.191");
-  wait_state(a, TFS_RUNNING);
+  sx_wait_state(a, TFS_RUNNING, NULL);
   snprintf(path, sizeof path, "%s/tasks/%s/stdin", mnt, n);
   cr_assert_neq(access(path, F_OK), 0, "a task without stdin has no stdin file");
   snprintf(path, sizeof path, "%s/tasks/%s/stdin", mnt, a);

@@ -8,24 +8,7 @@
 
 TestSuite(run, .init = sx_setup, .fini = sx_teardown, .timeout = 60);
 
-/* Runs `cd TMP && taskfs ARGS` (a shell fragment); captures stdout and
- * stderr when asked; returns the exit status. */
-static int taskfs(char **out, char **err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int taskfs(char **out, char **err, const char *fmt, ...) {
-  va_list ap;
-  char *args, errpath[PATH_MAX];
-  va_start(ap, fmt);
-  if (vasprintf(&args, fmt, ap) < 0)
-    abort();
-  va_end(ap);
-  snprintf(errpath, sizeof errpath, "%s/stderr.txt", sx_tmp);
-  int rc = tu_sh(out, "cd '%s' && '%s' %s 2>'%s'", sx_tmp, tu_taskfs_bin(), args, errpath);
-  if (err)
-    *err = tu_read_file(errpath, NULL);
-  free(args);
-  return rc;
-}
+#define taskfs sx_taskfs
 
 /* The id on the first line of out, checked. */
 static void first_id(const char *out, char id[TFS_ID_MAX + 1]) {
