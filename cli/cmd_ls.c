@@ -11,13 +11,15 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/ls_columns.h"
 #include "cli/ls_view.h"
 #include "cli/verbs.h"
 #include "taskfs/text.h"
 
 static const char usage_text[] =
-    "usage: taskfs ls [--json] [--state S[,S...]] [--limit N] [--all] [--time]\n"
-    "                 [--color=auto|always|never] [--state-dir DIR] [--foreign-store]\n"
+    "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N]\n"
+    "                 [--all] [--time] [--color=auto|always|never] [--state-dir DIR]\n"
+    "                 [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
     "STARTED and ENDED (how long ago; --time: when), EXIT (exit code, or the\n"
@@ -27,6 +29,12 @@ static const char usage_text[] =
     "with ...) and states are coloured.\n"
     "\n"
     "  --json           a JSON array of the full records, oldest first\n"
+    "  --columns C,...  the columns to show, in this order: id, state, started,\n"
+    "                   ended, age (since created), time (run time), exit, key,\n"
+    "                   reason, command, cpu (user + system, the whole tree),\n"
+    "                   cpu-user, cpu-sys, maxrss (the largest process), treepeak\n"
+    "                   (the memory cgroup's peak), output (bytes), queued,\n"
+    "                   restarts, timeout, limits\n"
     "  --state S        only tasks in state S: queued, running, paused, completed,\n"
     "                   failed, cancelled, lost (repeat it or use commas)\n"
     "  --time           STARTED and ENDED as local times (2026-12-01 18:04:05)\n"
@@ -46,25 +54,20 @@ static const char usage_text[] =
     "  user's or writable by others).\n";
 
 #define STATE_NAMES "queued, running, paused, completed, failed, cancelled, lost"
-#define CMD_MAX 1024   /* bytes of the command kept per row */
-#define REASON_MAX 600 /* bytes of the reason kept per row */
-#define KEY_COL_TERM 24    /* on a terminal, longer keys are cut */
+#define KEY_COL_MAX 32     /* into a pipe, longer keys are cut */
+#define KEY_COL_TERM 24    /* on a terminal */
 #define REASON_COL_MAX 40  /* the REASON column is at most this wide */
 #define REASON_COL_TERM 32 /* on a terminal */
 
+/* One row: the offsets of its cells' texts in the pool. */
 typedef struct {
-  char id[TFS_ID_MAX + 1];
-  tfs_state_t state;
-  char started[24];
-  char ended[24];
-  char exit[TFS_SIGNAME_MAX];
-  size_t key, cmd, reason; /* offsets of the texts in the pool; key NO_KEY: none */
+  size_t cell[LS_COLS_MAX];
 } row_t;
 
-#define NO_KEY ((size_t)-1)
+#define NO_CELL ((size_t)-1)
 
-/* The rows, and their key and command texts in one pool: a listing of
- * 100,000 tasks makes no allocation per row. */
+/* The rows, and their texts in one pool: a listing of 100,000 tasks makes
+ * no allocation per row. */
 typedef struct {
   row_t *rows;
   size_t n, cap;
@@ -77,7 +80,7 @@ static void rows_free(rows_t *r) {
   free(r->pool);
 }
 
-/* Copies s (len bytes and a NUL) into the pool; its offset, or NO_KEY
+/* Copies s (len bytes and a NUL) into the pool; its offset, or NO_CELL
  * without memory. */
 static size_t pool_add(rows_t *r, const char *s, size_t len) {
   if (r->pcap - r->plen < len + 1) {
@@ -86,7 +89,7 @@ static size_t pool_add(rows_t *r, const char *s, size_t len) {
       cap *= 2;
     char *p = realloc(r->pool, cap);
     if (!p)
-      return NO_KEY;
+      return NO_CELL;
     r->pool = p;
     r->pcap = cap;
   }
@@ -100,152 +103,123 @@ static size_t pool_add(rows_t *r, const char *s, size_t len) {
 /* What a listing is asked for, and what it has found so far. */
 typedef struct {
   int json;
-  int absolute; /* --time */
-  int color;    /* CLI_COLOR_* */
-  tfs_queue_positions_t *positions; /* where queued tasks stand */
   int64_t limit; /* -1: every task */
   unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
-  int64_t now;
-  rows_t rows;  /* text rows, printed at the end (the KEY column is sized on them) */
+  int color;             /* CLI_COLOR_* */
+  ls_ctx_t ctx;          /* now, --time, where waiting tasks stand */
+  int cols[LS_COLS_MAX]; /* the columns, in order */
+  int ncols;
+  rows_t rows;  /* text rows, printed at the end (the columns are sized on them) */
   size_t shown; /* --json records written */
   int err;      /* -ENOMEM once a row could not be kept */
   tfs_list_stats_t stats;
 } listing_t;
 
-/* The command on one line: arguments joined by spaces, quoted with '...'
- * when they hold spaces or shell characters, control bytes shown as '?'. */
-static size_t render_cmd(const tfs_record_t *rec, char out[CMD_MAX + 4]) {
-  size_t o = 0;
-  for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++) {
-    const char *a = rec->argv[i];
-    int quote = !*a || strpbrk(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") != NULL;
-    if (i && o < CMD_MAX)
-      out[o++] = ' ';
-    if (quote && o < CMD_MAX)
-      out[o++] = '\'';
-    for (; *a && o < CMD_MAX; a++) {
-      unsigned char c = (unsigned char)*a;
-      if (c == '\'' && quote) {
-        if (o + 4 >= CMD_MAX)
-          break;
-        memcpy(out + o, "'\\''", 4);
-        o += 4;
-      } else {
-        out[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-      }
-    }
-    if (quote && o < CMD_MAX)
-      out[o++] = '\'';
-    if (o >= CMD_MAX) {
-      memcpy(out + CMD_MAX, "...", 3);
-      o = CMD_MAX + 3;
-      break;
-    }
+static int fill_row(rows_t *r, row_t *row, const listing_t *l, const tfs_record_t *rec) {
+  char text[LS_CELL_MAX];
+  for (int c = 0; c < l->ncols; c++) {
+    size_t len = ls_column_text(l->cols[c], rec, &l->ctx, text, sizeof text);
+    if ((row->cell[c] = pool_add(r, text, len)) == NO_CELL)
+      return -ENOMEM;
   }
-  out[o] = 0;
-  return o;
+  return 0;
 }
 
-static int fill_row(listing_t *l, row_t *row, const tfs_record_t *rec) {
-  rows_t *r = &l->rows;
-  char cmd[CMD_MAX + 4], reason[REASON_MAX];
-  memcpy(row->id, rec->id, sizeof row->id);
-  row->state = rec->state;
-  cli_fmt_when(rec->started_ms, l->now, l->absolute, row->started, sizeof row->started);
-  cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, l->now, l->absolute,
-               row->ended, sizeof row->ended);
-  if (rec->signal > 0) {
-    tfs_signal_name(rec->signal, row->exit);
-  } else if (rec->exit_code >= 0 && tfs_state_terminal(rec->state)) {
-    snprintf(row->exit, sizeof row->exit, "%d", rec->exit_code);
-  } else {
-    strcpy(row->exit, "-");
+/* The width of each column: its heading, its minimum, its widest cell
+ * (KEY at most KEY_COL_MAX, REASON at most REASON_COL_MAX; the last column
+ * is not padded). On a terminal KEY and REASON are narrower, and when a
+ * last COMMAND would get fewer than 20 columns the reason gives some up,
+ * then the key, down to their floors (10 and 8, then their headings), so
+ * that an 80-column terminal still gets whole rows. */
+static void col_widths(const listing_t *l, size_t term_cols, size_t w[LS_COLS_MAX]) {
+  const rows_t *r = &l->rows;
+  int key = -1, why = -1;
+  size_t used = 0;
+  for (int c = 0; c < l->ncols; c++) {
+    const ls_col_t *col = ls_column(l->cols[c]);
+    size_t cap = ls_column_is_key(l->cols[c])      ? (term_cols ? KEY_COL_TERM : KEY_COL_MAX)
+                 : ls_column_is_reason(l->cols[c]) ? (term_cols ? REASON_COL_TERM : REASON_COL_MAX)
+                                                   : 0;
+    w[c] = strlen(col->header) > col->min ? strlen(col->header) : col->min;
+    for (size_t i = 0; i < r->n && c < l->ncols - 1; i++) {
+      size_t len = cli_text_cols(r->pool + r->rows[i].cell[c]);
+      if (len > w[c])
+        w[c] = cap && len > cap ? cap : len;
+    }
+    key = ls_column_is_key(l->cols[c]) ? c : key;
+    why = ls_column_is_reason(l->cols[c]) ? c : why;
+    used += c < l->ncols - 1 ? w[c] + 1 : 0;
   }
-  /* An end's reason as recorded; a waiting task's place, computed now. */
-  if (tfs_state_terminal(rec->state))
-    snprintf(reason, sizeof reason, "%s", rec->reason ? rec->reason : "");
-  else
-    tfs_queue_describe(l->positions, rec, reason, sizeof reason);
-  for (char *p = reason; *p; p++)
-    if ((unsigned char)*p < 0x20)
-      *p = ' ';
-  /* Rows are kept until the end: the pool holds only what they show. */
-  row->key = rec->key[0] ? pool_add(r, rec->key, strlen(rec->key)) : NO_KEY;
-  row->cmd = pool_add(r, cmd, render_cmd(rec, cmd));
-  row->reason = pool_add(r, reason[0] ? reason : "-", reason[0] ? strlen(reason) : 1);
-  return row->cmd == NO_KEY || row->reason == NO_KEY || (rec->key[0] && row->key == NO_KEY)
-             ? -ENOMEM
-             : 0;
-}
-
-/* The widths of the columns that vary: KEY as wide as the longest key
- * (on a terminal at most KEY_COL_TERM), REASON as the longest reason up to
- * its cap, COMMAND what is left of the terminal (0: no limit). */
-typedef struct {
-  size_t key, reason, cmd;
-} widths_t;
-
-#define FIXED_COLS 15 + 1 + 9 + 1 + 8 + 1 + 8 + 1 + 7 + 1 /* ID STATE STARTED ENDED EXIT */
-
-static widths_t size_columns(const rows_t *r, size_t term, int absolute) {
-  widths_t w = {3, 6, 0};
-  size_t fixed = FIXED_COLS + (absolute ? 2 * 11 : 0);
-  for (size_t i = 0; i < r->n; i++) {
-    size_t k = r->rows[i].key != NO_KEY ? cli_text_cols(r->pool + r->rows[i].key) : 1;
-    size_t why = cli_text_cols(r->pool + r->rows[i].reason);
-    w.key = k > w.key ? k : w.key;
-    w.reason = why > w.reason ? why : w.reason;
-  }
-  if (w.reason > REASON_COL_MAX)
-    w.reason = REASON_COL_MAX;
-  if (!term)
-    return w;
-  if (w.key > KEY_COL_TERM)
-    w.key = KEY_COL_TERM;
-  if (w.reason > REASON_COL_TERM)
-    w.reason = REASON_COL_TERM;
-  /* What is left goes to the command. When that is not even 20 columns,
-   * the reason gives some up, then the key, down to their floors (10 and
-   * 8, then their headers), in that order, so that an 80-column terminal
-   * still gets whole rows. */
+  if (!term_cols || !ls_column_is_command(l->cols[l->ncols - 1]))
+    return;
   static const struct {
     int key;
     size_t floor;
   } give[] = {{0, 10}, {1, 8}, {0, 6}, {1, 3}};
-  size_t avail = term > fixed + 2 ? term - fixed - 2 : 0;
-  for (size_t i = 0; i < sizeof give / sizeof *give && w.key + w.reason + 20 > avail; i++) {
-    size_t *c = give[i].key ? &w.key : &w.reason;
-    size_t over = w.key + w.reason + 20 - avail;
-    if (*c > give[i].floor)
-      *c = *c - give[i].floor > over ? *c - over : give[i].floor;
+  for (size_t i = 0; i < sizeof give / sizeof *give && used + 20 > term_cols; i++) {
+    int c = give[i].key ? key : why;
+    if (c < 0 || c == l->ncols - 1 || w[c] <= give[i].floor)
+      continue;
+    size_t over = used + 20 - term_cols, less = w[c] - give[i].floor > over ? over
+                                                                             : w[c] - give[i].floor;
+    w[c] -= less;
+    used -= less;
   }
-  w.cmd = avail > w.key + w.reason + 10 ? avail - w.key - w.reason : 10;
+}
+
+/* The colour of a cell on a terminal, or NULL: the state's, and red for
+ * an exit that is not 0. */
+static const char *cell_color(const listing_t *l, int c, const char *text) {
+  int col = l->cols[c];
+  tfs_state_t st;
+  if (ls_column_is_state(col) && tfs_state_parse(text, &st) == 0)
+    return cli_state_color(st);
+  if (ls_column_is_exit(col) && strcmp(text, "-") && strcmp(text, "0"))
+    return "\033[31m";
+  return NULL;
+}
+
+/* One cell in width w (cut with "…" when longer, padded unless it is the
+ * last); the last one, when it is the command, is cut to the terminal.
+ * Returns the columns written. */
+static size_t put_cell(const listing_t *l, int c, const char *text, size_t w, size_t used,
+                       size_t term_cols, int color) {
+  const ls_col_t *col = ls_column(l->cols[c]);
+  int last = c == l->ncols - 1;
+  const char *on = color ? cell_color(l, c, text) : NULL;
+  if (last && ls_column_is_command(l->cols[c])) {
+    cli_put_cell(stdout, text, term_cols ? (term_cols > used + 10 ? term_cols - used : 10) : 0, 0,
+                 0);
+    return 0;
+  }
+  if (on)
+    fputs(on, stdout);
+  cli_put_cell(stdout, text, w, !last || col->right, col->right);
+  if (on)
+    fputs(CLI_COLOR_OFF, stdout);
   return w;
 }
 
-static void print_rows(const listing_t *l, size_t term) {
+static void print_rows(const listing_t *l, size_t term_cols) {
   const rows_t *r = &l->rows;
+  size_t w[LS_COLS_MAX];
   int color = cli_color_on(l->color, STDOUT_FILENO);
-  size_t tw = l->absolute ? 19 : 8;
-  widths_t w = size_columns(r, term, l->absolute);
-  printf("%-15s %-9s %-*s %-*s %7s ", "ID", "STATE", (int)tw, "STARTED", (int)tw, "ENDED", "EXIT");
-  cli_put_cell(stdout, "KEY", w.key, 1, 0);
-  putchar(' ');
-  cli_put_cell(stdout, "REASON", w.reason, 1, 0);
-  puts(" COMMAND");
+  col_widths(l, term_cols, w);
+  for (int c = 0; c < l->ncols; c++) {
+    if (c)
+      putchar(' ');
+    put_cell(l, c, ls_column(l->cols[c])->header, w[c], 0, 0, 0);
+  }
+  putchar('\n');
   for (size_t k = 0; k < r->n; k++) {
-    const row_t *row = &r->rows[k];
-    const char *state = tfs_state_name(row->state);
-    int bad = row->exit[0] != '-' && strcmp(row->exit, "0");
-    printf("%-15s ", row->id);
-    printf("%s%-9s%s ", color ? cli_state_color(row->state) : "", state, color ? CLI_COLOR_OFF : "");
-    printf("%-*s %-*s ", (int)tw, row->started, (int)tw, row->ended);
-    printf("%s%7s%s ", color && bad ? "\033[31m" : "", row->exit, color && bad ? CLI_COLOR_OFF : "");
-    cli_put_cell(stdout, row->key != NO_KEY ? r->pool + row->key : "-", w.key, 1, 0);
-    putchar(' ');
-    cli_put_cell(stdout, r->pool + row->reason, w.reason, 1, 0);
-    putchar(' ');
-    cli_put_cell(stdout, r->pool + row->cmd, w.cmd, 0, 0);
+    size_t used = 0;
+    for (int c = 0; c < l->ncols; c++) {
+      if (c) {
+        putchar(' ');
+        used++;
+      }
+      used += put_cell(l, c, r->pool + r->rows[k].cell[c], w[c], used, term_cols, color);
+    }
     putchar('\n');
   }
 }
@@ -273,7 +247,7 @@ static int take_record(const tfs_record_t *rec, const char *json, size_t len, vo
   }
   row_t *row = &r->rows[r->n];
   memset(row, 0, sizeof *row);
-  if (fill_row(l, row, rec)) {
+  if (fill_row(r, row, l, rec)) {
     l->err = -ENOMEM;
     return 1;
   }
@@ -323,13 +297,20 @@ static int ls_option(listing_t *l, int c, const char *arg) {
     l->limit = -1;
     break;
   case 't':
-    l->absolute = 1;
+    l->ctx.absolute = 1;
     break;
-  case 'c':
+  case 'K':
     if (cli_color_parse(arg, &l->color))
       return cli_usage_error("ls", "--color is auto, always or never, not '%s'",
                              cli_quote(arg, q, sizeof q));
     break;
+  case 'c': {
+    char bad[80];
+    if ((l->ncols = ls_columns_parse(arg, l->cols, bad, sizeof bad)) < 0)
+      return cli_usage_error("ls", "unknown column '%s'; the columns are %s",
+                             cli_quote(bad, q, sizeof q), ls_columns_names());
+    break;
+  }
   }
   return CLI_EXIT_OK;
 }
@@ -353,10 +334,11 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
   static char obuf[1 << 16];
   setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
   size_t term_cols = l->json ? 0 : cli_term_cols(STDOUT_FILENO);
-  if (!l->json && store)
-    tfs_queue_positions_open(store, &l->positions);
   int code = CLI_EXIT_OK;
-  l->now = tfs_now_ms();
+  l->ctx.now = tfs_now_ms();
+  /* Where waiting tasks stand, each queue read once for the listing. */
+  if (!l->json && store)
+    tfs_queue_positions_open(store, &l->ctx.positions);
   if (l->json)
     fputs("[", stdout);
   int err = ls_load(l, store);
@@ -368,7 +350,6 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
     fputs(l->shown ? "\n]\n" : "]\n", stdout);
   else
     print_rows(l, term_cols);
-  tfs_queue_positions_close(l->positions);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     cli_error("ls", "cannot write the listing: %s", strerror(errno));
     code = CLI_EXIT_SYSTEM;
@@ -382,13 +363,15 @@ int cmd_ls(int argc, char **argv) {
       {"state", required_argument, NULL, 's'},
       {"limit", required_argument, NULL, 'l'},
       {"all", no_argument, NULL, 'a'},
+      {"columns", required_argument, NULL, 'c'},
       {"time", no_argument, NULL, 't'},
-      {"color", required_argument, NULL, 'c'},
-      {"colour", required_argument, NULL, 'c'},
+      {"color", required_argument, NULL, 'K'},
+      {"colour", required_argument, NULL, 'K'},
       {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
   listing_t l = {.limit = -1};
+  l.ncols = ls_columns_default(l.cols);
   tfs_store_t *store = NULL;
   int c, code;
   while ((c = cli_getopt(&o, argc, argv)) > 0)
@@ -409,6 +392,7 @@ int cmd_ls(int argc, char **argv) {
               l.stats.corrupt, l.stats.corrupt == 1 ? "" : "s", l.stats.first_corrupt,
               l.stats.corrupt == 1 ? "it" : "them");
   rows_free(&l.rows);
+  tfs_queue_positions_close(l.ctx.positions);
   if (store)
     tfs_store_close(store);
   return code;

@@ -30,6 +30,7 @@ static const verb_t verbs[] = {
     {"signal", cmd_signal, "send a signal to a task's process tree"},
     {"send", cmd_send, "write to the stdin of a task run with --stdin"},
     {"path", cmd_path, "print the resolved state directory"},
+    {"config", cmd_config, "the store's default timeout and limits"},
     {"mount", cmd_mount, "mount the store as a FUSE filesystem"},
     {"umount", cmd_umount, "unmount a taskfs mount"},
     {"mcp", cmd_mcp, "serve the store to an MCP host over stdio"},

@@ -32,6 +32,10 @@ const char *tfs_strerror(int err) {
     return "the dependencies wait for each other (a cycle)";
   case TFS_ENOSTDIN:
     return "the task has no stdin to write to (start it with a stdin: taskfs run --stdin)";
+  case TFS_ELIMIT:
+    return "a limit is malformed or cannot be applied";
+  case TFS_ECONFIG:
+    return "the store's config file (or a key or value for it) is invalid";
   case TFS_ESYMLINK:
     return "a symlink or foreign file was found where a store file belongs; refusing to follow "
            "it";

@@ -295,6 +295,15 @@ static SX_UNUSED int sx_taskfs(char **out, char **err, const char *fmt, ...) {
   return rc;
 }
 
+/* The id on the first line of out, checked. */
+static SX_UNUSED void sx_first_id(const char *out, char id[TFS_ID_MAX + 1]) {
+  size_t n = strcspn(out, "\n");
+  cr_assert(n > 0 && n <= TFS_ID_MAX, "no id in: %s", out);
+  memcpy(id, out, n);
+  id[n] = 0;
+  cr_assert(tfs_id_valid(id), "not an id: %s", id);
+}
+
 /* The state letter of /proc/<pid>/stat (R, S, T, Z, ...), '?' if gone. */
 static SX_UNUSED char sx_proc_state(pid_t pid) {
   char path[64];
