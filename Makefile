@@ -37,7 +37,7 @@ BIN := $(BUILD)/taskfs
 # made with the installed paths substituted (rule in the install section).
 UNITS := $(patsubst contrib/systemd/%.in,$(BUILD)/systemd/%,$(wildcard contrib/systemd/*.in))
 
-.PHONY: all test test-c test-mcp test-mcp2 test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus format asan coverage api-reach
+.PHONY: all test test-c test-mcp test-mcp2 test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus bench-queue format asan coverage api-reach
 all: $(BIN) $(UNITS)
 
 $(BUILD)/%.o: %.c
@@ -132,6 +132,11 @@ bench-quick: $(BIN) $(BENCH_BIN)
 # Recall and precision of the important lines over tests/corpus.
 bench-corpus: $(BUILD)/bench/corpus
 	BUILD=$(BUILD) ./bench/corpus.sh
+
+# The queue row (issue 18): 1,000 `true` tasks through a queue with
+# parallel 2 against task-spooler's `tsp -S 2`, in the same run.
+bench-queue: $(BIN)
+	TASKFS_BIN=$(abspath $(BIN)) ./bench/queue.sh
 
 # ---- install (scripts/install.sh) -------------------------------------------
 # `make install PREFIX=/usr DESTDIR=/tmp/x`, and `make uninstall` with the

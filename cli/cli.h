@@ -36,8 +36,10 @@ struct cli_opts;
  * CLI_EXIT_SYSTEM. Prints the error and returns an exit code. */
 int cli_open_store(const struct cli_opts *o, int create, tfs_store_t **out);
 
-/* Resolves an ID or KEY argument; prints a clear error (with what to do)
- * and returns an exit code (CLI_EXIT_NOTASK, CLI_EXIT_USAGE, ...). */
+/* Resolves an ID, KEY or unique id prefix (at least TFS_ID_PREFIX_MIN
+ * characters) argument; prints a clear error (with what to do; an
+ * ambiguous prefix lists its candidates) and returns an exit code
+ * (CLI_EXIT_NOTASK, CLI_EXIT_USAGE, ...). */
 int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
                      char id_out[TFS_ID_MAX + 1]);
 
@@ -47,6 +49,10 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
  * an exit code; on success *store is open and the caller closes it. */
 int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first,
                       tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+
+/* A task that waits (queued with its supervisor): says on stderr where it
+ * stands ("task X is queued: 3rd in queue build (2 of 2 running)"). */
+void cli_say_queued(const char *verb, tfs_store_t *store, const tfs_record_t *rec);
 
 /* Maps a library error to an exit code. */
 int cli_exit_for(int err);
@@ -86,7 +92,7 @@ typedef struct cli_opts {
   int foreign;                   /* out: --foreign-store */
   int code;                      /* out: the exit code once cli_getopt returns -1 */
   char optstring[32];            /* internal */
-  struct option all[24];         /* internal: longopts + state-dir + help */
+  struct option all[32];         /* internal: longopts + state-dir + help */
 } cli_opts_t;
 #define CLI_OPTS(verb_, usage_, short_, long_)                                                     \
   { .verb = (verb_), .usage = (usage_), .shortopts = (short_), .longopts = (long_) }
@@ -135,8 +141,8 @@ int cli_bad_option(const char *verb, char **argv, int c);
 
 /* The one parser of durations, for every option that takes one (--timeout,
  * --min-uptime, --grace, ...): a number, whole or decimal, with a unit ms,
- * s, m or h; a bare number is seconds ("500ms", "10s", "1.5s", "5m", "1h",
- * "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
+ * s, m, h or d; a bare number is seconds ("500ms", "10s", "1.5s", "5m",
+ * "1h", "7d", "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
  * a duration ..." and returns CLI_EXIT_USAGE. */
 int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out);
 

@@ -8,31 +8,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/ls_columns.h"
+#include "cli/ls_view.h"
 #include "cli/verbs.h"
 #include "taskfs/text.h"
 
 static const char usage_text[] =
     "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N]\n"
-    "                 [--all] [--state-dir DIR] [--foreign-store]\n"
+    "                 [--all] [--time] [--color=auto|always|never] [--state-dir DIR]\n"
+    "                 [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
-    "AGE (since created), TIME (run time so far, or until it ended), EXIT (exit\n"
-    "code, or the signal that killed it), KEY, COMMAND (cut to the terminal width\n"
-    "when stdout is a terminal).\n"
+    "STARTED and ENDED (how long ago; --time: when), EXIT (exit code, or the\n"
+    "signal that killed it), KEY, REASON (why it ended; for a task that waits,\n"
+    "where it stands: '2nd in queue build (2 of 2 running)'), COMMAND. On a\n"
+    "terminal the row fits its width (long keys, reasons and commands are cut\n"
+    "with ...) and states are coloured.\n"
     "\n"
     "  --json           a JSON array of the full records, oldest first\n"
-    "  --columns C,...  the columns to show, in this order: id, state, age, time,\n"
-    "                   exit, key, command, cpu (user + system, the whole tree),\n"
+    "  --columns C,...  the columns to show, in this order: id, state, started,\n"
+    "                   ended, age (since created), time (run time), exit, key,\n"
+    "                   reason, command, cpu (user + system, the whole tree),\n"
     "                   cpu-user, cpu-sys, maxrss (the largest process), treepeak\n"
     "                   (the memory cgroup's peak), output (bytes), queued,\n"
     "                   restarts, timeout, limits\n"
-    "  --state S        only tasks in state S: queued, running, completed, failed,\n"
-    "                   cancelled, lost (repeat it or use commas for several)\n"
+    "  --state S        only tasks in state S: queued, running, paused, completed,\n"
+    "                   failed, cancelled, lost (repeat it or use commas)\n"
+    "  --time           STARTED and ENDED as local times (2026-12-01 18:04:05)\n"
+    "  --color=WHEN     colour the states: auto (on a terminal, unless NO_COLOR is\n"
+    "                   set; the default), always or never\n"
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
     "  --all            every task (the default; cancels an earlier --limit)\n"
     "  --state-dir DIR  use the store in DIR\n"
@@ -46,8 +53,11 @@ static const char usage_text[] =
     "  0 ok, 100 usage, 111 system failure (also: the store is refused, another\n"
     "  user's or writable by others).\n";
 
-#define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
-#define KEY_COL_MAX 32
+#define STATE_NAMES "queued, running, paused, completed, failed, cancelled, lost"
+#define KEY_COL_MAX 32     /* into a pipe, longer keys are cut */
+#define KEY_COL_TERM 24    /* on a terminal */
+#define REASON_COL_MAX 40  /* the REASON column is at most this wide */
+#define REASON_COL_TERM 32 /* on a terminal */
 
 /* One row: the offsets of its cells' texts in the pool. */
 typedef struct {
@@ -95,7 +105,8 @@ typedef struct {
   int json;
   int64_t limit; /* -1: every task */
   unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
-  int64_t now;
+  int color;             /* CLI_COLOR_* */
+  ls_ctx_t ctx;          /* now, --time, where waiting tasks stand */
   int cols[LS_COLS_MAX]; /* the columns, in order */
   int ncols;
   rows_t rows;  /* text rows, printed at the end (the columns are sized on them) */
@@ -107,86 +118,97 @@ typedef struct {
 static int fill_row(rows_t *r, row_t *row, const listing_t *l, const tfs_record_t *rec) {
   char text[LS_CELL_MAX];
   for (int c = 0; c < l->ncols; c++) {
-    size_t len = ls_column_text(l->cols[c], rec, l->now, text, sizeof text);
+    size_t len = ls_column_text(l->cols[c], rec, &l->ctx, text, sizeof text);
     if ((row->cell[c] = pool_add(r, text, len)) == NO_CELL)
       return -ENOMEM;
   }
   return 0;
 }
 
-/* Display width of a UTF-8 string, roughly: one column per code point. */
-static size_t text_cols(const char *s, size_t bytes) {
-  size_t cols = 0;
-  for (size_t i = 0; i < bytes; i++)
-    if (((unsigned char)s[i] & 0xc0) != 0x80)
-      cols++;
-  return cols;
-}
-
-/* Prints cmd within cols columns, ending in "..." when cut. */
-static void put_cut(const char *cmd, size_t cols) {
-  size_t len = strlen(cmd);
-  if (text_cols(cmd, len) <= cols) {
-    fputs(cmd, stdout);
-    return;
-  }
-  if (cols < 4) {
-    fputs("...", stdout);
-    return;
-  }
-  size_t used = 0, i = 0;
-  for (; i < len; i++) {
-    if (((unsigned char)cmd[i] & 0xc0) != 0x80) {
-      if (used == cols - 3)
-        break;
-      used++;
-    }
-  }
-  fwrite(cmd, 1, i, stdout);
-  fputs("...", stdout);
-}
-
 /* The width of each column: its heading, its minimum, its widest cell
- * (KEY at most KEY_COL_MAX; the last column is not padded). */
-static void col_widths(const listing_t *l, size_t w[LS_COLS_MAX]) {
+ * (KEY at most KEY_COL_MAX, REASON at most REASON_COL_MAX; the last column
+ * is not padded). On a terminal KEY and REASON are narrower, and when a
+ * last COMMAND would get fewer than 20 columns the reason gives some up,
+ * then the key, down to their floors (10 and 8, then their headings), so
+ * that an 80-column terminal still gets whole rows. */
+static void col_widths(const listing_t *l, size_t term_cols, size_t w[LS_COLS_MAX]) {
   const rows_t *r = &l->rows;
+  int key = -1, why = -1;
+  size_t used = 0;
   for (int c = 0; c < l->ncols; c++) {
     const ls_col_t *col = ls_column(l->cols[c]);
+    size_t cap = ls_column_is_key(l->cols[c])      ? (term_cols ? KEY_COL_TERM : KEY_COL_MAX)
+                 : ls_column_is_reason(l->cols[c]) ? (term_cols ? REASON_COL_TERM : REASON_COL_MAX)
+                                                   : 0;
     w[c] = strlen(col->header) > col->min ? strlen(col->header) : col->min;
     for (size_t i = 0; i < r->n && c < l->ncols - 1; i++) {
-      size_t len = text_cols(r->pool + r->rows[i].cell[c], strlen(r->pool + r->rows[i].cell[c]));
+      size_t len = cli_text_cols(r->pool + r->rows[i].cell[c]);
       if (len > w[c])
-        w[c] = ls_column_is_key(l->cols[c]) && len > KEY_COL_MAX ? KEY_COL_MAX : len;
+        w[c] = cap && len > cap ? cap : len;
     }
+    key = ls_column_is_key(l->cols[c]) ? c : key;
+    why = ls_column_is_reason(l->cols[c]) ? c : why;
+    used += c < l->ncols - 1 ? w[c] + 1 : 0;
+  }
+  if (!term_cols || !ls_column_is_command(l->cols[l->ncols - 1]))
+    return;
+  static const struct {
+    int key;
+    size_t floor;
+  } give[] = {{0, 10}, {1, 8}, {0, 6}, {1, 3}};
+  for (size_t i = 0; i < sizeof give / sizeof *give && used + 20 > term_cols; i++) {
+    int c = give[i].key ? key : why;
+    if (c < 0 || c == l->ncols - 1 || w[c] <= give[i].floor)
+      continue;
+    size_t over = used + 20 - term_cols, less = w[c] - give[i].floor > over ? over
+                                                                             : w[c] - give[i].floor;
+    w[c] -= less;
+    used -= less;
   }
 }
 
-/* One cell padded to width w; the last one is cut to the terminal when it
- * is the command. Returns the columns written. */
+/* The colour of a cell on a terminal, or NULL: the state's, and red for
+ * an exit that is not 0. */
+static const char *cell_color(const listing_t *l, int c, const char *text) {
+  int col = l->cols[c];
+  tfs_state_t st;
+  if (ls_column_is_state(col) && tfs_state_parse(text, &st) == 0)
+    return cli_state_color(st);
+  if (ls_column_is_exit(col) && strcmp(text, "-") && strcmp(text, "0"))
+    return "\033[31m";
+  return NULL;
+}
+
+/* One cell in width w (cut with "…" when longer, padded unless it is the
+ * last); the last one, when it is the command, is cut to the terminal.
+ * Returns the columns written. */
 static size_t put_cell(const listing_t *l, int c, const char *text, size_t w, size_t used,
-                       size_t term_cols) {
+                       size_t term_cols, int color) {
   const ls_col_t *col = ls_column(l->cols[c]);
   int last = c == l->ncols - 1;
-  if (last && ls_column_is_command(l->cols[c]) && term_cols) {
-    put_cut(text, term_cols > used + 10 ? term_cols - used : 10);
+  const char *on = color ? cell_color(l, c, text) : NULL;
+  if (last && ls_column_is_command(l->cols[c])) {
+    cli_put_cell(stdout, text, term_cols ? (term_cols > used + 10 ? term_cols - used : 10) : 0, 0,
+                 0);
     return 0;
   }
-  if (last && !col->right) {
-    fputs(text, stdout);
-    return 0;
-  }
-  int n = printf(col->right ? "%*s" : "%-*s", (int)w, text);
-  return n > 0 ? (size_t)n : 0;
+  if (on)
+    fputs(on, stdout);
+  cli_put_cell(stdout, text, w, !last || col->right, col->right);
+  if (on)
+    fputs(CLI_COLOR_OFF, stdout);
+  return w;
 }
 
 static void print_rows(const listing_t *l, size_t term_cols) {
   const rows_t *r = &l->rows;
   size_t w[LS_COLS_MAX];
-  col_widths(l, w);
+  int color = cli_color_on(l->color, STDOUT_FILENO);
+  col_widths(l, term_cols, w);
   for (int c = 0; c < l->ncols; c++) {
     if (c)
       putchar(' ');
-    put_cell(l, c, ls_column(l->cols[c])->header, w[c], 0, 0);
+    put_cell(l, c, ls_column(l->cols[c])->header, w[c], 0, 0, 0);
   }
   putchar('\n');
   for (size_t k = 0; k < r->n; k++) {
@@ -196,7 +218,7 @@ static void print_rows(const listing_t *l, size_t term_cols) {
         putchar(' ');
         used++;
       }
-      used += put_cell(l, c, r->pool + r->rows[k].cell[c], w[c], used, term_cols);
+      used += put_cell(l, c, r->pool + r->rows[k].cell[c], w[c], used, term_cols, color);
     }
     putchar('\n');
   }
@@ -274,6 +296,14 @@ static int ls_option(listing_t *l, int c, const char *arg) {
   case 'a':
     l->limit = -1;
     break;
+  case 't':
+    l->ctx.absolute = 1;
+    break;
+  case 'K':
+    if (cli_color_parse(arg, &l->color))
+      return cli_usage_error("ls", "--color is auto, always or never, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    break;
   case 'c': {
     char bad[80];
     if ((l->ncols = ls_columns_parse(arg, l->cols, bad, sizeof bad)) < 0)
@@ -283,14 +313,6 @@ static int ls_option(listing_t *l, int c, const char *arg) {
   }
   }
   return CLI_EXIT_OK;
-}
-
-/* The width to cut the COMMAND column at, 0 when stdout is no terminal. */
-static size_t terminal_cols(void) {
-  struct winsize ws;
-  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-    return ws.ws_col;
-  return 0;
 }
 
 /* Lists through the core and prints. --limit 0 shows nothing. */
@@ -311,9 +333,12 @@ static int ls_load(listing_t *l, tfs_store_t *store) {
 static int ls_print(listing_t *l, tfs_store_t *store) {
   static char obuf[1 << 16];
   setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-  size_t term_cols = l->json ? 0 : terminal_cols();
+  size_t term_cols = l->json ? 0 : cli_term_cols(STDOUT_FILENO);
   int code = CLI_EXIT_OK;
-  l->now = tfs_now_ms();
+  l->ctx.now = tfs_now_ms();
+  /* Where waiting tasks stand, each queue read once for the listing. */
+  if (!l->json && store)
+    tfs_queue_positions_open(store, &l->ctx.positions);
   if (l->json)
     fputs("[", stdout);
   int err = ls_load(l, store);
@@ -334,9 +359,15 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
 
 int cmd_ls(int argc, char **argv) {
   static const struct option opts[] = {
-      {"json", no_argument, NULL, 'j'},          {"state", required_argument, NULL, 's'},
-      {"limit", required_argument, NULL, 'l'},   {"all", no_argument, NULL, 'a'},
-      {"columns", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+      {"json", no_argument, NULL, 'j'},
+      {"state", required_argument, NULL, 's'},
+      {"limit", required_argument, NULL, 'l'},
+      {"all", no_argument, NULL, 'a'},
+      {"columns", required_argument, NULL, 'c'},
+      {"time", no_argument, NULL, 't'},
+      {"color", required_argument, NULL, 'K'},
+      {"colour", required_argument, NULL, 'K'},
+      {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
   listing_t l = {.limit = -1};
@@ -361,6 +392,7 @@ int cmd_ls(int argc, char **argv) {
               l.stats.corrupt, l.stats.corrupt == 1 ? "" : "s", l.stats.first_corrupt,
               l.stats.corrupt == 1 ? "it" : "them");
   rows_free(&l.rows);
+  tfs_queue_positions_close(l.ctx.positions);
   if (store)
     tfs_store_close(store);
   return code;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/sched.h"
 #include "cli/verbs.h"
 #include "taskfs/supervise.h"
 #include "taskfs/text.h"
@@ -71,6 +72,7 @@ static const char usage_text[] =
     "                        cpu=10m, nofile=4096, nproc=512, fsize=10G, core=0\n"
     "                        (setrlimit, soft and hard; mem: the tree's memory cgroup\n"
     "                        where one can be made; none lifts a store default)\n"
+    CLI_SCHED_USAGE
     "  --wait                wait for the task to end; exit with its exit code\n"
     "  --follow              print its output until it ends; exit with its exit code\n"
     "  --state-dir DIR       use the store in DIR\n"
@@ -132,6 +134,7 @@ typedef struct {
   char **env;   /* NAME=VALUE (malloc'ed), for the supervisor's environment only */
   char **names; /* NAME (malloc'ed), for the record */
   char *cwd;
+  cli_sched_t sched; /* --queue, --after, --delay, --at, --stdin */
   tfs_limits_t limits; /* --timeout, --limit */
   char why[1024];      /* a refusal of the limits, in core's words */
 } run_args_t;
@@ -155,6 +158,7 @@ static void run_args_free(run_args_t *a) {
   free(a->names);
   free(a->env);
   free(a->cwd);
+  cli_sched_free(&a->sched);
   tfs_limits_free(&a->limits);
 }
 
@@ -350,8 +354,9 @@ static int run_option(run_args_t *a, int c, const char *arg) {
   case OPT_FOLLOW:
     a->follow = 1;
     return CLI_EXIT_OK;
+  default:
+    return cli_sched_option(&a->sched, c, arg);
   }
-  return CLI_EXIT_OK;
 }
 
 /* Checks what follows the options (CMD and its arguments) and the
@@ -432,7 +437,9 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
     cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
     return CLI_EXIT_NOSTART;
   }
-  if (st->rec.state == TFS_QUEUED)
+  if (st->rec.state == TFS_QUEUED && st->rec.supervisor_pid > 0)
+    cli_say_queued("run", store, &st->rec);
+  else if (st->rec.state == TFS_QUEUED)
     cli_error("run",
               "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
               "tells when it does",
@@ -485,6 +492,7 @@ int cmd_run(int argc, char **argv) {
       {"limit", required_argument, NULL, OPT_LIMIT},
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
+      CLI_SCHED_OPTIONS,
       {NULL, 0, NULL, 0},
   };
   /* In order: options end at CMD, so CMD's own options are never taken. */
@@ -504,7 +512,7 @@ int cmd_run(int argc, char **argv) {
     goto out;
   }
   if ((code = run_operands(&a, argc, argv)) || (code = cli_open_store(&o, 1, &store)) ||
-      (code = run_start(store, &a, id)))
+      (code = cli_sched_apply(&a.sched, store, &a.spec)) || (code = run_start(store, &a, id)))
     goto out;
   if (a.follow)
     code = cli_follow(store, id, -1, STDOUT_FILENO);

@@ -174,14 +174,15 @@ int cli_parse_i64(const char *s, int64_t *out) {
 }
 
 /* Durations, one syntax for every option that takes one: a number, whole
- * or decimal, and a unit: ms, s, m or h; a bare number is seconds
- * ("500ms", "10s", "1.5s", "5m", "1h", "30", "0.5"). Rounds down to whole
+ * or decimal, and a unit: ms, s, m, h or d; a bare number is seconds
+ * ("500ms", "10s", "1.5s", "5m", "1h", "7d", "30", "0.5"). Rounds down to whole
  * milliseconds; returns 0 or -1 (negative, empty, junk, overflow). */
 static int parse_duration(const char *s, int64_t *ms_out) {
   static const struct {
     const char *name;
     int64_t ms;
-  } units[] = {{"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}};
+  } units[] = {{"ms", 1},       {"s", 1000},       {"", 1000},
+               {"m", 60000},    {"h", 3600000},    {"d", 86400000}};
   int64_t whole = 0, frac = 0, scale = 1;
   const char *p = s;
   int digits = 0;
@@ -346,6 +347,17 @@ int cli_open_store(const cli_opts_t *o, int create, tfs_store_t **out) {
   return CLI_EXIT_OK;
 }
 
+/* An id prefix that names several tasks: which ones, and what to do. */
+static int report_ambiguous(const char *verb, const char *arg, char **cands, size_t n) {
+  char list[8 * (TFS_ID_MAX + 2) + 8] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < n && o < sizeof list - TFS_ID_MAX - 3; i++)
+    o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", cands[i]);
+  tfs_ids_free(cands, n);
+  return cli_usage_error(verb, "'%s' is the start of more than one task id (%s%s); give more of it",
+                         arg, list, n >= 8 ? ", ..." : "");
+}
+
 int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
                      char id_out[TFS_ID_MAX + 1]) {
   char q[96];
@@ -365,15 +377,21 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
               last_store_path);
     return CLI_EXIT_NOTASK;
   }
-  rc = tfs_task_resolve(store, arg, id_out);
+  char **cands = NULL;
+  size_t ncands = 0;
+  rc = tfs_task_resolve_prefix(store, arg, id_out, &cands, &ncands, 8);
   /* The task must exist, also when a key names one that is gone. */
   if (rc == 0)
     rc = tfs_task_stat(store, id_out, &st);
   if (rc == 0)
     return CLI_EXIT_OK;
+  if (rc == TFS_EAMBIGUOUS)
+    return report_ambiguous(verb, arg, cands, ncands);
   if (rc == TFS_ENOTASK) {
-    cli_error(verb, "no task with id or key '%s' in %s; 'taskfs ls' lists tasks", arg,
-              tfs_store_path(store));
+    cli_error(verb, "no task with id or key '%s' in %s%s; 'taskfs ls' lists tasks", arg,
+              tfs_store_path(store),
+              strlen(arg) < TFS_ID_PREFIX_MIN ? " (an id prefix needs at least 4 characters)"
+                                              : "");
     return CLI_EXIT_NOTASK;
   }
   if (rc == TFS_EBADID)

@@ -1,13 +1,16 @@
 /* The columns of `taskfs ls`: their names for --columns, their headings,
- * and each one's text for a record. The default set is the listing as it
- * always was (ID STATE AGE TIME EXIT KEY COMMAND); --columns adds what a
- * task used and was limited to (cpu, maxrss, output, queued, timeout,
- * limits, ...), read from the record's usage and limits. */
+ * and each one's text for a record. The default set is ID STATE STARTED
+ * ENDED EXIT KEY REASON COMMAND (REASON: why it ended, or where a waiting
+ * task stands, in core's words); --columns picks others, among them AGE
+ * and TIME, and what a task used and was limited to (cpu, maxrss, output,
+ * queued, timeout, limits, ...), read from the record's usage and
+ * limits. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/ls_columns.h"
+#include "cli/ls_view.h"
 #include "taskfs/text.h"
 
 #define CMD_MAX 1024 /* bytes of the command kept per row */
@@ -134,6 +137,9 @@ enum {
   C_RESTARTS,
   C_TIMEOUT,
   C_LIMITS,
+  C_STARTED,
+  C_ENDED,
+  C_REASON,
   C_COUNT
 };
 
@@ -155,6 +161,9 @@ static const ls_col_t cols[C_COUNT] = {
     [C_RESTARTS] = {"restarts", "RESTARTS", 1, 0},
     [C_TIMEOUT] = {"timeout", "TIMEOUT", 1, 0},
     [C_LIMITS] = {"limits", "LIMITS", 0, 0},
+    [C_STARTED] = {"started", "STARTED", 0, 8},
+    [C_ENDED] = {"ended", "ENDED", 0, 8},
+    [C_REASON] = {"reason", "REASON", 0, 6},
 };
 
 const ls_col_t *ls_column(int col) {
@@ -169,10 +178,23 @@ int ls_column_is_key(int col) {
   return col == C_KEY;
 }
 
+int ls_column_is_reason(int col) {
+  return col == C_REASON;
+}
+
+int ls_column_is_state(int col) {
+  return col == C_STATE;
+}
+
+int ls_column_is_exit(int col) {
+  return col == C_EXIT;
+}
+
 int ls_columns_default(int out[LS_COLS_MAX]) {
-  for (int i = 0; i <= C_COMMAND; i++)
-    out[i] = i;
-  return C_COMMAND + 1;
+  static const int def[] = {C_ID, C_STATE, C_STARTED, C_ENDED, C_EXIT, C_KEY, C_REASON, C_COMMAND};
+  int n = (int)(sizeof def / sizeof *def);
+  memcpy(out, def, sizeof def);
+  return n;
 }
 
 int ls_columns_parse(const char *arg, int out[LS_COLS_MAX], char *bad, size_t badlen) {
@@ -232,8 +254,25 @@ static void fmt_use(int col, const tfs_record_t *rec, char *buf, size_t len) {
   }
 }
 
-size_t ls_column_text(int col, const tfs_record_t *rec, int64_t now, char *buf, size_t len) {
+/* REASON: an end's reason as recorded; a task that has not ended, where
+ * it stands (its place in its queue, computed now; what it waits for; who
+ * paused it). Control characters as spaces, "-" for nothing. */
+static void fmt_reason(const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf, size_t len) {
+  if (tfs_state_terminal(rec->state))
+    snprintf(buf, len, "%s", rec->reason ? rec->reason : "");
+  else
+    tfs_queue_describe(ctx->positions, rec, buf, len);
+  for (char *p = buf; *p; p++)
+    if ((unsigned char)*p < 0x20)
+      *p = ' ';
+  if (!buf[0])
+    snprintf(buf, len, "-");
+}
+
+size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf,
+                      size_t len) {
   char d[TFS_DURATION_BUF];
+  int64_t now = ctx->now;
   switch (col) {
   case C_ID:
     snprintf(buf, len, "%s", rec->id);
@@ -255,6 +294,16 @@ size_t ls_column_text(int col, const tfs_record_t *rec, int64_t now, char *buf, 
     break;
   case C_COMMAND:
     return render_cmd(rec, buf, len);
+  case C_STARTED:
+    cli_fmt_when(rec->started_ms, now, ctx->absolute, buf, len);
+    break;
+  case C_ENDED:
+    cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, now, ctx->absolute, buf,
+                 len);
+    break;
+  case C_REASON:
+    fmt_reason(rec, ctx, buf, len);
+    break;
   case C_RESTARTS:
     snprintf(buf, len, "%d", rec->restarts);
     break;
@@ -277,6 +326,6 @@ size_t ls_column_text(int col, const tfs_record_t *rec, int64_t now, char *buf, 
 }
 
 const char *ls_columns_names(void) {
-  return "id, state, age, time, exit, key, command, cpu, cpu-user, cpu-sys, maxrss, treepeak, "
-         "output, queued, restarts, timeout, limits";
+  return "id, state, started, ended, age, time, exit, key, reason, command, cpu, cpu-user, "
+         "cpu-sys, maxrss, treepeak, output, queued, restarts, timeout, limits";
 }

@@ -7,6 +7,13 @@
 #define LS_COLS_MAX 24
 #define LS_CELL_MAX 1100 /* bytes of one cell's text, the command's "..." included */
 
+/* What every cell of one listing is made with. */
+typedef struct {
+  int64_t now;
+  int absolute;                     /* --time: STARTED and ENDED as local times */
+  tfs_queue_positions_t *positions; /* where waiting tasks stand (REASON); may be NULL */
+} ls_ctx_t;
+
 typedef struct {
   const char *name;   /* for --columns */
   const char *header; /* the heading printed */
@@ -20,13 +27,20 @@ const ls_col_t *ls_column(int col);
  * (at most 32 wide). */
 int ls_column_is_command(int col);
 int ls_column_is_key(int col);
-/* The default columns: ID STATE AGE TIME EXIT KEY COMMAND. Their count. */
+/* The reason column (capped, and cut first on a narrow terminal); the
+ * state and exit ones (coloured on a terminal). */
+int ls_column_is_reason(int col);
+int ls_column_is_state(int col);
+int ls_column_is_exit(int col);
+/* The default columns: ID STATE STARTED ENDED EXIT KEY REASON COMMAND.
+ * Their count. */
 int ls_columns_default(int out[LS_COLS_MAX]);
 /* "id,state,cpu" into out; the count, or -1 with the bad name in bad. */
 int ls_columns_parse(const char *arg, int out[LS_COLS_MAX], char *bad, size_t badlen);
 /* Every name, for messages and the help. */
 const char *ls_columns_names(void);
 /* The text of column col for rec into buf (len >= LS_CELL_MAX); its length. */
-size_t ls_column_text(int col, const tfs_record_t *rec, int64_t now, char *buf, size_t len);
+size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf,
+                      size_t len);
 
 #endif

@@ -15,5 +15,12 @@ int cmd_umount(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_supervise(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_signal(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_restart(int argc, char **argv);
 
 #endif

@@ -20,7 +20,7 @@
  * full: already rung) are all fine. O_NONBLOCK so that opening never waits
  * for a reader; O_NOFOLLOW and the S_ISFIFO check so that a symlink or a
  * regular file planted under the name is never written to. */
-static void ring_doorbell(tfs_store_t *store, const char *id) {
+void tfs__doorbell_ring(tfs_store_t *store, const char *id) {
   int fd TFS_AUTOCLOSE = tfs_task_file_open(store, id, TFS_FILE_DOORBELL, O_WRONLY | O_NONBLOCK, 0);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
@@ -47,14 +47,14 @@ static void ring_doorbell(tfs_store_t *store, const char *id) {
  * the task. O_RDWR makes the caller a reader (writers never get ENXIO) and
  * a writer (its reads never see EOF); the type is checked on the fd, so a
  * swap between mkfifoat and openat is refused. */
-int tfs_doorbell_open(tfs_store_t *store, const char *id) {
+int tfs__fifo_make(tfs_store_t *store, const char *id, tfs_task_file_t which) {
   int err = tfs__writable(store);
   if (err)
     return err;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  const char *name = TFS__FILE(DOORBELL);
+  const char *name = tfs_task_file_name(which);
   if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
     return -errno;
   if (mkfifoat(dfd, name, 0600) < 0)
@@ -65,9 +65,13 @@ int tfs_doorbell_open(tfs_store_t *store, const char *id) {
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
     return TFS_ECORRUPT;
-  int bell = fd;
+  int fifo = fd;
   fd = -1;
-  return bell;
+  return fifo;
+}
+
+int tfs_doorbell_open(tfs_store_t *store, const char *id) {
+  return tfs__fifo_make(store, id, TFS_FILE_DOORBELL);
 }
 
 /* The request's text: {"by": who (valid UTF-8), "at": now} and a newline.
@@ -151,7 +155,7 @@ int tfs_cancel_request(tfs_store_t *store, const char *id, const char *who) {
   if (!err)
     err = recheck(store, id, dfd, &mine, by, at);
   if (!err)
-    ring_doorbell(store, id);
+    tfs__doorbell_ring(store, id);
   return err;
 }
 

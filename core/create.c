@@ -58,6 +58,8 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   }
   if (key)
     snprintf(rec.key, sizeof rec.key, "%s", key);
+  if ((err = tfs__schedule_spec(store, spec, &rec)))
+    goto out;
   rec.restart_on_timeout = spec->restart_on_timeout;
   /* The limits given, and the store's defaults for the others: what the
    * record says applies, checked before anything is made. */

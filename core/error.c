@@ -24,6 +24,14 @@ const char *tfs_strerror(int err) {
   case TFS_EUNSAFE:
     return "other users may write to the store, so it is refused; make it private (chmod 700) "
            "or use another (--state-dir)";
+  case TFS_EAMBIGUOUS:
+    return "the id prefix names more than one task; give more of the id";
+  case TFS_ENOTRUNNING:
+    return "the task is not running";
+  case TFS_ECYCLE:
+    return "the dependencies wait for each other (a cycle)";
+  case TFS_ENOSTDIN:
+    return "the task has no stdin to write to (start it with a stdin: taskfs run --stdin)";
   case TFS_ELIMIT:
     return "a limit is malformed or cannot be applied";
   case TFS_ECONFIG:

@@ -18,6 +18,8 @@ static const char *const file_names[TFS_FILE_COUNT] = {
     [TFS_FILE_SUPERVISOR_LOG] = "supervisor.log",
     [TFS_FILE_STDERR_LINES] = "stderr-lines",
     [TFS_FILE_SPACE_RESERVE] = "space-reserve",
+    [TFS_FILE_CONTROL] = "control",
+    [TFS_FILE_STDIN] = "stdin",
 };
 
 static const char *const view_names[TFS_VIEW_COUNT] = {
@@ -25,7 +27,15 @@ static const char *const view_names[TFS_VIEW_COUNT] = {
     [TFS_VIEW_TRANSCRIPT] = "transcript",
     [TFS_VIEW_CANCEL] = "cancel",
     [TFS_VIEW_OWNER] = "owner",
+    [TFS_VIEW_CONTROL] = "control",
+    [TFS_VIEW_STDIN] = "stdin",
 };
+
+/* The doorbell and the stdin are FIFOs by design; every other file must be
+ * a regular file. */
+static int file_is_fifo(tfs_task_file_t which) {
+  return which == TFS_FILE_DOORBELL || which == TFS_FILE_STDIN;
+}
 
 const char *tfs_task_file_name(tfs_task_file_t which) {
   return (unsigned)which < TFS_FILE_COUNT ? file_names[which] : NULL;
@@ -68,15 +78,17 @@ int tfs_task_file_open(tfs_store_t *store, const char *id, tfs_task_file_t which
   const char *name = tfs_task_file_name(which);
   if (!name)
     return -EINVAL;
-  return tfs__open_in_task(store, id, name, flags, mode, which == TFS_FILE_DOORBELL);
+  return tfs__open_in_task(store, id, name, flags, mode, file_is_fifo(which));
 }
 
 int tfs__task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode) {
   if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
     return -EINVAL;
-  /* The doorbell, a FIFO by design, is checked by its users. */
+  /* The doorbell and stdin, FIFOs by design, are checked by their users. */
   if (!strcmp(name, file_names[TFS_FILE_DOORBELL]))
     return tfs_task_file_open(store, id, TFS_FILE_DOORBELL, flags, mode);
+  if (!strcmp(name, file_names[TFS_FILE_STDIN]))
+    return tfs_task_file_open(store, id, TFS_FILE_STDIN, flags, mode);
   return tfs__open_in_task(store, id, name, flags, mode, 0);
 }
 
@@ -104,7 +116,7 @@ int tfs_task_file_stat(tfs_store_t *store, const char *id, tfs_task_file_t which
     return dfd == TFS_ESYMLINK ? TFS_ENOTASK : dfd;
   if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW))
     return -errno;
-  int ok = which == TFS_FILE_DOORBELL ? S_ISFIFO(st->st_mode) : S_ISREG(st->st_mode);
+  int ok = file_is_fifo(which) ? S_ISFIFO(st->st_mode) : S_ISREG(st->st_mode);
   return ok ? 0 : -ENOENT;
 }
 

@@ -98,6 +98,25 @@ int tfs__rm_tree_at(int dirfd, const char *name);
  * way leaves the task as it was (readable, ended). */
 int tfs__rm_task(const tfs_store_t *store, const char *id);
 
+/* Opens (with create: makes, 0700) the directory name inside dirfd
+ * without following a symlink, checked as the store's own directories are
+ * (the caller's, writable by nobody else): the queues. */
+int tfs__dir_checked(const tfs_store_t *store, int dirfd, const char *name, int create);
+
+/* Makes the FIFO which (the doorbell, the stdin) in place of whatever had
+ * the name and opens it for reading and writing, non-blocking: the fd of
+ * the supervisor's end. */
+int tfs__fifo_make(tfs_store_t *store, const char *id, tfs_task_file_t which);
+/* Rings a task's doorbell (TFS_FILE_DOORBELL): one byte into the FIFO its
+ * supervisor reads, best effort (no doorbell, no reader, already rung are
+ * all fine), never into anything but a FIFO. Stop and control requests and
+ * queues use it. */
+void tfs__doorbell_ring(tfs_store_t *store, const char *id);
+/* Appends one line (a single write, O_APPEND) to a task file, opened and
+ * checked by role; -EFBIG once the file holds max bytes. */
+int tfs__append_line(tfs_store_t *store, const char *id, tfs_task_file_t which, const char *line,
+                     size_t len, off_t max);
+
 /* Takes / releases the store-wide key lock (flock on keys/). */
 int tfs__keys_lock(const tfs_store_t *store);
 void tfs__keys_unlock(int fd);
@@ -108,8 +127,9 @@ int tfs__dir_lock(int dirfd);
 /* Reads a key file: 0 and the id, TFS_ENOTASK if absent. */
 int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
 
-/* 1 if the record claims a live supervisor (running, or queued with a
- * supervisor pid). */
+/* 1 if the record claims a live supervisor (running, paused, or queued
+ * with a supervisor pid: one waiting for its queue, a dependency or its
+ * start time). */
 int tfs__record_claims_live(const tfs_record_t *rec);
 
 /* 1 if s[0..len) is valid UTF-8 without NUL bytes: what
@@ -147,6 +167,11 @@ int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
 int tfs__task_trylock(tfs_store_t *store, const char *id);
 /* flock(fd, op) that waits, resuming after signals. 0 or -errno. */
 int tfs__flock_wait(int fd, int op);
+
+/* tfs_task_create(): the queue, dependencies, start time and stdin of
+ * spec into rec, checked (a bad queue name -EINVAL, an unknown dependency
+ * TFS_ENOTASK, a cycle TFS_ECYCLE). core/after.c. */
+int tfs__schedule_spec(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_record_t *rec);
 
 /* tfs_task_create() for a keyed task whose dir and record are made. */
 int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],

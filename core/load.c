@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 int tfs__record_claims_live(const tfs_record_t *rec) {
-  return rec->state == TFS_RUNNING || (rec->state == TFS_QUEUED && rec->supervisor_pid > 0);
+  return rec->state == TFS_RUNNING || rec->state == TFS_PAUSED ||
+         (rec->state == TFS_QUEUED && rec->supervisor_pid > 0);
 }
 
 /* ---- records --------------------------------------------------------------- */
@@ -161,6 +162,10 @@ int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec) {
 }
 
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
+  return tfs_task_save_flags(store, rec, 0);
+}
+
+int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags) {
   int err = tfs__writable(store);
   if (err)
     return err;
@@ -171,7 +176,9 @@ int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec) {
   if (!text)
     return -ENOMEM;
   size_t len = strlen(text);
-  err = len > TFS_RECORD_MAX ? -EFBIG : tfs__write_atomic(dfd, TFS__FILE(RECORD), text, len);
+  err = len > TFS_RECORD_MAX ? -EFBIG
+        : tfs__write_atomic_flags(dfd, TFS__FILE(RECORD), text, len,
+                                  flags & TFS_SAVE_NOSYNC ? TFS__WRITE_NOSYNC : 0, NULL);
   free(text);
   return err;
 }

@@ -38,13 +38,15 @@ void tfs_record_free(tfs_record_t *rec) {
   tfs_strv_free(rec->argv);
   free(rec->cwd);
   tfs_strv_free(rec->env_names);
+  tfs_strv_free(rec->after);
   free(rec->reason);
   free(rec->supervisor_exe);
   free(rec->supervisor_host);
   free(rec->cancel_by);
   tfs_important_free(&rec->important);
   tfs_limits_free(&rec->limits);
-  rec->argv = rec->env_names = NULL;
+  rec->argv = rec->env_names = rec->after = NULL;
+  rec->nafter = 0;
   rec->cwd = rec->reason = rec->supervisor_exe = rec->supervisor_host = rec->cancel_by = NULL;
   rec->argc = rec->env_count = 0;
   memset(&rec->important, 0, sizeof rec->important);
@@ -85,6 +87,17 @@ int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cw
   rec->argv = v;
   rec->argc = n;
   rec->cwd = c;
+  return 0;
+}
+
+int tfs_record_set_after(tfs_record_t *rec, char *const after[]) {
+  char **v = NULL;
+  int n = 0, err = after && after[0] ? dup_strv(after, &v, &n) : 0;
+  if (err)
+    return err;
+  tfs_strv_free(rec->after);
+  rec->after = v;
+  rec->nafter = n;
   return 0;
 }
 

@@ -233,6 +233,18 @@ static void dump_command(jw_t *w, const tfs_record_t *rec) {
   strv(w, rec->env_names);
 }
 
+/* queue, after, notBefore, stdin: where and when it starts. */
+static void dump_schedule(jw_t *w, const tfs_record_t *rec) {
+  key(w, "queue");
+  str(w, rec->queue[0] ? rec->queue : NULL);
+  key(w, "after");
+  strv(w, rec->after);
+  key(w, "notBefore");
+  when(w, rec->not_before_ms);
+  key(w, "stdin");
+  puts_(w, rec->with_stdin ? "true" : "false");
+}
+
 static void dump_outcome(jw_t *w, const tfs_record_t *rec) {
   key(w, "state");
   str(w, tfs_state_name(rec->state));
@@ -491,6 +503,7 @@ char *tfs_record_dump(const tfs_record_t *rec) {
   key(&w, "key");
   str(&w, rec->key[0] ? rec->key : NULL);
   dump_command(&w, rec);
+  dump_schedule(&w, rec);
   dump_outcome(&w, rec);
   dump_processes(&w, rec);
   dump_restart(&w, rec);

@@ -259,12 +259,40 @@ static int parse_command(perr_t *p, int j, tfs_record_t *rec) {
   return get_strv(p, j, "env", &rec->env_names, &rec->env_count);
 }
 
+static int is_queue(const char *s, void *out) {
+  if (!tfs_queue_name_valid(s))
+    return 0;
+  snprintf(out, TFS_QUEUE_NAME_MAX + 1, "%s", s);
+  return 1;
+}
+
+/* queue, after (task ids), notBefore and stdin; all optional (records
+ * before queues have none). */
+static int parse_schedule(perr_t *p, int j, tfs_record_t *rec) {
+  int v, ok, err;
+  if ((v = opt(p, j, "queue")) >= 0 && (ok = check_str(p, v, is_queue, rec->queue)) <= 0)
+    return ok < 0 ? -ENOMEM : bad(p, "queue", "expected a queue name or null");
+  if ((err = get_strv(p, j, "after", &rec->after, &rec->nafter)))
+    return err;
+  for (int i = 0; i < rec->nafter; i++)
+    if (!tfs_id_valid(rec->after[i]))
+      return bad(p, "after", "expected an array of task ids");
+  if ((err = get_time(p, j, "notBefore", &rec->not_before_ms)))
+    return err;
+  if ((v = opt(p, j, "stdin")) >= 0) {
+    if (type(p, v) != TFS__J_TRUE && type(p, v) != TFS__J_FALSE)
+      return bad(p, "stdin", "expected a boolean");
+    rec->with_stdin = type(p, v) == TFS__J_TRUE;
+  }
+  return 0;
+}
+
 /* state, exitCode, signal, reason and the times. */
 static int parse_outcome(perr_t *p, int j, tfs_record_t *rec) {
   int err, ok = check_str(p, get(p, j, "state"), is_state, &rec->state);
   if (ok <= 0)
     return ok < 0 ? -ENOMEM
-                  : bad(p, "state", "expected queued|running|completed|failed|cancelled|lost");
+                  : bad(p, "state", "expected queued|running|completed|failed|cancelled|lost|paused");
   rec->exit_code = -1;
   rec->signal = 0;
   if ((err = get_int32(p, j, "exitCode", 0, 255, &rec->exit_code)) ||
@@ -555,6 +583,8 @@ static int parse_doc(perr_t *p, tfs_record_t *rec) {
   int e = parse_identity(p, 0, rec);
   if (!e)
     e = parse_command(p, 0, rec);
+  if (!e)
+    e = parse_schedule(p, 0, rec);
   if (!e)
     e = parse_outcome(p, 0, rec);
   if (!e)

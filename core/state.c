@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-static const char *const state_names[] = {"queued", "running",   "completed",
-                                          "failed", "cancelled", "lost"};
+static const char *const state_names[] = {"queued",    "running", "completed", "failed",
+                                          "cancelled", "lost",    "paused"};
 static const char *const restart_names[] = {"no", "on-failure", "always"};
 static const char *const stderr_names[] = {"merged", "split"};
 

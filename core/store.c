@@ -388,3 +388,18 @@ void tfs__keys_unlock(int fd) {
   if (fd >= 0)
     close(fd);
 }
+
+/* A directory of the store beyond tasks/ and keys/ (the queues), opened
+ * and checked like them: the caller's, writable by nobody else, never a
+ * symlink; made 0700 with create. */
+int tfs__dir_checked(const tfs_store_t *store, int dirfd, const char *name, int create) {
+  int fd = sub_dir(dirfd, name, create);
+  if (fd < 0)
+    return fd;
+  int err = check_dir(fd, name, store->owner, 0, NULL, 0);
+  if (err) {
+    close(fd);
+    return err;
+  }
+  return fd;
+}

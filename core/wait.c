@@ -50,6 +50,11 @@ int tfs_task_ended(tfs_store_t *store, const char *id, tfs_record_t *rec_out) {
 
 int tfs_task_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms,
                       const sigset_t *sigmask, tfs_record_t *rec_out) {
+  return tfs_task_wait_state(store, id, 0, timeout_ms, sigmask, rec_out);
+}
+
+int tfs_task_wait_state(tfs_store_t *store, const char *id, unsigned states, int64_t timeout_ms,
+                        const sigset_t *sigmask, tfs_record_t *rec_out) {
   tfs_watch_t *w;
   if (rec_out)
     tfs_record_init(rec_out);
@@ -63,6 +68,8 @@ int tfs_task_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms,
   for (;;) {
     tfs_record_t rec;
     err = tfs_task_ended(store, id, &rec);
+    if (err == 0 && (states & TFS_STATE_BIT(rec.state)))
+      err = 1; /* not an end, but a state asked for */
     if (err >= 0 && rec_out) {
       tfs_record_free(rec_out);
       *rec_out = rec;

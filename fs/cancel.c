@@ -16,11 +16,26 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
   mnt_t *m = fuse_req_userdata(req);
   tfile_t *f = (tfile_t *)(uintptr_t)fi->fh;
   const struct fuse_ctx *ctx = fuse_req_ctx(req);
-  if (f->kind != K_CANCEL || ctx->uid != m->uid) {
+  int writable = f->kind == K_CANCEL || f->kind == K_CONTROL || f->kind == K_STDIN ||
+                 f->kind == FS_QFILE + Q_PARALLEL || f->kind == FS_QFILE + Q_PAUSED;
+  if (!writable || ctx->uid != m->uid) {
     fuse_reply_err(req, EACCES);
     return;
   }
   f->wrote = 1;
+  if (f->kind != K_CANCEL) {
+    /* control, stdin (control.c), a queue's parallel and paused
+     * (queues.c). */
+    ssize_t n = f->kind >= FS_QFILE ? -fs_queue_write(m, f, buf, size)
+                                    : fs_control_write(m, f, buf, size, ctx);
+    if (f->kind >= FS_QFILE && n == 0)
+      n = (ssize_t)size;
+    if (n < 0)
+      fuse_reply_err(req, (int)-n);
+    else
+      fuse_reply_write(req, (size_t)n);
+    return;
+  }
   int one = (size == 1 && buf[0] == '1') || (size == 2 && buf[0] == '1' && buf[1] == '\n');
   if (!one) {
     if (size == 1 && buf[0] == '\n' && f->accepted)
@@ -52,5 +67,6 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
  * write that follows is judged on its own. */
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   tfile_t *f = (tfile_t *)(uintptr_t)fi->fh;
-  fuse_reply_err(req, f && f->kind == K_CANCEL && f->for_write && !f->wrote ? EINVAL : 0);
+  int lines = f && (f->kind == K_CANCEL || f->kind == K_CONTROL || f->kind >= FS_QFILE);
+  fuse_reply_err(req, lines && f->for_write && !f->wrote ? EINVAL : 0);
 }

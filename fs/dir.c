@@ -17,6 +17,7 @@ typedef struct {
   char **names;
   size_t n;
   int served;
+  size_t files; /* a task directory: the files it lists (stdin only with one) */
 } dirh_t;
 
 static void dirh_clear(dirh_t *d) {
@@ -32,8 +33,24 @@ static void dirh_free(dirh_t *d) {
   free(d);
 }
 
-/* Takes the snapshot of names of tasks/ or by-key/; the other directories
- * list fixed names and need none. */
+/* The names of queues/: every queue the store has. */
+static int queue_names(tfs_store_t *s, dirh_t *d) {
+  tfs_queue_info_t *q;
+  size_t n;
+  int err = tfs_queue_list(s, &q, &n);
+  if (err)
+    return err;
+  d->names = calloc(n + 1, sizeof *d->names);
+  for (size_t i = 0; d->names && i < n; i++)
+    if ((d->names[i] = strdup(q[i].name)))
+      d->n++;
+  free(q);
+  return d->names ? 0 : -ENOMEM;
+}
+
+/* Takes the snapshot of names of tasks/, by-key/ or queues/ (the other
+ * directories list fixed names; a task directory decides whether it shows
+ * stdin). */
 static int dirh_fill(mnt_t *m, dirh_t *d) {
   dirh_clear(d);
   tfs_store_t *s = fs_store(m);
@@ -45,6 +62,11 @@ static int dirh_fill(mnt_t *m, dirh_t *d) {
     return tfs_task_dirs(s, &d->names, &d->n);
   if (d->t == N_BYKEY)
     return tfs_key_list(s, &d->names, &d->n);
+  if (d->t == N_QUEUES)
+    return queue_names(s, d);
+  /* The views end with stdin, shown only for a task started with one. */
+  if (d->t == N_TASK)
+    d->files = FS_NTASKFILES - !fs_task_has_stdin(m, m->tasks.v[d->idx].name);
   return 0;
 }
 
@@ -54,7 +76,8 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   int kind = 0;
   node_t t = fs_ino_decode(m, ino, &idx, &kind);
   struct stat st;
-  if (t == N_NONE || t == N_OWNER || t == N_KEY || (t == N_TASK && kind != K_TASKDIR)) {
+  if (t == N_NONE || t == N_OWNER || t == N_KEY || (t == N_TASK && kind != K_TASKDIR) ||
+      (t == N_QUEUE && kind != Q_DIR)) {
     fuse_reply_err(req, t == N_NONE ? ENOENT : ENOTDIR);
     return;
   }
@@ -86,33 +109,41 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
  * is one, 0 past the end, a negative errno if the name cannot get an
  * inode number. */
 static int dirh_entry(mnt_t *m, dirh_t *d, size_t i, const char **name, struct stat *st) {
-  static const char *const root_names[] = {"owner", "tasks", "by-key"};
-  static const fuse_ino_t root_inos[] = {INO_OWNER, INO_TASKS, INO_BYKEY};
+  static const char *const root_names[] = {"owner", "tasks", "by-key", "queues"};
+  static const fuse_ino_t root_inos[] = {INO_OWNER, INO_TASKS, INO_BYKEY, INO_QUEUES};
   memset(st, 0, sizeof *st);
   switch (d->t) {
   case N_ROOT:
-    if (i >= 3)
+    if (i >= 4)
       return 0;
     *name = root_names[i];
     st->st_ino = root_inos[i];
     st->st_mode = i == 0 ? S_IFREG : S_IFDIR;
     return 1;
   case N_TASK:
-    if (i >= FS_NTASKFILES)
+    if (i >= d->files)
       return 0;
     *name = FS_KIND_NAME(fs_task_files[i].kind);
     st->st_ino = fs_task_ino(d->idx, fs_task_files[i].kind);
     st->st_mode = S_IFREG;
     return 1;
+  case N_QUEUE:
+    if (i >= Q_NKINDS - 1)
+      return 0;
+    *name = fs_queue_file_name((int)i + 1);
+    st->st_ino = fs_queue_ino(d->idx, (int)i + 1);
+    st->st_mode = S_IFREG;
+    return 1;
   case N_TASKS:
   case N_BYKEY:
+  case N_QUEUES:
     if (i >= d->n)
       return 0;
     *name = d->names[i];
     int err = fs_name_ino(m, d->t, *name, &st->st_ino);
     if (err)
       return err;
-    st->st_mode = d->t == N_TASKS ? S_IFDIR : S_IFLNK;
+    st->st_mode = d->t == N_BYKEY ? S_IFLNK : S_IFDIR;
     return 1;
   default:
     return 0;

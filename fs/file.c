@@ -48,11 +48,17 @@ void fs_free_open_files(mnt_t *m) {
  * cancel, or write cancel from another uid than the store owner's (the
  * kernel's permission check lets root through, this one does not). */
 static int open_allowed(fuse_req_t req, mnt_t *m, node_t t, int kind, int acc) {
-  if (t != N_OWNER && t != N_TASK)
+  if (t != N_OWNER && t != N_TASK && t != N_QUEUE)
     return t == N_NONE ? -ENOENT : -EISDIR;
-  if (t == N_TASK && kind == K_TASKDIR)
+  if ((t == N_TASK && kind == K_TASKDIR) || (t == N_QUEUE && kind == Q_DIR))
     return -EISDIR;
-  if (acc != O_RDONLY && (t != N_TASK || kind != K_CANCEL || fuse_req_ctx(req)->uid != m->uid))
+  int writable = t == N_TASK ? kind == K_CANCEL || kind == K_CONTROL || kind == K_STDIN
+                 : t == N_QUEUE ? kind == Q_PARALLEL || kind == Q_PAUSED
+                                : 0;
+  if (acc != O_RDONLY && (!writable || fuse_req_ctx(req)->uid != m->uid))
+    return -EACCES;
+  /* stdin is only written: what the task reads is its own. */
+  if (t == N_TASK && kind == K_STDIN && acc != O_WRONLY)
     return -EACCES;
   return 0;
 }
@@ -74,7 +80,8 @@ static int file_fill(mnt_t *m, tfile_t *f, node_t t, int acc) {
   }
   if (acc == O_WRONLY)
     return 0;
-  int err = fs_render(m, t, f->task, f->kind, &f->buf, &f->len);
+  int err = t == N_QUEUE ? fs_queue_render(m, f->task, f->kind - FS_QFILE, &f->buf, &f->len)
+                         : fs_render(m, t, f->task, f->kind, &f->buf, &f->len);
   if (err == TFS_ECORRUPT)
     fs_log(m, LOG_ERR, "task %s: its record is corrupt; reading it gives EIO",
            m->tasks.v[f->task].name);
@@ -93,10 +100,12 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   int err = open_allowed(req, m, t, kind, acc);
   if (!err && t == N_TASK && fs_task_stat(fs_store(m), m->tasks.v[idx].name, &st))
     err = -ENOENT;
+  if (!err && t == N_TASK && kind == K_STDIN && !fs_task_has_stdin(m, m->tasks.v[idx].name))
+    err = -ENOENT;
   if (!err && !(f = calloc(1, sizeof *f)))
     err = -ENOMEM;
   if (!err) {
-    f->kind = t == N_OWNER ? -1 : kind;
+    f->kind = t == N_OWNER ? -1 : t == N_QUEUE ? FS_QFILE + kind : kind;
     f->task = idx;
     f->for_write = acc != O_RDONLY;
     f->fd = -1;

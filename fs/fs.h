@@ -4,7 +4,8 @@
  * attributes, lookup.c walks names, bykey.c is the by-key/ directory,
  * render.c renders the small files, file.c opens, reads and releases
  * files, transcript.c serves transcript reads and poll, cancel.c takes
- * writes to cancel, dir.c lists directories, watch.c wakes pollers, ops.c
+ * writes to cancel, control.c writes to control and stdin, queues.c is
+ * the queues/ directory, dir.c lists directories, watch.c wakes pollers, ops.c
  * is the operation table (and refuses every change to the namespace), and
  * mount.c and point.c run the mount. Every symbol outside its file carries
  * the fs_ prefix. */
@@ -29,16 +30,31 @@
 #define INO_OWNER 2
 #define INO_TASKS 3
 #define INO_BYKEY 4
+#define INO_QUEUES 5
 #define INO_TASK_BASE 16
 #define INO_KEY_BIT (1ULL << 62)
+#define INO_QUEUE_BIT (1ULL << 61) /* queues/<name> and its files: 4 numbers each */
 
 /* The kinds of a task's inode numbers: its directory, then its files in
  * the order of the core's views (K_RECORD is TFS_VIEW_RECORD + 1, ...). */
-enum { K_TASKDIR = 0, K_RECORD = 1, K_TRANSCRIPT = 2, K_CANCEL = 3, K_TOWNER = 4, K_NKINDS = 5 };
+enum {
+  K_TASKDIR = 0,
+  K_RECORD = 1,
+  K_TRANSCRIPT = 2,
+  K_CANCEL = 3,
+  K_TOWNER = 4,
+  K_CONTROL = 5,
+  K_STDIN = 6,
+  K_NKINDS = 7
+};
+/* The kinds of a queue's inode numbers (queues.c); an open file of one
+ * has kind FS_QFILE + its kind. */
+enum { Q_DIR = 0, Q_PARALLEL = 1, Q_PAUSED = 2, Q_TASKS = 3, Q_NKINDS = 4 };
+#define FS_QFILE 16
 #define FS_KIND_VIEW(kind) ((tfs_view_t)((kind)-1))
 
 /* What an inode number names. */
-typedef enum { N_NONE, N_ROOT, N_OWNER, N_TASKS, N_BYKEY, N_TASK, N_KEY } node_t;
+typedef enum { N_NONE, N_ROOT, N_OWNER, N_TASKS, N_BYKEY, N_TASK, N_KEY, N_QUEUES, N_QUEUE } node_t;
 
 /* The files of a task directory as the mount shows them, in listing
  * order (the core's views): the one table lookup, readdir and getattr
@@ -86,8 +102,8 @@ typedef struct tfile {
   struct fuse_pollhandle *ph;
   struct tfile *next;                /* in the task's list of open transcripts */
   int accepted;                      /* cancel: a "1" was accepted on this handle */
-  int for_write;                     /* cancel: opened for writing */
-  int wrote;                         /* cancel: some write reached this handle */
+  int for_write;                     /* cancel, control, stdin, queue files: opened for writing */
+  int wrote;                         /* some write reached this handle */
   struct tfile *all_prev, *all_next; /* every open file, freed at unmount */
 } tfile_t;
 
@@ -120,6 +136,7 @@ typedef struct {
 
   nametab_t tasks;
   nametab_t keys;
+  nametab_t queues;
 
   tfile_t *open_files; /* handles the kernel has not released yet */
 } mnt_t;
@@ -166,6 +183,26 @@ int fs_transcript_final(mnt_t *m, tfile_t *f);
 void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t off);
 void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                 struct fuse_pollhandle *ph);
+
+/* ---- fs/queues.c ---- */
+void fs_queues_lookup(fuse_req_t req, mnt_t *m, const char *name);
+void fs_queue_lookup(fuse_req_t req, mnt_t *m, size_t idx, const char *name);
+fuse_ino_t fs_queue_ino(size_t idx, int kind);
+int fs_queue_attr(mnt_t *m, size_t idx, int kind, fuse_ino_t ino, struct stat *st);
+int fs_queue_render(mnt_t *m, size_t idx, int kind, char **out, size_t *len);
+/* A write to parallel or paused: 0, or an errno (EINVAL for bad input). */
+int fs_queue_write(mnt_t *m, tfile_t *f, const char *buf, size_t size);
+/* The names of a queue directory's files, in listing order. */
+const char *fs_queue_file_name(int kind);
+mode_t fs_queue_file_mode(int kind);
+
+/* ---- fs/control.c ---- */
+/* A write to control (one request per line) or stdin: the bytes taken, or
+ * -errno (EINVAL for a line that is no request). */
+ssize_t fs_control_write(mnt_t *m, tfile_t *f, const char *buf, size_t size,
+                         const struct fuse_ctx *ctx);
+/* 1 if the task was started with a stdin (its stdin file is shown). */
+int fs_task_has_stdin(mnt_t *m, const char *id);
 
 /* ---- fs/cancel.c ---- */
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

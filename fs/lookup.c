@@ -13,6 +13,8 @@ static void lookup_root(fuse_req_t req, mnt_t *m, const char *name) {
     fs_reply_entry(req, m, INO_TASKS, 60.0);
   else if (!strcmp(name, "by-key"))
     fs_reply_entry(req, m, INO_BYKEY, 60.0);
+  else if (!strcmp(name, "queues"))
+    fs_reply_entry(req, m, INO_QUEUES, 60.0);
   else
     fuse_reply_err(req, ENOENT);
 }
@@ -35,6 +37,12 @@ static void lookup_task(fuse_req_t req, mnt_t *m, const char *name) {
 static void lookup_task_file(fuse_req_t req, mnt_t *m, size_t idx, const char *name) {
   for (size_t i = 0; i < FS_NTASKFILES; i++) {
     if (!strcmp(name, FS_KIND_NAME(fs_task_files[i].kind))) {
+      /* stdin only for a task started with one; its entry may come and
+       * go with the record, so it is looked up again each time. */
+      if (fs_task_files[i].kind == K_STDIN) {
+        fs_reply_entry(req, m, fs_task_ino(idx, K_STDIN), 0.0);
+        return;
+      }
       fs_reply_entry(req, m, fs_task_ino(idx, fs_task_files[i].kind), 60.0);
       return;
     }
@@ -61,6 +69,15 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     return;
   case N_BYKEY:
     fs_bykey_lookup(req, m, name);
+    return;
+  case N_QUEUES:
+    fs_queues_lookup(req, m, name);
+    return;
+  case N_QUEUE:
+    if (kind == Q_DIR)
+      fs_queue_lookup(req, m, idx, name);
+    else
+      fuse_reply_err(req, ENOTDIR);
     return;
   case N_TASK:
     if (kind == K_TASKDIR)
@@ -102,11 +119,14 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
     fuse_reply_err(req, EPERM);
     return;
   }
-  if (t == N_TASK && kind == K_CANCEL && attr->st_size == 0 &&
-      !(to_set & ~(FUSE_SET_ATTR_SIZE | times)) && fuse_req_ctx(req)->uid == m->uid) {
+  int lines = (t == N_TASK && (kind == K_CANCEL || kind == K_CONTROL || kind == K_STDIN)) ||
+              (t == N_QUEUE && (kind == Q_PARALLEL || kind == Q_PAUSED));
+  if (lines && attr->st_size == 0 && !(to_set & ~(FUSE_SET_ATTR_SIZE | times)) &&
+      fuse_req_ctx(req)->uid == m->uid) {
     fs_op_getattr(req, ino, fi);
     return;
   }
-  int dir = (t == N_TASK && kind == K_TASKDIR) || t == N_ROOT || t == N_TASKS || t == N_BYKEY;
+  int dir = (t == N_TASK && kind == K_TASKDIR) || t == N_ROOT || t == N_TASKS || t == N_BYKEY ||
+            t == N_QUEUES || (t == N_QUEUE && kind == Q_DIR);
   fuse_reply_err(req, dir ? EISDIR : EACCES);
 }

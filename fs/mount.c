@@ -139,6 +139,7 @@ static void mnt_free(mnt_t *m) {
     tfs_store_close(m->store);
   fs_tab_free(&m->tasks);
   fs_tab_free(&m->keys);
+  fs_tab_free(&m->queues);
   free(m->fbuf.mem);
   free(m->state_dir);
   free(m);

@@ -16,6 +16,8 @@ const fs_task_file_t fs_task_files[FS_NTASKFILES] = {
     [TFS_VIEW_TRANSCRIPT] = {K_TRANSCRIPT, 0400, TFS_FILE_TRANSCRIPT},
     [TFS_VIEW_CANCEL] = {K_CANCEL, 0600, TFS_FILE_CANCEL},
     [TFS_VIEW_OWNER] = {K_TOWNER, 0400, TFS_FILE_RECORD},
+    [TFS_VIEW_CONTROL] = {K_CONTROL, 0600, TFS_FILE_CONTROL},
+    [TFS_VIEW_STDIN] = {K_STDIN, 0200, TFS_FILE_STDIN},
 };
 
 static const fs_task_file_t *task_file(int kind) {
@@ -33,6 +35,16 @@ node_t fs_ino_decode(mnt_t *m, fuse_ino_t ino, size_t *idx, int *kind) {
     return N_TASKS;
   case INO_BYKEY:
     return N_BYKEY;
+  case INO_QUEUES:
+    return N_QUEUES;
+  }
+  if (ino & INO_QUEUE_BIT) {
+    uint64_t i = ((ino & ~INO_QUEUE_BIT) - INO_TASK_BASE) / Q_NKINDS;
+    if ((ino & ~INO_QUEUE_BIT) < INO_TASK_BASE || i >= m->queues.n)
+      return N_NONE;
+    *idx = i;
+    *kind = (int)(((ino & ~INO_QUEUE_BIT) - INO_TASK_BASE) % Q_NKINDS);
+    return N_QUEUE;
   }
   if (ino & INO_KEY_BIT) {
     uint64_t i = (ino & ~INO_KEY_BIT) - INO_TASK_BASE;
@@ -59,14 +71,18 @@ fuse_ino_t fs_key_ino(size_t idx) {
   return INO_KEY_BIT | (INO_TASK_BASE + (fuse_ino_t)idx);
 }
 
-/* The inode number of a task id (dir N_TASKS) or key (dir N_BYKEY), given
+/* The inode number of a task id (dir N_TASKS), key (dir N_BYKEY) or queue
+ * name (dir N_QUEUES), given
  * a stable index in its name table on first sight. */
 int fs_name_ino(mnt_t *m, node_t dir, const char *name, fuse_ino_t *ino) {
   size_t idx;
-  int err = fs_tab_intern(dir == N_TASKS ? &m->tasks : &m->keys, name, &idx);
+  nametab_t *t = dir == N_TASKS ? &m->tasks : dir == N_QUEUES ? &m->queues : &m->keys;
+  int err = fs_tab_intern(t, name, &idx);
   if (err)
     return err;
-  *ino = dir == N_TASKS ? fs_task_ino(idx, K_TASKDIR) : fs_key_ino(idx);
+  *ino = dir == N_TASKS    ? fs_task_ino(idx, K_TASKDIR)
+         : dir == N_QUEUES ? fs_queue_ino(idx, Q_DIR)
+                           : fs_key_ino(idx);
   return 0;
 }
 
@@ -142,6 +158,8 @@ static int task_node_attr(mnt_t *m, tfs_store_t *s, fuse_ino_t ino, size_t idx, 
     fs_dir_attr(m, st, ino, &tst);
     return 0;
   }
+  if (kind == K_STDIN && !fs_task_has_stdin(m, id))
+    return -ENOENT;
   /* A transcript has the backing file's size and mtime, every time: tail
    * -f reads up to st_size; one not created yet reads as empty. A small
    * file has the size a fresh open renders, the backing file's times. */
@@ -166,8 +184,11 @@ int fs_node_attr(mnt_t *m, fuse_ino_t ino, struct stat *st) {
     return -ENOENT;
   case N_ROOT:
   case N_BYKEY:
+  case N_QUEUES:
     fs_dir_attr(m, st, ino, NULL);
     return 0;
+  case N_QUEUE:
+    return fs_queue_attr(m, idx, kind, ino, st);
   case N_TASKS:
     fs_dir_attr(m, st, ino, s && !tfs_store_stat(s, &bst) ? &bst : NULL);
     return 0;
@@ -201,6 +222,10 @@ double fs_attr_timeout(mnt_t *m, fuse_ino_t ino) {
     return 60.0;
   case N_TASK:
     return kind == K_TASKDIR ? 1.0 : 0.0;
+  case N_QUEUES:
+    return 1.0;
+  case N_QUEUE:
+    return kind == Q_DIR ? 1.0 : 0.0;
   default:
     return 0.0;
   }

@@ -131,6 +131,23 @@ static int render_cancel(tfs_store_t *s, const char *id, char **out, size_t *len
   return 0;
 }
 
+/* tasks/<id>/control: the state the requests act on, one line ("running",
+ * "paused", ...). */
+static int render_control(tfs_store_t *s, const char *id, char **out, size_t *len) {
+  tfs_record_t rec;
+  int err = tfs_task_load(s, id, &rec);
+  int n = err ? 0 : asprintf(out, "%s\n", tfs_state_name(rec.state));
+  tfs_record_free(&rec);
+  if (err)
+    return err;
+  if (n < 0) {
+    *out = NULL;
+    return -ENOMEM;
+  }
+  *len = (size_t)n;
+  return 0;
+}
+
 /* Renders the content of a small file node. */
 int fs_render(mnt_t *m, node_t t, size_t idx, int kind, char **out, size_t *len) {
   if (t == N_OWNER)
@@ -146,6 +163,8 @@ int fs_render(mnt_t *m, node_t t, size_t idx, int kind, char **out, size_t *len)
     return render_task_owner(s, id, out, len);
   case K_CANCEL:
     return render_cancel(s, id, out, len);
+  case K_CONTROL:
+    return render_control(s, id, out, len);
   }
   return -EINVAL;
 }

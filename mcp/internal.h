@@ -7,8 +7,8 @@
  * wait; schema.c the tool descriptions; validate.c arguments against them;
  * reply.c tools/call results; tools.c tools/call routing; output.c a
  * task's output as an answer; shorten.c the bound's last resort;
- * tool_read.c, tool_start.c, tool_list.c (and the pager), tool_cancel.c
- * one tool each; roots.c the client's roots; tasks.c the Task and the
+ * tool_read.c, tool_start.c, tool_list.c (and the pager), tool_cancel.c,
+ * tool_control.c one tool each; sched.c start's queue and dependencies; roots.c the client's roots; tasks.c the Task and the
  * 2025-11-25 Tasks utility; tasks_ext.c the 2026-07-28 tasks extension;
  * resources.c resources and subscriptions; listen.c subscriptions/listen;
  * prompts.c prompts and completion; limits.c the server's limits and the
@@ -390,6 +390,18 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *para
 void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
 void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
 void mcp_tool_cancel(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+void mcp_tool_control(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+
+/* sched.c: start_managed_task's queue, after and delayMs, checked. */
+typedef struct {
+  char queue[TFS_QUEUE_NAME_MAX + 1];
+  char **after; /* ids, NULL-terminated, or NULL */
+  int64_t not_before_ms;
+} mcp_sched_t;
+/* 0, or -1 with msg saying what to fix. key: the task's own key. */
+int mcp_sched_parse(mcp_server_t *srv, json_t *args, const char *key, mcp_sched_t *sc, char *msg,
+                    size_t msglen);
+void mcp_sched_free(mcp_sched_t *sc);
 
 /* validate.c: checks args against a tool's inputSchema. Returns 0, or -1
  * with msg saying which argument is wrong and what it must be. */

@@ -20,10 +20,12 @@
   "restarts and the same for every instance; also the MCP task id.\"},\"taskKey\":{"               \
   "\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}],\"description\":\"The idempotency "       \
   "key the task was started with; null when it has none.\"},\"state\":{\"type\":\"string\","       \
-  "\"enum\":[\"queued\",\"running\",\"completed\",\"failed\",\"cancelled\",\"lost\"],"             \
-  "\"description\":\"queued (its supervisor is starting it), running, completed (exit "            \
+  "\"enum\":[\"queued\",\"running\",\"completed\",\"failed\",\"cancelled\",\"lost\","      \
+  "\"paused\"],\"description\":\"queued (being started, or waiting for its queue, a "            \
+  "dependency or its start time: reason says which), running, completed (exit "                    \
   "0), failed (a non-zero exit, a signal, or it could not start), cancelled (stopped "             \
-  "on request), lost (its supervisor died).\"},\"command\":{\"type\":\"array\",\"items\":{"        \
+  "on request), lost (its supervisor died), paused (stopped by control_managed_task "           \
+  "until resumed).\"},\"command\":{\"type\":\"array\",\"items\":{"        \
   "\"type\":\"string\"},\"description\":\"The argv the task runs (a string command "               \
   "is [\\\"/bin/sh\\\", \\\"-c\\\", command]); long arguments are shortened with '…' "           \
   "when the answer must fit maxBytes (see omitted).\"},\"cwd\":{\"anyOf\":[{\"type\":\"string\"}," \
@@ -179,7 +181,17 @@ static const char tools_json[] =
     "\"stderr\":{\"type\":\"string\",\"enum\":[\"merged\",\"split\"],\"description\":\"merged (default): stdout "
     "and stderr in one transcript in the order written; split: stderr on its own pipe, its "
     "lines listed in stderr-lines (lines written close together to both may then be "
-    "reordered).\"}," LIMIT_INPUTS ",\"waitMs\":{\"type\":\"integer\","
+    "reordered).\"}," LIMIT_INPUTS ","
+    "\"queue\":{\"type\":\"string\","
+    "\"minLength\":1,\"maxLength\":64,\"description\":\"Run in this queue: at most its "
+    "parallel limit of its tasks run at once, in the order they were started (taskfs queue "
+    "set NAME --parallel N); the others wait, state queued. Without it the task runs at "
+    "once.\"},\"after\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1},"
+    "\"description\":\"Task ids or keys this task starts after: it waits until each has "
+    "completed; if one fails, is cancelled or is lost, this task ends failed and never "
+    "runs.\"},\"delayMs\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2592000000,"
+    "\"description\":\"Start no sooner than this long from now (at most 30 days).\"},"
+    "\"waitMs\":{\"type\":\"integer\","
     "\"minimum\":0,\"maximum\":50000,\"description\":\"Wait up to this long for the task "
     "to end (or for untilPattern) before answering; default 1000. Follow a longer task "
     "with read_managed_task.\"},\"untilPattern\":{\"type\":\"string\",\"description\":\"Answer "
@@ -239,7 +251,8 @@ static const char tools_json[] =
     "a filtered call examines at most 5,000 tasks, so it may return fewer than limit "
     "with a nextCursor to go on.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"state\":{\"type\":\"string\",\"enum\":[\"queued\",\"running\",\"completed\",\"failed\","
-    "\"cancelled\",\"lost\"],\"description\":\"Only tasks in this state.\"},\"limit\":{"
+    "\"cancelled\",\"lost\",\"paused\"],\"description\":\"Only tasks in this state.\"},"
+    "\"limit\":{"
     "\"type\":\"integer\",\"minimum\":1,\"maximum\":500,\"description\":\"Page size, "
     "default 50.\"},\"cursor\":{\"type\":\"string\",\"description\":\"The nextCursor "
     "of the previous page.\"}}},\"outputSchema\":{\"type\":\"object\",\"properties\":{"
@@ -249,9 +262,10 @@ static const char tools_json[] =
     "MCP task id.\"},\"taskKey\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}],"
     "\"description\":\"The idempotency key the task was started with; null when it has "
     "none.\"},\"state\":{\"type\":\"string\",\"enum\":[\"queued\",\"running\",\"completed\","
-    "\"failed\",\"cancelled\",\"lost\"],\"description\":\"queued (its supervisor is starting "
-    "it), running, completed (exit 0), failed (a non-zero exit, a signal, or it could "
-    "not start), cancelled (stopped on request), lost (its supervisor died).\"},\"command\":{"
+    "\"failed\",\"cancelled\",\"lost\",\"paused\"],\"description\":\"queued (being started, "
+    "or waiting for its queue, a dependency or its start time), running, completed (exit 0), "
+    "failed (a non-zero exit, a signal, or it could not start), cancelled (stopped on "
+    "request), lost (its supervisor died), paused (stopped until resumed).\"},\"command\":{"
     "\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"The argv, each "
     "argument cut to 120 bytes.\"},\"cwd\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}],"
     "\"description\":\"The working directory the task runs in (shortened with '…' only "
@@ -264,6 +278,10 @@ static const char tools_json[] =
     "\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}],\"description\":\"Run time "
     "so far, or in all once ended; null before it started.\"},\"lines\":{\"type\":\"integer\","
     "\"description\":\"Lines of output so far (a final line without newline counts).\"},"
+    "\"queue\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}],\"description\":"
+    "\"The queue the task runs in (start_managed_task's queue); null: none.\"},\"position\":{"
+    "\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}],\"description\":\"While it "
+    "waits for a slot of its queue: its place, 1 = next to start; null otherwise.\"},"
     USAGE_PROPS "}}},"
     "\"nextCursor\":{\"type\":\"string\",\"description\":\"Present when more tasks remain: "
     "pass it as cursor.\"},\"total\":{\"type\":\"integer\",\"description\":\"Tasks in "
@@ -288,7 +306,29 @@ static const char tools_json[] =
     "\"message\":{\"type\":\"string\",\"description\":\"What happened, in words.\"}},"
     "\"required\":[\"taskId\",\"state\"]},\"execution\":{\"taskSupport\":\"forbidden\"},"
     "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
-    "\"openWorldHint\":false}}]";
+    "\"openWorldHint\":false}},{\"name\":\"control_managed_task\",\"title\":\"Pause, resume "
+    "or signal a task\",\"description\":\"Controls a running task through its supervisor: "
+    "pause stops its whole process tree (SIGSTOP; state paused, no CPU used), resume continues "
+    "it (SIGCONT), signal sends one signal to the whole tree (its supervisor goes on "
+    "supervising; use cancel_managed_task to stop a task). Name the task by taskKey or taskId "
+    "(one of them is required). A paused task keeps its queue slot unless freeSlot is true. "
+    "pause and resume wait briefly until the task reads paused or running.\",\"inputSchema\":{"
+    "\"type\":\"object\",\"properties\":{\"taskKey\":{\"type\":\"string\",\"description\":"
+    "\"The key given to start_managed_task (one of taskKey or taskId is required).\"},"
+    "\"taskId\":{\"type\":\"string\",\"description\":\"The task id, from "
+    "start_managed_task or list_managed_tasks (one of taskKey or taskId is required).\"},"
+    "\"action\":{\"type\":\"string\",\"enum\":[\"pause\",\"resume\",\"signal\"],"
+    "\"description\":\"What to do.\"},\"signal\":{\"type\":\"string\",\"description\":"
+    "\"With action signal: a name or number as kill -l lists them (TERM, SIGUSR1, HUP, 10, "
+    "RTMIN+2).\"},\"freeSlot\":{\"type\":\"boolean\",\"description\":\"With pause: the "
+    "task counts as not running for its queue's limit while paused (resume then waits for "
+    "a slot).\"}},\"required\":[\"action\"]},\"outputSchema\":{\"type\":\"object\","
+    "\"properties\":{" STATE_PROPS
+    ",\"action\":{\"type\":\"string\",\"description\":\"The action asked for.\"},"
+    "\"message\":{\"type\":\"string\",\"description\":\"What happened, in words.\"}},"
+    "\"required\":[\"taskId\",\"state\"]},\"execution\":{\"taskSupport\":\"forbidden\"},"
+    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":"
+    "false,\"openWorldHint\":false}}]";
 
 json_t *mcp_schema_tools(void) {
   json_error_t e;

@@ -28,6 +28,7 @@ const char *mcp_task_status(tfs_state_t s) {
   switch (s) {
   case TFS_QUEUED:
   case TFS_RUNNING:
+  case TFS_PAUSED:
     return "working";
   case TFS_CANCELLED:
     return "cancelled";

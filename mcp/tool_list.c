@@ -67,7 +67,7 @@ void mcp_page_reply(const mcp_req_t *r, json_t *params, const char *field, size_
 
 /* One line of the list: the fields an agent scans for, with long
  * arguments cut, so that a page of 50 stays a few KiB. */
-static json_t *list_entry(const tfs_record_t *rec) {
+static json_t *list_entry(const tfs_record_t *rec, tfs_queue_positions_t *pos) {
   json_t *argv = json_array();
   for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++) {
     char *c = mcp_text_clean(rec->argv[i], strlen(rec->argv[i]), 120);
@@ -89,11 +89,21 @@ static json_t *list_entry(const tfs_record_t *rec) {
       duration >= 0 ? json_integer(duration) : json_null(), "lines", (json_int_t)rec->lines);
   mcp_usage_fields(e, rec);
   free(cwd);
+  /* Its queue and, while it waits for a slot, its place (computed now). */
+  int at = tfs_queue_position(pos, rec);
+  json_object_set_new(e, "queue", rec->queue[0] ? json_string(rec->queue) : json_null());
+  json_object_set_new(e, "position", at > 0 ? json_integer(at) : json_null());
   return e;
 }
 
+typedef struct {
+  json_t *tasks;
+  tfs_queue_positions_t *pos;
+} entries_t;
+
 static int add_entry(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
-  json_array_append_new(arg, list_entry(rec));
+  entries_t *en = arg;
+  json_array_append_new(en->tasks, list_entry(rec, en->pos));
   return 0;
 }
 
@@ -106,9 +116,13 @@ void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task, json_t *param
   if (state && !tfs_state_parse(state, &want))
     states = TFS_STATE_BIT(want);
   json_t *tasks = json_array();
-  mcp_page_t pg = {.states = states, .limit = (size_t)limit, .cb = add_entry, .arg = tasks};
-  if (mcp_page_run(r->srv, json_string_value(json_object_get(args, "cursor")), &pg, msg,
-                   sizeof msg)) {
+  entries_t en = {tasks, NULL};
+  tfs_queue_positions_open(mcp_store(r->srv), &en.pos);
+  mcp_page_t pg = {.states = states, .limit = (size_t)limit, .cb = add_entry, .arg = &en};
+  int failed = mcp_page_run(r->srv, json_string_value(json_object_get(args, "cursor")), &pg, msg,
+                            sizeof msg);
+  tfs_queue_positions_close(en.pos);
+  if (failed) {
     json_decref(tasks);
     mcp_tool_error(r, "%s", msg);
     return;

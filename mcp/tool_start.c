@@ -30,6 +30,7 @@ typedef struct {
   tfs_restart_t restart;
   int64_t min_uptime_ms, grace_ms; /* -1: core's default */
   int max_restarts;
+  mcp_sched_t sched; /* queue, after, delayMs (sched.c) */
   int max_quick_restarts;
   tfs_stderr_t stderr_mode; /* stderr: "merged" (default) or "split" */
   int restart_on_timeout;
@@ -41,6 +42,7 @@ static void start_args_free(start_args_t *sa) {
   tfs_strv_free(sa->argv);
   tfs_strv_free(sa->env);
   tfs_strv_free(sa->env_names);
+  mcp_sched_free(&sa->sched);
   tfs_limits_free(&sa->limits);
 }
 
@@ -229,6 +231,9 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .grace_ms = sa->grace_ms,
       .important_k = 0,
       .rerun = sa->rerun,
+      .queue = sa->sched.queue,
+      .after = sa->sched.after,
+      .not_before_ms = sa->sched.not_before_ms,
       .stderr_mode = sa->stderr_mode,
       .restart_on_timeout = sa->restart_on_timeout,
       .limits = &sa->limits,
@@ -445,6 +450,8 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *para
   l->t0 = tfs_now_ms();
   l->ra = mcp_read_new(r);
   int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
+  if (!err && mcp_sched_parse(r->srv, args, l->sa.key, &l->sa.sched, msg, sizeof msg))
+    err = -EINVAL;
   if (!err && mcp_read_parse(r, args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
     err = -EINVAL;
   int has_cwd = json_is_string(json_object_get(args, "cwd"));

@@ -65,6 +65,7 @@ static const struct {
     {"read_managed_task", mcp_tool_read, 0},
     {"list_managed_tasks", mcp_tool_list, 0},
     {"cancel_managed_task", mcp_tool_cancel, 0},
+    {"control_managed_task", mcp_tool_control, 0},
 };
 
 /* Runs the tool name with args (an object) and the legacy params.task
@@ -94,7 +95,7 @@ static void call_tool(const mcp_req_t *r, json_t *params, const char *name, json
   }
   mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
                   "unknown tool '%.100s'; the tools are start_managed_task, read_managed_task, "
-                  "list_managed_tasks, cancel_managed_task",
+                  "list_managed_tasks, cancel_managed_task, control_managed_task",
                   name);
 }
 

@@ -138,13 +138,23 @@ static int give_up(tfs_store_t *store, const char *id) {
 static int wait_started(tfs_store_t *store, const char *id, tfs_watch_t *w, int64_t wait_ms,
                         tfs_record_t *rec) {
   int64_t deadline = tfs_now_ms() + wait_ms, dead_since = 0;
+  tfs_record_t mine;
+  tfs_record_init(&mine);
+  if (!rec)
+    rec = &mine;
   for (;;) {
     tfs_state_t state = TFS_QUEUED;
     int err = reload(store, id, rec, &state);
-    if (err == 0 && state != TFS_QUEUED)
+    /* Running (or failed to start), or taken by its supervisor, which
+     * waits for a dependency, its start time or its queue's slot. */
+    if (err == 0 && (state != TFS_QUEUED || rec->supervisor_pid > 0)) {
+      tfs_record_free(&mine);
       return 0;
-    if (err && err != TFS_ECORRUPT)
+    }
+    if (err && err != TFS_ECORRUPT) {
+      tfs_record_free(&mine);
       return err;
+    }
     int64_t now = tfs_now_ms();
     if (tfs_task_alive(store, id) != 0) {
       dead_since = 0;
@@ -154,8 +164,10 @@ static int wait_started(tfs_store_t *store, const char *id, tfs_watch_t *w, int6
       continue; /* read the failed record back */
     }
     int64_t left = deadline - tfs_now_ms();
-    if (left <= 0)
+    if (left <= 0) {
+      tfs_record_free(&mine);
       return 0;
+    }
     int tick = tfs_watch_tick_ms(w);
     tfs_watch_wait(w, left < tick ? left : tick, NULL, -1, NULL, NULL);
   }

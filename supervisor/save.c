@@ -29,6 +29,10 @@
 static void on_save_tick(uv_timer_t *t);
 
 void sup_save(sup_t *s) {
+  sup_save_flags(s, 0);
+}
+
+void sup_save_flags(sup_t *s, unsigned flags) {
   int64_t now = tfs_now_ms();
   s->rec.lines = s->cap.lines;
   s->rec.bytes = s->cap.bytes;
@@ -37,7 +41,7 @@ void sup_save(sup_t *s) {
   tfs_usage_t total = s->rec.usage;
   if (s->phase == PH_RUNNING || s->phase == PH_DRAINING)
     sup_usage_live(s, &s->rec.usage);
-  int err = tfs_task_save(s->store, &s->rec);
+  int err = tfs_task_save_flags(s->store, &s->rec, flags);
   s->rec.usage = total;
   if (err) {
     /* Retried on the next tick; logged at most every 10 s. */
@@ -159,6 +163,9 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
     s->rec.cancel_by = strdup(s->stop_by);
     s->rec.cancel_ms = s->stop_at;
   }
+  /* The tree is gone: the queue slot goes back now, so the next task's
+   * start does not wait for this one's fsyncs. */
+  sup_sched_finish(s);
   save_final(s);
   sup_log(s, "task %s: %s", tfs_state_name(state), reason);
   /* The request has been acted on: a later run under the same key must not

@@ -16,6 +16,12 @@
  * the id, and after PID wrap an unrelated process of the same user could
  * lead a group of that number, which the sentinel would then kill.
  *
+ * In a queue the sentinel also keeps the fd that holds the task's slot, so
+ * that the slot frees only once the task's last process is gone; when it
+ * acted, it leaves behind a kicker (`taskfs supervise --queue-kick`,
+ * outside the group) that rings the queue's next waiter once the slot is
+ * free (sched.c).
+ *
  * The supervisor owns it as live knowledge (its own child, pid in memory):
  * the stop path spares it where it can (sup_kill_descendants' spare; the
  * group's SIGTERM it blocks, the group's SIGKILL ends it, the supervisor
@@ -36,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 /* The longest a sentinel waits between SIGTERM and SIGKILL. */
 #define SENTINEL_GRACE_MAX_MS 5000
 
@@ -52,7 +60,8 @@ static size_t put_num(char *buf, long v) {
 }
 
 /* The process group in /proc/<name>/stat (after the command's ')': state,
- * ppid, pgrp), or -1. */
+ * ppid, pgrp), or -1; also for a zombie, which lives no more (it waits for
+ * a reaper that may take its time). */
 static long stat_pgrp(int procfd, const char *name) {
   char path[64], buf[512];
   size_t n = strnlen(name, 32);
@@ -67,6 +76,8 @@ static long stat_pgrp(int procfd, const char *name) {
     return -1;
   buf[r] = 0;
   char *p = strrchr(buf, ')');
+  if (p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X'))
+    return -1;
   int field = 0;
   for (p = p ? p + 1 : NULL; p && *p; p++)
     if (*p == ' ' && ++field == 3) {
@@ -108,15 +119,37 @@ static int group_has_others(pid_t pgid) {
   return n < 0 ? -1 : found;
 }
 
+/* The kicker that rings the next waiter of the task's queue once the slot
+ * is free: forked now, moved out of the group before the group's SIGKILL
+ * (both sides set its group, as with the sentinel itself). */
+static void leave_kicker(int keep, char *const *kick) {
+  if (keep < 0 || !kick)
+    return;
+  pid_t k = fork();
+  if (k == 0) {
+    setpgid(0, 0);
+    fcntl(keep, F_SETFD, 0); /* the slot's fd goes through the exec */
+    execve("/proc/self/exe", kick, environ);
+    _exit(127);
+  }
+  if (k > 0)
+    setpgid(k, k);
+}
+
 /* The sentinel's body. It runs on the memory it shares with us: no
  * allocation, no stdio, only system calls, so it dirties a page or two of
  * stack. Every signal stays blocked (the group's SIGTERM included; a stray
  * signal is checked against getppid() and ignored). It acts only as a
  * member of the group, which is what keeps the group id from being
  * recycled: if it could not join, it signals nothing. */
-static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, int64_t grace_ms) {
-  if (close_range(0, ~0U, 0) < 0)
-    for (int fd = 0; fd < 1024; fd++)
+static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, int64_t grace_ms,
+                                                    int keep, char *const *kick) {
+  /* Every fd goes but the slot's (keep; -1: none). */
+  int failed = keep < 0 ? close_range(0, ~0U, 0) < 0
+                        : (keep > 0 && close_range(0, (unsigned)keep - 1, 0) < 0) ||
+                              close_range((unsigned)keep + 1, ~0U, 0) < 0;
+  for (int fd = 0; failed && fd < 1024; fd++)
+    if (fd != keep)
       close(fd);
   sigset_t all;
   sigfillset(&all);
@@ -139,6 +172,7 @@ static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, in
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+  leave_kicker(keep, kick);
   kill(-pgid, SIGKILL); /* the sentinel too: the group's last member */
   _exit(0);
 }
@@ -149,9 +183,11 @@ static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, in
  * against our own sudden death is missing, which is logged. */
 void sup_sentinel_start(sup_t *s) {
   pid_t self = getpid();
+  int slot = sup_sched_slot_fd(s);
+  char *const *kick = sup_sched_kick_argv(s);
   pid_t pid = sup_fork();
   if (pid == 0)
-    sentinel_main(self, s->worker, s->rec.grace_ms);
+    sentinel_main(self, s->worker, s->rec.grace_ms, slot, kick);
   if (pid < 0) {
     sup_log(s,
             "cannot start the sentinel of worker %d (%s): should this supervisor be killed, "

@@ -62,7 +62,8 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
    * (`> /dev/stderr`, `exec >/dev/stdout`, `: > /proc/self/fd/1`) opens
    * the pipe again, which cannot truncate what was written. */
   int err_fd = p->err[1] >= 0 ? p->err[1] : p->out[1];
-  if (dup2(s->devnull, 0) < 0 || dup2(p->out[1], 1) < 0 || dup2(err_fd, 2) < 0) {
+  int in_fd = s->stdin_rd >= 0 ? s->stdin_rd : s->devnull;
+  if (dup2(in_fd, 0) < 0 || dup2(p->out[1], 1) < 0 || dup2(err_fd, 2) < 0) {
     e.stage = STAGE_DUP;
   } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
     e.stage = STAGE_CHDIR;
@@ -174,7 +175,10 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
     snprintf(why, whylen, "cannot start '%s': no pipe for its output (%s)", cmd, strerror(errno));
     return -1;
   }
+  if (sup_stdin_pipe(s, why, whylen) < 0)
+    return -1;
   pid_t pid = fork_worker(s, &p);
+  sup_stdin_forked(s);
   if (pid < 0) {
     snprintf(why, whylen, "cannot start '%s': fork failed (%s)", cmd, strerror(-pid));
     return -1;

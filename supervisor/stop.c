@@ -89,6 +89,7 @@ void sup_check_cancel(sup_t *s, const char *via) {
 
 static void on_poll_timer(uv_timer_t *t) {
   sup_check_cancel(t->data, "poll");
+  sup_sched_bell(t->data, 1);
 }
 
 /* The doorbell rang: empty the FIFO (many rings count as one) and look. */
@@ -98,6 +99,7 @@ static void on_doorbell(uv_poll_t *h, int status, int events) {
   while (read(s->bell_fd, buf, sizeof buf) > 0)
     ;
   sup_check_cancel(s, "doorbell");
+  sup_sched_bell(s, 0); /* control requests, the queue */
 }
 
 static void on_signal(uv_signal_t *h, int signum) {

@@ -11,6 +11,10 @@
  *   restart.c    the restart policy: finish, restart, back off
  *   stop.c       stop requests: doorbell, poll, signals, grace, SIGKILL
  *   save.c       record saves, aliveAt, the final save
+ *   sched.c      before the first worker: dependencies, start time, a
+ *                queue slot; the slot's release at the end
+ *   control.c    control requests: pause, resume, signals
+ *   stdin.c      the worker's stdin, fed from the task's stdin FIFO
  *   limits.c     the worker's limits, its timeout, what each run used
  *   cgroup.c     the memory cgroup of the tree, where one can be made
  */
@@ -88,6 +92,9 @@ typedef struct {
   int save_failed;
   int64_t last_log_ms;
 
+  /* sched.c, control.c, stdin.c */
+  struct sup_sched *sched;
+  int stdin_rd; /* the worker's stdin (a pipe's read end) while it is forked, else -1 */
   /* limits.c, cgroup.c: the limits every worker gets, its timeout, and
    * what the current run used (processes reaped so far) */
   struct rlimit rlim[TFS_LIMIT_COUNT];
@@ -157,6 +164,40 @@ void sup_arm_kill(sup_t *s);
 void sup_stop_tree(sup_t *s);
 void sup_doorbell_close(sup_t *s);
 
+/* sched.c: what comes before the first worker, and the queue slot. */
+/* Waits for the dependencies, the start time and a slot of the task's
+ * queue (each only if it has one), then starts the first worker. */
+void sup_sched_start(sup_t *s);
+/* The doorbell rang (or the poll ticked without one): control requests,
+ * and another look at whatever the task waits for. */
+void sup_sched_bell(sup_t *s, int poll);
+/* The task ends: the slot goes back to its queue (the next waiter is
+ * rung), the stdin FIFO goes. */
+void sup_sched_finish(sup_t *s);
+/* The slot fd a sentinel keeps (-1: none), and the kicker it leaves
+ * behind: argv of `taskfs supervise --queue-kick` (NULL: none). */
+int sup_sched_slot_fd(sup_t *s);
+char *const *sup_sched_kick_argv(sup_t *s);
+/* `taskfs supervise --queue-kick NAME --slot-fd N`: waits until the slot
+ * is free (its sentinel gone), then rings the queue's next waiters. */
+int sup_queue_kick_main(const char *dir, const char *queue, int fd);
+
+/* control.c */
+/* Acts on the control requests appended since the last look. */
+void sup_control_check(sup_t *s);
+/* A paused task whose slot went back: the slot is ours again. */
+void sup_control_resumed(sup_t *s);
+
+/* stdin.c */
+void sup_stdin_init(sup_t *s);
+/* Before a worker's fork: its stdin pipe (s->stdin_rd), if the task has
+ * a stdin. 0, or -1 with why. */
+int sup_stdin_pipe(sup_t *s, char *why, size_t whylen);
+/* After the fork (whether the exec worked or not): our end feeds it. */
+void sup_stdin_forked(sup_t *s);
+/* Closes the worker's stdin (it reads its end). */
+void sup_stdin_eof(sup_t *s);
+void sup_stdin_close(sup_t *s);
 /* limits.c */
 /* Before the first worker: the rlimits to set, the memory cgroup (or why
  * not), the timeout timer; the record says how each limit applies. */
@@ -190,6 +231,9 @@ void sup_cgroup_remove(sup_t *s);
 void sup_save_init(sup_t *s);
 /* Saves the record now (a failed save is retried by the save timer). */
 void sup_save(sup_t *s);
+/* The same with tfs_task_save_flags() flags (TFS_SAVE_NOSYNC: a wait or a
+ * pause, which a crash makes moot). */
+void sup_save_flags(sup_t *s, unsigned flags);
 /* Output arrived: a save is due within the save tick. */
 void sup_mark_dirty(sup_t *s);
 void sup_reserve_make(sup_t *s);

@@ -58,7 +58,8 @@ void sup_log(sup_t *s, const char *fmt, ...) {
 }
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: taskfs supervise --state-dir DIR [--env-fd N] ID\n\n"
+  fprintf(out, "usage: taskfs supervise --state-dir DIR [--env-fd N] ID\n"
+               "       taskfs supervise --state-dir DIR --queue-kick QUEUE --slot-fd N\n\n"
                "Internal: owns one queued task (started by 'taskfs run', the MCP server or\n"
                "the mount). Not meant to be run by hand.\n");
 }
@@ -68,16 +69,20 @@ typedef struct {
   const char *dir;
   const char *id;
   int env_fd; /* -1: no overrides */
+  const char *kick; /* --queue-kick QUEUE (with --slot-fd N): sched.c */
+  int slot_fd;
 } args_t;
 
 /* Parses the verb's arguments. Returns -1 to go on, or the exit code. */
 static int parse_args(int argc, char **argv, args_t *a) {
   static const struct option opts[] = {{"state-dir", required_argument, NULL, 'd'},
                                        {"env-fd", required_argument, NULL, 'e'},
+                                       {"queue-kick", required_argument, NULL, 'q'},
+                                       {"slot-fd", required_argument, NULL, 's'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
-  *a = (args_t){NULL, NULL, -1};
+  *a = (args_t){NULL, NULL, -1, NULL, -1};
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -88,12 +93,16 @@ static int parse_args(int argc, char **argv, args_t *a) {
       a->dir = optarg;
       break;
     case 'e':
+    case 's':
       v = strtol(optarg, &end, 10);
       if (*end || v < 0 || v > INT_MAX) {
         usage(stderr);
         return 100;
       }
-      a->env_fd = (int)v;
+      *(c == 'e' ? &a->env_fd : &a->slot_fd) = (int)v;
+      break;
+    case 'q':
+      a->kick = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -103,6 +112,8 @@ static int parse_args(int argc, char **argv, args_t *a) {
       return 100;
     }
   }
+  if (a->dir && a->kick && a->slot_fd >= 0 && optind == argc)
+    return sup_queue_kick_main(a->dir, a->kick, a->slot_fd);
   if (!a->dir || optind != argc - 1 || !tfs_id_valid(argv[optind])) {
     usage(stderr);
     return 100;
@@ -264,7 +275,7 @@ static int prepare(sup_t *s, const args_t *a) {
   /* A stop requested before the start: the task never runs. */
   sup_check_cancel(s, "start");
   if (!s->stopping)
-    sup_start_worker(s);
+    sup_sched_start(s); /* dependencies, start time, queue slot: then the worker */
   return -1;
 }
 

@@ -304,4 +304,60 @@ static SX_UNUSED void sx_first_id(const char *out, char id[TFS_ID_MAX + 1]) {
   cr_assert(tfs_id_valid(id), "not an id: %s", id);
 }
 
+/* The state letter of /proc/<pid>/stat (R, S, T, Z, ...), '?' if gone. */
+static SX_UNUSED char sx_proc_state(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  char *s = tu_read_file(path, NULL);
+  char *p = s ? strrchr(s, ')') : NULL;
+  char c = p && p[1] ? p[2] : '?';
+  free(s);
+  return c;
+}
+
+/* Asserts that the store holds exactly n tasks (a refused start made none). */
+static SX_UNUSED void sx_assert_tasks(size_t n) {
+  char **ids;
+  size_t have;
+  cr_assert_eq(tfs_task_ids(sx_store, &ids, &have), 0);
+  cr_assert_eq(have, n, "%zu tasks, not %zu", have, n);
+  tfs_ids_free(ids, have);
+}
+
+typedef struct {
+  const char *id;
+  tfs_state_t state;
+  const char *reason; /* a part of the reason it must have, or NULL */
+} sx_want_t;
+
+static int sx_reads(void *arg) {
+  sx_want_t *w = arg;
+  tfs_record_t rec;
+  if (tfs_task_load(sx_store, w->id, &rec))
+    return 0;
+  /* The words every face shows: a waiter's place is computed on read. */
+  char words[600] = "";
+  tfs_queue_positions_t *p;
+  if (w->reason && tfs_queue_positions_open(sx_store, &p) == 0) {
+    tfs_queue_describe(p, &rec, words, sizeof words);
+    tfs_queue_positions_close(p);
+  }
+  int ok = rec.state == w->state && (!w->reason || (rec.reason && strstr(rec.reason, w->reason)) ||
+                                     strstr(words, w->reason));
+  tfs_record_free(&rec);
+  return ok;
+}
+
+/* Waits until the task reads state (and, if reason is not NULL, with
+ * reason in its reason or in the words every face shows for it). */
+static SX_UNUSED void sx_wait_state(const char *id, tfs_state_t state, const char *reason) {
+  sx_want_t w = {id, state, reason};
+  if (tu_wait_until(sx_reads, &w, 30000))
+    return;
+  tfs_record_t rec = sx_load(id);
+  cr_assert_fail("task %s is %s (%s), not %s%s%s", id, tfs_state_name(rec.state),
+                 rec.reason ? rec.reason : "no reason", tfs_state_name(state),
+                 reason ? " with " : "", reason ? reason : "");
+}
+
 #endif

@@ -306,7 +306,7 @@ static int cancel_requested(const char *id) {
 Test(mount, root_layout_and_owner) {
   char *out = NULL;
   cr_assert_eq(tu_sh(&out, "ls -1 '%s'", g_mnt), 0);
-  cr_assert_str_eq(out, "by-key\nowner\ntasks\n");
+  cr_assert_str_eq(out, "by-key\nowner\nqueues\ntasks\n");
   free(out);
   json_t *j = read_json(mpath("owner%s", ""));
   cr_assert(json_is_boolean(json_object_get(j, "alive")));
@@ -365,7 +365,7 @@ Test(mount, tasks_list_in_creation_order_and_follow_the_store) {
   free(out);
 
   cr_assert_eq(tu_sh(&out, "ls -1 '%s/tasks/%s'", g_mnt, ids[1]), 0);
-  cr_assert_str_eq(out, "cancel\nowner\nrecord.json\ntranscript\n");
+  cr_assert_str_eq(out, "cancel\ncontrol\nowner\nrecord.json\ntranscript\n");
   free(out);
 }
 

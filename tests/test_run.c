@@ -289,7 +289,7 @@ Test(run, help_and_usage_errors) {
   cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout soon x"), 100);
   /* Every duration option reads the same syntax, and refuses the same. */
   const char *bad[] = {"run --grace 5x -- true",      "run --min-uptime -1 -- true",
-                       "run --min-uptime 1d -- true", "wait --timeout 1.5.2 x",
+                       "run --min-uptime 1w -- true", "wait --timeout 1.5.2 x",
                        "wait --timeout ms x",         "cancel --wait --timeout '' x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *err;

@@ -44,6 +44,11 @@ extern "C" {
 #define TFS_ESYMLINK (-4006)     /* a symlink was planted where a file belongs */
 #define TFS_EFOREIGN (-4007)     /* the store belongs to another user */
 #define TFS_EUNSAFE (-4008)      /* others may write to the store */
+/* Queues, dependencies and control (include/taskfs/queue.h). */
+#define TFS_EAMBIGUOUS (-4020)  /* an id prefix names more than one task */
+#define TFS_ENOTRUNNING (-4021) /* the task is not running: nothing to pause, resume, signal */
+#define TFS_ECYCLE (-4022)      /* dependencies that wait for each other */
+#define TFS_ENOSTDIN (-4023)    /* the task was started without a stdin to write to */
 #define TFS_ELIMIT (-4009)       /* a limit is malformed or cannot be applied */
 #define TFS_ECONFIG (-4010)      /* the store's config file (or a key of it) is invalid */
 
@@ -58,6 +63,7 @@ const char *tfs_strerror(int err);
 #define TFS_IMPORTANT_TEXT_MAX 512 /* bytes kept of one important line */
 #define TFS_IMPORTANT_K_MAX 1000   /* largest K tfs_important_init accepts */
 #define TFS_LAST_EXITS 5           /* worker exits remembered in the record */
+#define TFS_QUEUE_NAME_MAX 64      /* queue names: 1..64 of [A-Za-z0-9._:-], not starting with '.' */
 
 /* Time: milliseconds since the Unix epoch. */
 int64_t tfs_now_ms(void);
@@ -96,7 +102,8 @@ typedef enum {
   TFS_COMPLETED, /* worker exited 0 */
   TFS_FAILED,    /* exited non-zero, killed by a signal, could not start, crash loop */
   TFS_CANCELLED, /* a stop request ended it */
-  TFS_LOST       /* running, but the supervisor died without recording an end */
+  TFS_LOST,      /* running, but the supervisor died without recording an end */
+  TFS_PAUSED     /* its process tree is stopped (SIGSTOP) on request; not an end */
 } tfs_state_t;
 
 const char *tfs_state_name(tfs_state_t s);
@@ -275,6 +282,15 @@ typedef struct {
   int64_t bytes;
   tfs_stderr_t stderr_mode; /* how stderr was captured (records without it: split) */
   tfs_important_t important;
+
+  /* Scheduling (include/taskfs/queue.h): the queue it runs in ("": none,
+   * no limit), the tasks it starts after, the earliest start, and whether
+   * its worker's stdin is fed from the store (TFS_FILE_STDIN). */
+  char queue[TFS_QUEUE_NAME_MAX + 1];
+  char **after; /* task ids, NULL-terminated, or NULL */
+  int nafter;
+  int64_t not_before_ms; /* 0: none */
+  int with_stdin;
 } tfs_record_t;
 
 /* Initializes an empty record (state queued, exit_code -1, default policy:
@@ -289,6 +305,8 @@ int tfs_record_parse(const char *json, size_t len, tfs_record_t *rec, char *err,
 /* Sets argv/cwd/env names (copies). */
 int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cwd);
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name);
+/* Sets the ids the task starts after (copies; NULL or empty: none). */
+int tfs_record_set_after(tfs_record_t *rec, char *const after[]);
 int tfs_record_set_reason(tfs_record_t *rec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine): a
@@ -396,6 +414,10 @@ typedef struct {
   tfs_stderr_t stderr_mode; /* 0: merged, the default */
   int rerun;             /* with a key whose task has ended: make a new task
                             and point the key at it */
+  const char *queue;      /* NULL or "": no queue (runs at once) */
+  char *const *after;     /* NULL-terminated ids it starts after, or NULL */
+  int64_t not_before_ms;  /* 0: no earliest start */
+  int with_stdin;         /* the worker's stdin is fed by tfs_stdin_write() */
   /* Quick exits in a row (within min_uptime) that make a crash loop and
    * end the restarts: the record's max_quick_restarts + 1, so at least 1
    * (never restart a quick exit); 0: default (6). */
@@ -422,6 +444,14 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
 /* Accepts an id or a key (ids are tried first). */
 int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_ID_MAX + 1]);
+/* tfs_task_resolve(), then a unique prefix of an id, of at least
+ * TFS_ID_PREFIX_MIN characters (a user types "mx45bwq6"): TFS_EAMBIGUOUS
+ * when it names several tasks, with the candidates (newest last, at most
+ * max_cands; free with tfs_ids_free) in *cands if not NULL; TFS_ENOTASK
+ * when it names none (a shorter prefix names none either). */
+#define TFS_ID_PREFIX_MIN 4
+int tfs_task_resolve_prefix(tfs_store_t *store, const char *arg, char id_out[TFS_ID_MAX + 1],
+                            char ***cands, size_t *ncands, size_t max_cands);
 /* Every key in the store (well-formed names of regular files in keys/),
  * sorted; *keys is a malloc'ed array of malloc'ed strings (free with
  * tfs_ids_free). A key may name a task that is gone meanwhile:
@@ -430,6 +460,11 @@ int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n);
 
 /* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
+/* The same with TFS_SAVE_NOSYNC: atomic, visible at once, but not fsynced,
+ * for a state a crash makes moot anyway (a supervisor's wait: after a
+ * crash the task reads lost whatever the record said). */
+#define TFS_SAVE_NOSYNC 1u
+int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
  * record says running/queued-with-supervisor but the task lock is free, the
  * returned record reads TFS_LOST (nothing is written; see
@@ -528,6 +563,15 @@ int tfs_task_forget(tfs_store_t *store, const char *id);
  * tfs_task_forget(): a task that has not ended is never deleted, so more
  * than keep remain while tasks run or wait. Returns the number deleted. */
 int tfs_task_prune(tfs_store_t *store, size_t keep);
+/* Prune by rules: the tasks that match every rule given go, by the rules
+ * of tfs_task_forget() (a live task never does). */
+typedef struct {
+  unsigned states;       /* TFS_STATE_BIT()s; 0: any state that has ended */
+  int64_t older_than_ms; /* > 0: only tasks that ended (else were created)
+                            longer ago than this */
+  size_t keep;           /* of the matching tasks the newest keep stay; SIZE_MAX: none */
+} tfs_prune_opts_t;
+int tfs_task_prune_opts(tfs_store_t *store, const tfs_prune_opts_t *opts);
 
 /* ---- stop requests ---------------------------------------------------- */
 
@@ -697,6 +741,10 @@ int tfs_watch_wait(tfs_watch_t *w, int64_t timeout_ms, const sigset_t *sigmask, 
  * the task is gone). */
 int tfs_task_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms,
                       const sigset_t *sigmask, tfs_record_t *rec_out);
+/* The same, also returning 0 as soon as the task is in one of states
+ * (TFS_STATE_BIT()s: a pause or a resume taking effect). */
+int tfs_task_wait_state(tfs_store_t *store, const char *id, unsigned states, int64_t timeout_ms,
+                        const sigset_t *sigmask, tfs_record_t *rec_out);
 /* The look tfs_task_wait_end() takes each time, without waiting, for a
  * face that waits on its own event loop (a watch under a uv_poll_t): the
  * record as stored, a task read as lost settled on the way. rec_out (may
@@ -719,6 +767,8 @@ typedef enum {
   TFS_FILE_SUPERVISOR_LOG, /* the supervisor's stderr */
   TFS_FILE_STDERR_LINES,   /* which transcript lines came from stderr */
   TFS_FILE_SPACE_RESERVE,  /* room kept for the final record on a full disk */
+  TFS_FILE_CONTROL,        /* appended control requests: pause, resume, signal */
+  TFS_FILE_STDIN,          /* FIFO the supervisor feeds to the worker's stdin */
   TFS_FILE_COUNT
 } tfs_task_file_t;
 
@@ -753,6 +803,8 @@ typedef enum {
   TFS_VIEW_TRANSCRIPT, /* "transcript" */
   TFS_VIEW_CANCEL,     /* "cancel" */
   TFS_VIEW_OWNER,      /* "owner" */
+  TFS_VIEW_CONTROL,    /* "control": write pause, resume, signal SIG */
+  TFS_VIEW_STDIN,      /* "stdin": only for a task started with a stdin */
   TFS_VIEW_COUNT
 } tfs_view_t;
 const char *tfs_view_name(tfs_view_t which);
@@ -762,5 +814,6 @@ const char *tfs_view_name(tfs_view_t which);
 #endif
 
 #include "taskfs/triage.h"
+#include "taskfs/queue.h"
 
 #endif /* TASKFS_TASKFS_H */

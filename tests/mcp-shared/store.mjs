@@ -32,7 +32,7 @@ export function tempStore(t, prefix, stopAll) {
 export async function cancelEverything(client, connect) {
   try {
     await connect();
-    for (const state of ['running', 'queued']) {
+    for (const state of ['running', 'paused', 'queued']) {
       const r = await client.callTool({ name: 'list_managed_tasks', arguments: { state, limit: 500 } });
       for (const x of r.structuredContent?.tasks ?? [])
         await client.callTool({ name: 'cancel_managed_task', arguments: { taskId: x.taskId } });

@@ -155,7 +155,7 @@ test('stdin from a regular file is served to its end', async (t) => {
   assert.equal(code, 0);
   const out = readFileSync(join(dir, 'out'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(out.map((m) => m.id), [1, 2]);
-  assert.equal(out[1].result.tools.length, 4);
+  assert.equal(out[1].result.tools.length, 5);
 });
 
 test('a host that floods requests without reading answers: memory stays bounded, nothing is lost', async (t) => {
@@ -208,7 +208,7 @@ test('one connection, one era: the pin, errors that name the field, and serving 
   assert.deepEqual(mb[3].error.data, { supported: ['2026-07-28'], requested: '2099-01-01' });
   assert.equal(mb[4].error.code, -32602);
   assert.match(mb[4].error.message, /params\._meta is \d+ bytes/);
-  assert.equal(mb[5].result.tools.length, 4, 'still serving');
+  assert.equal(mb[5].result.tools.length, 5, 'still serving');
   // The v2 client's discover probe: one request, then EOF; the server exits at once.
   const c = rawServer(t);
   c.send({ jsonrpc: '2.0', id: 'probe', method: 'server/discover', params: { _meta: META } });

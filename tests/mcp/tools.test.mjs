@@ -14,7 +14,7 @@ test('connect and list the tools', async (t) => {
   const { client } = await store.connect();
   const { tools } = await client.listTools();
   const names = tools.map((x) => x.name).sort();
-  assert.deepEqual(names, ['cancel_managed_task', 'list_managed_tasks', 'read_managed_task', 'start_managed_task']);
+  assert.deepEqual(names, ['cancel_managed_task', 'control_managed_task', 'list_managed_tasks', 'read_managed_task', 'start_managed_task']);
   for (const tool of tools) {
     assert.ok(tool.description.length > 40, tool.name);
     assert.equal(tool.inputSchema.type, 'object');

@@ -51,5 +51,5 @@ test('removed and legacy-only methods, and a bad envelope, are refused with reas
   assert.equal(old.error.code, -32022);
   assert.deepEqual(old.error.data.supported, ['2026-07-28']);
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 4, 'still serving');
+  assert.equal(tools.length, 5, 'still serving');
 });

@@ -19,7 +19,7 @@ test('discover, then the tools as 2026-07-28 lists them', async (t) => {
   assert.equal(d._meta['io.modelcontextprotocol/serverInfo'].name, 'taskfs');
   assert.match(d.instructions, /start_managed_task/);
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((x) => x.name).sort(), ['cancel_managed_task', 'list_managed_tasks', 'read_managed_task', 'start_managed_task']);
+  assert.deepEqual(tools.map((x) => x.name).sort(), ['cancel_managed_task', 'control_managed_task', 'list_managed_tasks', 'read_managed_task', 'start_managed_task']);
   for (const tool of tools) {
     assert.equal(tool.execution, undefined, '2026-07-28 tools have no execution');
     for (const [name, p] of Object.entries(tool.inputSchema.properties))
