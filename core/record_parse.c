@@ -11,6 +11,7 @@
  * canonical compact form and read from that, so both roads accept the same
  * documents and give the same record. */
 #include "core/json.h"
+#include "taskfs/text.h"
 
 #include <jansson.h>
 #include <stdio.h>

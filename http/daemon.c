@@ -133,17 +133,21 @@ static void handle_init(http_server_t *srv, uv_handle_t *h) {
 int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen) {
   unsigned timeout_s = (unsigned)((srv->request_timeout_ms + 999) / 1000);
   unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  /* Without a listening socket (the fuzzer adds connections itself) MHD
+   * must not be given MHD_OPTION_LISTEN_SOCKET at all: it refuses the pair.
+   * MHD_OPTION_ARRAY lets the one call take the option or leave it out. */
+  struct MHD_OptionItem listen_opt[] = {
+      {listen_fd < 0 ? MHD_OPTION_END : MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL},
+      {MHD_OPTION_END, 0, NULL}};
   if (listen_fd < 0)
     flags |= MHD_USE_NO_LISTEN_SOCKET;
   srv->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, http_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-      MHD_OPTION_LISTEN_SOCKET,
-      listen_fd < 0 ? MHD_INVALID_SOCKET : listen_fd, MHD_OPTION_NOTIFY_COMPLETED, http_completed,
-      srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_TIMEOUT,
-      timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_POOL_SIZE,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_STRICT_FOR_CLIENT, 1,
-      MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
-      MHD_OPTION_END);
+      MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_NOTIFY_COMPLETED, http_completed, srv,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_POOL_SIZE, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)HTTP_CONNECTIONS_MAX, MHD_OPTION_STRICT_FOR_CLIENT, 1,
+      MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_END);
   if (!srv->mhd) {
     snprintf(why, whylen, "cannot start the HTTP server (libmicrohttpd): %s",
              errno ? strerror(errno) : "unknown error");
