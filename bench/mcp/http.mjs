@@ -169,7 +169,7 @@ async function idle([bin, state, nconns]) {
   const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } });
   const extra = { "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list" };
-  const fb = async () => { const xs = []; for (let i = 0; i < 50; i++) xs.push(await firstByte(tf, body, extra)); xs.sort((a, b) => a - b); return { p50: pct(xs, 50), p99: pct(xs, 99) }; };
+  const fb = async () => { const xs = []; for (let i = 0; i < 200; i++) xs.push(await firstByte(tf, body, extra)); xs.sort((a, b) => a - b); return { p50: pct(xs, 50), p99: pct(xs, 99) }; };
   const fbNone = await fb();
   const before = memOf(tf.pid);
   const socks = await idleConns(tf.port, N, "/favicon.ico");
