@@ -1,5 +1,6 @@
 # taskfs build. `make` builds build/taskfs; `make test` runs every test;
-# `make run` mounts the default store; `make bench` runs the benchmarks.
+# `make run` mounts the default store; `make bench` runs the benchmarks;
+# `make install` / `make uninstall` (PREFIX, DESTDIR); `make deb`.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -7,7 +8,7 @@ BUILD ?= build
 CC ?= cc
 PKG_CONFIG ?= pkg-config
 
-PKGS := jansson libuv fuse3 libmicrohttpd
+PKGS := jansson libuv fuse3 libpcre2-8 libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
 
@@ -32,9 +33,13 @@ LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs
         $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
+# systemd user units: every contrib/systemd/*.in (taskfs-mount.service
+# today; taskfs-serve.service and .socket join when `taskfs serve` does),
+# made with the installed paths substituted (rule in the install section).
+UNITS := $(patsubst contrib/systemd/%.in,$(BUILD)/systemd/%,$(wildcard contrib/systemd/*.in))
 
-.PHONY: all test test-c test-mcp test-mcp2 test-conformance check run clean install bench bench-quick bench-corpus format asan coverage api-reach
-all: $(BIN)
+.PHONY: all test test-c test-mcp test-mcp2 test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus format asan coverage api-reach
+all: $(BIN) $(UNITS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -81,7 +86,18 @@ test-mcp2: $(BIN)
 test-conformance: $(BIN)
 	tests/conformance/run.sh $(abspath $(BIN)) all
 
-test: test-c test-mcp test-mcp2 test-conformance
+
+# Shell tests (tests/test_*.sh): make install/uninstall, every user.
+SH_TESTS := $(sort $(wildcard tests/test_*.sh))
+test-sh: $(BIN) $(UNITS)
+	@failed=""; for t in $(SH_TESTS); do \
+	  echo "== $$t"; \
+	  MAKE='$(MAKE)' TASKFS_BIN=$(abspath $(BIN)) sh $$t || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
+
+
+test: test-c test-mcp test-mcp2 test-conformance test-sh
 
 # What CI runs: the tests, then the C tests again under ASan + UBSan, the
 # long-lived processes under valgrind, each fuzzer for FUZZ_SECONDS, and the
@@ -119,9 +135,68 @@ bench-quick: $(BIN) $(BENCH_BIN)
 bench-corpus: $(BUILD)/bench/corpus
 	BUILD=$(BUILD) ./bench/corpus.sh
 
-install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/taskfs
+# ---- install (scripts/install.sh) -------------------------------------------
+# `make install PREFIX=/usr DESTDIR=/tmp/x`, and `make uninstall` with the
+# same variables, which removes exactly what install put there (install
+# records it in $(DOCDIR)/install-manifest). Installing as a user:
+# `make install PREFIX=~/.local` (user units then go where systemd looks
+# in a home: ~/.local/share/systemd/user).
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/taskfs
+ifneq ($(filter $(HOME)/%,$(PREFIX)),)
+SYSTEMDUSERUNITDIR ?= $(DATADIR)/systemd/user
+else
+SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
+endif
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+
+# The systemd user units (UNITS, above) are made at every make: their
+# paths follow PREFIX, which may change between `make` and `make install`;
+# a unit is only rewritten when its text changes.
+$(BUILD)/systemd/%: contrib/systemd/%.in FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "made $@"; fi
+FORCE:
+
+# Man pages and completions are installed as soon as they exist: adding
+# the file is enough. MAN_PAGES are pages ready for man (man/NAME.SECTION,
+# mdoc or man); pages rendered from another source (scdoc, ...) go here as
+# their targets in $(BUILD)/man/, with their rule: install depends on them.
+MAN_PAGES := $(wildcard man/*.[1-8])
+BASH_COMPLETION := $(wildcard contrib/completion/taskfs.bash)
+ZSH_COMPLETION := $(wildcard contrib/completion/_taskfs)
+FISH_COMPLETION := $(wildcard contrib/completion/taskfs.fish)
+DOCS := README.md $(sort $(wildcard docs/*.md))
+MCP_CONFIGS := $(sort $(wildcard contrib/mcp/*))
+
+# MODE SRC DEST, one triple per installed file.
+INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
+  $(foreach f,$(UNITS),0644 $(f) $(SYSTEMDUSERUNITDIR)/$(notdir $(f))) \
+  $(foreach f,$(DOCS),0644 $(f) $(DOCDIR)/$(notdir $(f))) \
+  $(foreach f,$(MCP_CONFIGS),0644 $(f) $(DOCDIR)/mcp/$(notdir $(f))) \
+  $(foreach f,$(MAN_PAGES),0644 $(f) $(MANDIR)/man$(patsubst .%,%,$(suffix $(f)))/$(notdir $(f))) \
+  $(foreach f,$(BASH_COMPLETION),0644 $(f) $(BASHCOMPDIR)/taskfs) \
+  $(foreach f,$(ZSH_COMPLETION),0644 $(f) $(ZSHCOMPDIR)/_taskfs) \
+  $(foreach f,$(FISH_COMPLETION),0644 $(f) $(FISHCOMPDIR)/taskfs.fish)
+INSTALL_MANIFEST = $(DOCDIR)/install-manifest
+
+install: $(BIN) $(UNITS) $(MAN_PAGES)
+	@DESTDIR='$(DESTDIR)' sh scripts/install.sh install $(INSTALL_MANIFEST) $(INSTALL_LIST)
+
+uninstall:
+	@DESTDIR='$(DESTDIR)' sh scripts/install.sh uninstall $(INSTALL_MANIFEST) $(INSTALL_LIST)
+
+# ---- the Debian package (debian/) ----------------------------------------------
+# Built out of the tree: a copy of the sources in $(BUILD)/deb/src, so the
+# tree's own build/ is left alone; the .deb lands in $(BUILD)/deb/.
+DEB_DIR := $(BUILD)/deb
+deb:
+	sh scripts/deb.sh $(DEB_DIR)
 
 format:
 	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(HTTP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
@@ -181,10 +256,13 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIBS)
 
 fuzzers: $(FUZZERS)
 
+# UBSan aborts at its first finding (-fno-sanitize-recover), so that
+# libFuzzer counts it as a crash and the run fails; without it UBSan only
+# prints and the fuzzer goes on.
 fuzz:
 	$(MAKE) -j2 BUILD=build-fuzz CC=clang \
-	  OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
-	  LDFLAGS="-fsanitize=address,undefined" fuzzers
+	  OPT="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" fuzzers
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/hardening/fuzz.sh build-fuzz
 
 valgrind: $(BIN)

@@ -124,10 +124,14 @@ int cli_flush_stdout(const char *verb, int code);
 /* What `wait` and `run --wait` do: waits for the end of task id, settles
  * a task read as lost, describes on stderr a task that did not complete,
  * and returns the task's exit code (cli_exit_for_record); CLI_EXIT_TIMEOUT
- * after timeout_ms (timeout_arg is how the user wrote it), 130 if
- * interrupted (only the wait stops; the task runs on). */
-int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms,
-                    const char *timeout_arg);
+ * after timeout_ms, 130 if interrupted (only the wait stops; the task runs
+ * on). */
+int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms);
+
+/* The one report of a --timeout that ran out (wait, cancel --wait): "task
+ * ID is still STATE after 1s (--timeout); THEN". */
+void cli_timeout_error(const char *verb, const char *id, const tfs_record_t *rec,
+                       int64_t timeout_ms, const char *then);
 
 /* ---- errors and arguments ------------------------------------------------ */
 
@@ -139,9 +143,16 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
  * starts with ':'); prints the option and returns CLI_EXIT_USAGE. */
 int cli_bad_option(const char *verb, char **argv, int c);
 
-/* Parses seconds, integer or decimal ("30", "0.5"), into milliseconds;
- * returns 0 or -1 (negative, empty, trailing junk, overflow). */
-int cli_parse_seconds(const char *s, int64_t *ms_out);
+/* The one parser of durations, for every option that takes one (--timeout,
+ * --min-uptime, --grace, ...): a number, whole or decimal, with a unit ms,
+ * s, m or h; a bare number is seconds ("500ms", "10s", "1.5s", "5m", "1h",
+ * "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
+ * a duration ..." and returns CLI_EXIT_USAGE. */
+int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out);
+
+/* Writes ms in the syntax the parser reads ("500ms", "1.5s", "10s", "5m",
+ * "1h"); returns buf. */
+const char *cli_format_duration(int64_t ms, char *buf, size_t len);
 
 /* Copies s into buf for an error message: control and non-ASCII bytes as
  * \xNN, cut with "..." at about 60 bytes. Returns buf. */

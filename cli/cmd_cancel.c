@@ -11,19 +11,21 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs cancel [--wait] [--timeout SEC] [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs cancel [--wait] [--timeout DURATION] [--state-dir DIR] ID|KEY\n"
     "\n"
     "Requests a stop of a task: its supervisor stops the whole process tree\n"
     "(SIGTERM, a grace period, then SIGKILL) and records the task as cancelled.\n"
     "A task that has already ended is left alone (exit 0).\n"
     "\n"
-    "  --wait           wait until the task has ended and print its final state\n"
-    "  --timeout SEC    with --wait: give up after SEC seconds (exit 124)\n"
-    "  --state-dir DIR  use the store in DIR\n"
-    "  -h, --help       show this help\n"
+    "  --wait              wait until the task has ended and print its final state\n"
+    "  --timeout DURATION  with --wait: give up after DURATION (500ms, 10s, 5m, 1h;\n"
+    "                      a bare number is seconds), exit 124\n"
+    "  --state-dir DIR     use the store in DIR\n"
+    "  -h, --help          show this help\n"
     "\n"
-    "Exit codes: 0 stop requested (or already ended), 100 usage, 101 no such task,\n"
-    "111 system failure, 124 --timeout ran out, 130 interrupted while waiting.\n";
+    "EXIT STATUS\n"
+    "  0 stop requested (or already ended), 100 usage, 101 no such task, 111 system\n"
+    "  failure, 124 --timeout ran out, 130 interrupted while waiting.\n";
 
 static void print_end(const tfs_record_t *rec) {
   printf("%s %s", rec->id, tfs_state_name(rec->state));
@@ -66,10 +68,10 @@ static int wait_stopped(tfs_store_t *store, const char *id, int64_t timeout_ms) 
   if (rc == 0) {
     print_end(&rec);
   } else if (rc == -ETIMEDOUT) {
-    cli_error("cancel",
-              "%s still %s after %lld ms; the stop request stays recorded ('taskfs wait %s' "
-              "waits longer)",
-              id, tfs_state_name(rec.state), (long long)timeout_ms, id);
+    char then[128];
+    snprintf(then, sizeof then, "the stop request stays recorded ('taskfs wait %s' waits longer)",
+             id);
+    cli_timeout_error("cancel", id, &rec, timeout_ms, then);
     code = CLI_EXIT_TIMEOUT;
   } else if (rc == -EINTR) {
     code = CLI_EXIT_CANCELLED;
@@ -91,15 +93,13 @@ int cmd_cancel(int argc, char **argv) {
   int wait = 0, ended = 0;
   int64_t timeout_ms = -1;
   char id[TFS_ID_MAX + 1];
-  char q[96];
   tfs_store_t *store;
   int c, code;
   while ((c = cli_getopt(&o, argc, argv)) > 0) {
     if (c == 'w')
       wait = 1;
-    else if (cli_parse_seconds(optarg, &timeout_ms)) /* --timeout */
-      return cli_usage_error("cancel", "--timeout wants seconds (like 30 or 0.5), not '%s'",
-                             cli_quote(optarg, q, sizeof q));
+    else if ((code = cli_duration_opt("cancel", "--timeout", optarg, &timeout_ms)))
+      return code; /* --timeout */
   }
   if (c < 0)
     return o.code;

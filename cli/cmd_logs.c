@@ -24,9 +24,10 @@ static const char usage_text[] =
     "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 101 no such task, 111 system failure; with -f\n"
-    "the task's exit code as above (130 also on Ctrl-C). A closed pipe (| head)\n"
-    "ends it quietly with 0.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 101 no such task, 111 system failure; with -f the task's\n"
+    "  exit code as above (130 also on Ctrl-C). A closed pipe (| head) ends it\n"
+    "  quietly with 0.\n";
 
 /* Prints the whole transcript, or its last last_n lines (last_n >= 0),
  * byte for byte: tfs_transcript_copy, which counts the last lines as every

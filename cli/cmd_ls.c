@@ -35,8 +35,10 @@ static const char usage_text[] =
     "\n"
     "Unreadable records are skipped with a note on stderr. A store that does not\n"
     "exist yet lists as empty and is not created.\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure (also: the store is refused,\n"
-    "another user's or writable by others).\n";
+    "\n"
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 system failure (also: the store is refused, another\n"
+    "  user's or writable by others).\n";
 
 #define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
 #define CMD_MAX 1024 /* bytes of the command kept per row */

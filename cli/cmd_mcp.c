@@ -13,7 +13,15 @@ static const char usage_text[] =
     "stdio: newline-delimited JSON-RPC 2.0 on stdin/stdout, logs on stderr. Tools:\n"
     "start_managed_task, read_managed_task, list_managed_tasks, cancel_managed_task;\n"
     "the MCP Tasks utility; resources taskfs://tasks/<id>/record and .../transcript.\n"
-    "Exits when stdin ends or on SIGTERM/SIGINT. Host configuration: contrib/mcp/.\n";
+    "Exits when stdin ends or on SIGTERM/SIGINT. Host configurations: contrib/mcp/\n"
+    "in the source, share/doc/taskfs/mcp/ once installed.\n"
+    "\n"
+    "  --state-dir DIR  serve the store in DIR\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 stdin ended or a signal stopped it, 100 usage, 111 system failure (the\n"
+    "  store cannot be opened, stdin or stdout failed).\n";
 
 int cmd_mcp(int argc, char **argv) {
   cli_opts_t o = CLI_OPTS("mcp", usage_text, "", NULL);

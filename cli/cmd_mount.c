@@ -24,7 +24,19 @@ static const char usage_text[] =
     "MOUNTPOINT/by-key/<key>, MOUNTPOINT/owner. The default mount point is\n"
     "$XDG_RUNTIME_DIR/taskfs, else $HOME/taskfs (created if missing). Runs in the\n"
     "background (logging to syslog) unless --foreground (logging to stderr).\n"
-    "Unmount with 'taskfs umount MOUNTPOINT'.\n";
+    "A dead taskfs mount left on MOUNTPOINT (its mount process was killed) is\n"
+    "cleared first. Unmount with 'taskfs umount MOUNTPOINT'.\n"
+    "\n"
+    "  -f, --foreground  serve in this process until unmounted or signalled\n"
+    "  --allow-other     let other users in (needs user_allow_other in\n"
+    "                    /etc/fuse.conf unless run by root)\n"
+    "  --state-dir DIR   mount the store in DIR\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 mounted (--foreground: unmounted cleanly), 100 usage (also: MOUNTPOINT\n"
+    "  does not exist or is not a directory), 111 the mount failed (a live mount is\n"
+    "  already there, no usable /dev/fuse, no fusermount3, ...).\n";
 
 /* Makes path absolute against the current directory (the daemon chdirs to
  * /), without requiring it to exist. */
@@ -82,10 +94,13 @@ static int mount_paths(const char *state_opt, const char *point, char state_abs[
     cli_error("mount", "mount point path too long");
     return CLI_EXIT_USAGE;
   }
-  if ((err = fs_mount_check_point(mnt_abs, msg, sizeof msg))) {
+  int cleared = 0;
+  if ((err = fs_mount_check_point(mnt_abs, &cleared, msg, sizeof msg))) {
     cli_error("mount", "%s", msg);
     return err == -ENOENT || err == -ENOTDIR ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
   }
+  if (cleared)
+    cli_error("mount", "cleared the dead mount on %s (its mount process had died)", mnt_abs);
   return CLI_EXIT_OK;
 }
 

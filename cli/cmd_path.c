@@ -16,7 +16,8 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 111 the directory cannot be determined.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 the directory cannot be determined.\n";
 
 int cmd_path(int argc, char **argv) {
   cli_opts_t o = CLI_OPTS("path", usage_text, "", NULL);

@@ -16,7 +16,8 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 system failure.\n";
 
 int cmd_prune(int argc, char **argv) {
   static const struct option opts[] = {

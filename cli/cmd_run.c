@@ -47,23 +47,35 @@ static const char usage_text[] =
     "                        line, which every local user can read (ps): secrets\n"
     "                        go by --env NAME or --env-file\n"
     "  --restart POLICY      no (default), on-failure or always\n"
-    "  --min-uptime MS       a worker exiting sooner counts as a quick death\n"
-    "                        (default 1000)\n"
-    "  --max-restarts N      restarts allowed after quick deaths in a row; one more\n"
-    "                        quick death ends the task failed, 'crash loop' (default 5)\n"
-    "  --grace MS            after a stop request, SIGTERM, then SIGKILL after MS\n"
-    "                        (default 5000)\n"
+    "  --max-restarts N      restart at most N times in all, whatever the uptime\n"
+    "                        (default: no limit)\n"
+    "  --min-uptime D        a worker that exits within D exits quickly (default 1s)\n"
+    "  --max-quick-restarts N\n"
+    "                        restarts allowed after quick exits in a row; the next\n"
+    "                        quick exit ends them: a crash loop (default 5)\n"
+    "  --grace D             after a stop request: SIGTERM, then SIGKILL after D\n"
+    "                        (default 5s)\n"
     "  --important-k K       keep the first and last K important lines (default 20)\n"
+    "  --stderr MODE         merged (default): stdout and stderr in one stream, in\n"
+    "                        the order CMD wrote them (as 'CMD > file 2>&1');\n"
+    "                        split: two pipes and a stderr-lines file naming the\n"
+    "                        stderr lines (lines written close together to both\n"
+    "                        streams may then appear in another order)\n"
     "  --wait                wait for the task to end; exit with its exit code\n"
     "  --follow              print its output until it ends; exit with its exit code\n"
     "  --state-dir DIR       use the store in DIR\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Exit codes: 0 started (or already known under --key), 100 usage (also: the key\n"
-    "names a different command), 111 system failure, 127 CMD could not start (not\n"
-    "found, not executable, bad --cwd; the id is still printed). With --wait or\n"
-    "--follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
-    "signal N; cancelled 130; lost 102).\n";
+    "A duration D is a number with a unit: 500ms, 10s, 5m, 1h; a bare number is\n"
+    "seconds. When a limit ends the restarts, the task ends as its last worker\n"
+    "did (exit 0: completed, else failed).\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 started (or already known under --key), 100 usage (also: the key names a\n"
+    "  different command), 111 system failure, 127 CMD could not start (not found,\n"
+    "  not executable, bad --cwd; the id is still printed). With --wait or\n"
+    "  --follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
+    "  signal N; cancelled 130; lost 102).\n";
 
 enum {
   OPT_KEY = 256,
@@ -74,8 +86,10 @@ enum {
   OPT_RESTART,
   OPT_MIN_UPTIME,
   OPT_MAX_RESTARTS,
+  OPT_MAX_QUICK,
   OPT_GRACE,
   OPT_IMPORTANT_K,
+  OPT_STDERR,
   OPT_WAIT,
   OPT_FOLLOW,
 };
@@ -94,14 +108,6 @@ static char *absolute_dir(const char *dir) {
   if (asprintf(&out, "%s/%s", here, dir) < 0)
     return NULL;
   return out;
-}
-
-static int parse_ms(const char *opt, const char *arg, int64_t *out) {
-  char q[96];
-  if (cli_parse_i64(arg, out))
-    return cli_usage_error("run", "%s wants a number of milliseconds, not '%s'", opt,
-                           cli_quote(arg, q, sizeof q));
-  return 0;
 }
 
 /* Everything the command line of `run` says. */
@@ -290,13 +296,23 @@ static int run_option(run_args_t *a, int c, const char *arg) {
                              cli_quote(arg, q, sizeof q));
     return CLI_EXIT_OK;
   case OPT_MIN_UPTIME:
-    return parse_ms("--min-uptime", arg, &a->spec.min_uptime_ms);
+    return cli_duration_opt("run", "--min-uptime", arg, &a->spec.min_uptime_ms);
   case OPT_GRACE:
-    return parse_ms("--grace", arg, &a->spec.grace_ms);
+    return cli_duration_opt("run", "--grace", arg, &a->spec.grace_ms);
   case OPT_MAX_RESTARTS:
     return parse_count("--max-restarts", arg, 0, 1000000, &a->spec.max_restarts);
+  case OPT_MAX_QUICK: {
+    int n, code = parse_count("--max-quick-restarts", arg, 0, 1000000, &n);
+    a->spec.crash_loop_exits = n + 1; /* the quick exit after N restarts ends them */
+    return code;
+  }
   case OPT_IMPORTANT_K:
     return parse_count("--important-k", arg, 1, 10000, &a->spec.important_k);
+  case OPT_STDERR:
+    if (tfs_stderr_parse(arg, &a->spec.stderr_mode))
+      return cli_usage_error("run", "--stderr is merged or split, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
   case OPT_WAIT:
     a->wait = 1;
     return CLI_EXIT_OK;
@@ -424,8 +440,10 @@ int cmd_run(int argc, char **argv) {
       {"restart", required_argument, NULL, OPT_RESTART},
       {"min-uptime", required_argument, NULL, OPT_MIN_UPTIME},
       {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
+      {"max-quick-restarts", required_argument, NULL, OPT_MAX_QUICK},
       {"grace", required_argument, NULL, OPT_GRACE},
       {"important-k", required_argument, NULL, OPT_IMPORTANT_K},
+      {"stderr", required_argument, NULL, OPT_STDERR},
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
       {NULL, 0, NULL, 0},
@@ -452,7 +470,7 @@ int cmd_run(int argc, char **argv) {
   if (a.follow)
     code = cli_follow(store, id, -1, STDOUT_FILENO);
   else if (a.wait)
-    code = cli_wait_report("run", store, id, -1, NULL);
+    code = cli_wait_report("run", store, id, -1);
 out:
   if (store)
     tfs_store_close(store);

@@ -20,8 +20,8 @@ static const char usage_text[] =
     "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 101 no such task, 111 unreadable record or\n"
-    "system failure.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 101 no such task, 111 unreadable record or system failure.\n";
 
 /* Re-indents the dumped JSON so the output is stable whatever layout the
  * core's dumper picks. */

@@ -1,4 +1,4 @@
-/* taskfs umount: unmounts a taskfs mount, also a stale one whose mount
+/* taskfs umount: unmounts a taskfs mount, also a dead one whose mount
  * process died (transport endpoint not connected). */
 #include <stdio.h>
 
@@ -9,8 +9,15 @@
 static const char usage_text[] =
     "usage: taskfs umount [--lazy|-l] MOUNTPOINT\n"
     "\n"
-    "Unmounts a taskfs mount; the mount process then exits. --lazy detaches it\n"
-    "even while files in it are open.\n";
+    "Unmounts a taskfs mount; the mount process then exits. A dead mount (its\n"
+    "mount process was killed) is cleared too, even while files in it are open.\n"
+    "\n"
+    "  -l, --lazy  detach it even while files in it are open\n"
+    "  -h, --help  show this help\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 unmounted, 100 usage, 111 it could not be unmounted (busy, not a mount\n"
+    "  point, fusermount3 failed).\n";
 
 int cmd_umount(int argc, char **argv) {
   static const struct option opts[] = {{"lazy", no_argument, NULL, 'l'}, {NULL, 0, NULL, 0}};

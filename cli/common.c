@@ -74,8 +74,8 @@ static void opts_build(cli_opts_t *o) {
            o->shortopts ? o->shortopts : "");
   for (; o->longopts && o->longopts[n].name && n < max; n++)
     o->all[n] = o->longopts[n];
-  if (!(o->flags & CLI_OPT_NO_STATE_DIR))
-    o->all[n++] = (struct option){"state-dir", required_argument, NULL, CLI_OPT_STATE_DIR};
+  /* Known also to a verb that takes none, so that it is refused in words. */
+  o->all[n++] = (struct option){"state-dir", required_argument, NULL, CLI_OPT_STATE_DIR};
   if (o->flags & CLI_OPT_FOREIGN)
     o->all[n++] = (struct option){"foreign-store", no_argument, NULL, CLI_OPT_FOREIGN_STORE};
   o->all[n++] = (struct option){"help", no_argument, NULL, 'h'};
@@ -93,6 +93,13 @@ int cli_getopt(cli_opts_t *o, int argc, char **argv) {
     case -1:
       return 0;
     case CLI_OPT_STATE_DIR:
+      if (o->flags & CLI_OPT_NO_STATE_DIR) {
+        o->code = cli_usage_error(o->verb,
+                                  "%s takes no --state-dir: it acts on a mount point, "
+                                  "not on a store",
+                                  o->verb);
+        return -1;
+      }
       o->state_dir = optarg;
       continue;
     case CLI_OPT_FOREIGN_STORE:
@@ -166,37 +173,70 @@ int cli_parse_i64(const char *s, int64_t *out) {
   return 0;
 }
 
-int cli_parse_seconds(const char *s, int64_t *ms_out) {
-  int64_t whole = 0, frac = 0;
-  const char *dot;
-  char buf[32];
-  if (!s || !*s || strlen(s) >= sizeof buf)
+/* Durations, one syntax for every option that takes one: a number, whole
+ * or decimal, and a unit: ms, s, m or h; a bare number is seconds
+ * ("500ms", "10s", "1.5s", "5m", "1h", "30", "0.5"). Rounds down to whole
+ * milliseconds; returns 0 or -1 (negative, empty, junk, overflow). */
+static int parse_duration(const char *s, int64_t *ms_out) {
+  static const struct {
+    const char *name;
+    int64_t ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}};
+  int64_t whole = 0, frac = 0, scale = 1;
+  const char *p = s;
+  int digits = 0;
+  if (!s)
     return -1;
-  dot = strchr(s, '.');
-  if (!dot) {
-    if (cli_parse_i64(s, &whole) || whole > INT64_MAX / 1000)
+  for (; *p >= '0' && *p <= '9'; p++, digits++) {
+    if (whole > (INT64_MAX - 9) / 10)
       return -1;
-    *ms_out = whole * 1000;
+    whole = whole * 10 + (*p - '0');
+  }
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+      if (scale < 1000000000) { /* digits past the ninth cannot matter */
+        frac = frac * 10 + (*p - '0');
+        scale *= 10;
+      }
+  if (!digits)
+    return -1;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(p, units[i].name))
+      continue;
+    if (whole > INT64_MAX / units[i].ms - 1)
+      return -1;
+    *ms_out = whole * units[i].ms + frac * units[i].ms / scale;
     return 0;
   }
-  /* "1.5", ".5" and "2." are all fine; "." alone is not. */
-  memcpy(buf, s, (size_t)(dot - s));
-  buf[dot - s] = 0;
-  if (dot == s && !dot[1])
-    return -1;
-  if (dot > s && cli_parse_i64(buf, &whole))
-    return -1;
-  if (whole > INT64_MAX / 1000 - 1)
-    return -1;
-  int scale = 100;
-  for (const char *p = dot + 1; *p; p++) {
-    if (*p < '0' || *p > '9')
-      return -1;
-    frac += (*p - '0') * scale;
-    scale /= 10;
+  return -1;
+}
+
+int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out) {
+  char q[96];
+  if (!parse_duration(arg, ms_out))
+    return CLI_EXIT_OK;
+  return cli_usage_error(verb,
+                         "%s wants a duration like 500ms, 10s, 5m or 1h (a bare number is "
+                         "seconds), not '%s'",
+                         opt, cli_quote(arg, q, sizeof q));
+}
+
+const char *cli_format_duration(int64_t ms, char *buf, size_t len) {
+  if (ms >= 3600000 && ms % 3600000 == 0)
+    snprintf(buf, len, "%lldh", (long long)(ms / 3600000));
+  else if (ms >= 60000 && ms % 60000 == 0)
+    snprintf(buf, len, "%lldm", (long long)(ms / 60000));
+  else if (ms % 1000 == 0)
+    snprintf(buf, len, "%llds", (long long)(ms / 1000));
+  else if (ms < 1000)
+    snprintf(buf, len, "%lldms", (long long)ms);
+  else {
+    int n = snprintf(buf, len, "%lld.%03lld", (long long)(ms / 1000), (long long)(ms % 1000));
+    while (n > 0 && (size_t)n < len && buf[n - 1] == '0')
+      buf[--n] = 0;
+    snprintf(buf + n, len - (size_t)n, "s");
   }
-  *ms_out = whole * 1000 + frac;
-  return 0;
+  return buf;
 }
 
 int cli_exit_for(int err) {
@@ -365,13 +405,20 @@ static int report_end(const char *verb, const char *id, const tfs_record_t *rec)
   return cli_exit_for_record(rec);
 }
 
-int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms,
-                    const char *timeout_arg) {
+void cli_timeout_error(const char *verb, const char *id, const tfs_record_t *rec,
+                       int64_t timeout_ms, const char *then) {
+  char d[32];
+  cli_error(verb, "task %s is still %s after %s (--timeout); %s", id, tfs_state_name(rec->state),
+            cli_format_duration(timeout_ms, d, sizeof d), then);
+}
+
+int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms) {
+  char then[96];
   tfs_record_t rec;
   int code, rc = cli_wait_end(store, id, timeout_ms, &rec);
   if (rc == -ETIMEDOUT) {
-    cli_error(verb, "task %s is still %s after %s s; 'taskfs logs -f %s' follows it", id,
-              tfs_state_name(rec.state), timeout_arg, id);
+    snprintf(then, sizeof then, "'taskfs logs -f %s' follows it", id);
+    cli_timeout_error(verb, id, &rec, timeout_ms, then);
     code = CLI_EXIT_TIMEOUT;
   } else if (rc == -EINTR) {
     code = CLI_EXIT_CANCELLED;

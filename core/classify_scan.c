@@ -97,68 +97,125 @@ static void anchor_visit(line_t *l, size_t i) {
 }
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 
-/* Candidate anchors at 16 positions [i, i + 16): p points at byte i - 1 of
- * a window that holds bytes i - 1 .. i + 18. Bytes are folded to lower case
- * with | 0x20 (which maps only A-Z onto letters) and each anchor is checked
- * with the byte before or after it too ("e"+"rr", "wa"+"r", "fa"+"i|t|u",
- * "pa"+"s|n", "e"+"xc", "eb"+"a", "u"+"cc", "du"+"m"), so plain words that
- * share an anchor ("package", "was", "current", "module") rarely get past
- * this filter. Returns a bit per position. */
-static inline unsigned block_mask(const unsigned char *p) {
-  const __m128i fold = _mm_set1_epi8(0x20);
-#define B(c) _mm_set1_epi8((char)(c))
-#define EQ(v, c) _mm_cmpeq_epi8(v, B(c))
-#define OR _mm_or_si128
-#define AND _mm_and_si128
-  __m128i fm = OR(_mm_loadu_si128((const __m128i *)p), fold);
-  __m128i f0 = OR(_mm_loadu_si128((const __m128i *)(p + 1)), fold);
-  __m128i f1 = OR(_mm_loadu_si128((const __m128i *)(p + 2)), fold);
-  __m128i f2 = OR(_mm_loadu_si128((const __m128i *)(p + 3)), fold);
-  __m128i a1 = EQ(f1, 'a');
-  __m128i r = AND(AND(EQ(fm, 'e'), EQ(f0, 'r')), EQ(f1, 'r'));
-  __m128i w = AND(AND(EQ(f0, 'w'), a1), EQ(f2, 'r'));
-  __m128i f = AND(AND(EQ(f0, 'f'), a1), OR(OR(EQ(f2, 'i'), EQ(f2, 't')), EQ(f2, 'u')));
-  __m128i pp = AND(AND(EQ(f0, 'p'), a1), OR(EQ(f2, 's'), EQ(f2, 'n')));
-  __m128i c1 = EQ(f1, 'c');
-  __m128i x = AND(AND(EQ(fm, 'e'), EQ(f0, 'x')), c1);
-  __m128i e = AND(AND(EQ(f0, 'e'), EQ(f1, 'b')), EQ(f2, 'a'));
-  __m128i c = AND(AND(EQ(fm, 'u'), EQ(f0, 'c')), c1);
-  __m128i d = AND(AND(EQ(f0, 'd'), EQ(f1, 'u')), EQ(f2, 'm'));
-  __m128i k = AND(EQ(f0, 0xE2), EQ(f1, 0xBC));
-  __m128i any = OR(OR(OR(r, w), OR(f, pp)), OR(OR(x, e), OR(OR(c, d), k)));
-#undef B
-#undef EQ
-#undef OR
-#undef AND
-  return (unsigned)_mm_movemask_epi8(any);
+typedef unsigned char v16_t __attribute__((vector_size(16), aligned(1)));
+typedef unsigned char v32_t __attribute__((vector_size(32), aligned(1)));
+
+/* Candidate anchors at W positions [i, i + W): p points at byte i - 1 of
+ * a window that holds bytes i - 1 .. i + W + 2. Bytes are folded to lower
+ * case with | 0x20 (which maps only A-Z onto letters) and each anchor is
+ * checked with the byte before or after it too ("e"+"rr", "wa"+"r",
+ * "fa"+"i|t|u", "pa"+"s|n", "e"+"xc", "eb"+"a", "u"+"cc", "du"+"m"), so
+ * plain words that share an anchor ("package", "was", "current",
+ * "module") rarely get past this filter. Yields a vector whose bytes are
+ * 0xff where an anchor may sit. Written once with GCC's vector extensions
+ * for both widths: 16 bytes with SSE2 (every x86-64), 32 with AVX2 where
+ * the processor has it. */
+#define ANCHOR_VECTOR(V, p, any)                                                                   \
+  do {                                                                                             \
+    const V *q = (const V *)(const void *)(p);                                                     \
+    const unsigned char *b_ = (const unsigned char *)(p);                                          \
+    V fm = q[0] | 0x20, f0 = *(const V *)(const void *)(b_ + 1) | 0x20;                            \
+    V f1 = *(const V *)(const void *)(b_ + 2) | 0x20,                                              \
+      f2 = *(const V *)(const void *)(b_ + 3) | 0x20;                                              \
+    V a1 = (V)(f1 == 'a'), c1 = (V)(f1 == 'c');                                                    \
+    V r = (V)(fm == 'e') & (V)(f0 == 'r') & (V)(f1 == 'r');                                        \
+    V w = (V)(f0 == 'w') & a1 & (V)(f2 == 'r');                                                    \
+    V f = (V)(f0 == 'f') & a1 & ((V)(f2 == 'i') | (V)(f2 == 't') | (V)(f2 == 'u'));                \
+    V pp = (V)(f0 == 'p') & a1 & ((V)(f2 == 's') | (V)(f2 == 'n'));                                \
+    V x = (V)(fm == 'e') & (V)(f0 == 'x') & c1;                                                    \
+    V e = (V)(f0 == 'e') & (V)(f1 == 'b') & (V)(f2 == 'a');                                        \
+    V c = (V)(fm == 'u') & (V)(f0 == 'c') & c1;                                                    \
+    V d = (V)(f0 == 'd') & (V)(f1 == 'u') & (V)(f2 == 'm');                                        \
+    V k = (V)(f0 == 0xE2) & (V)(f1 == 0xBC);                                                       \
+    (any) = r | w | f | pp | x | e | c | d | k;                                                    \
+  } while (0)
+
+__attribute__((always_inline)) static inline uint64_t block_mask16(const unsigned char *p) {
+  v16_t any;
+  ANCHOR_VECTOR(v16_t, p, any);
+  return (unsigned)_mm_movemask_epi8((__m128i)any);
 }
 
-/* Runs the filter over the whole line. Blocks at the edges are copied into
- * a zero-padded window so that nothing outside the line is read. */
+/* The pairs of folded bytes every anchor above starts with, as nibble
+ * tables for a byte-set test with vpshufb: bit b of FIRST_LO[x & 15] &
+ * FIRST_HI[x >> 4] says x may be the first byte of pair b, and likewise
+ * for the second. Pairs, bit by bit: rr; w|f|p a; xc; eb; cc; du;
+ * 0xE2 0xBC (the three first bytes of the second share their nibbles
+ * with a few other bytes: a wider test, never a narrower one). A 32-byte
+ * block where no position passes both tests has no anchor, and most
+ * blocks of text and binary data are such blocks: the exact test above
+ * runs only on the others. */
+#define NIBBLES(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, q)                                    \
+  _mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, q, a, b, c, d, e, f, g, h, i, j,   \
+                   k, l, m, n, o, q)
+#define FIRST_LO NIBBLES(2, 0, 1 | 0x40, 0x10, 0x20, 8, 2, 2, 4, 0, 0, 0, 0, 0, 0, 0)
+#define FIRST_HI                                                                                   \
+  NIBBLES(0, 0, 0, 0, 0, 0, 2 | 8 | 0x10 | 0x20, 1 | 2 | 4, 0, 0, 0, 0, 0, 0, 0x40, 0)
+#define SECOND_LO NIBBLES(0, 2, 1 | 8, 4 | 0x10, 0, 0x20, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0)
+#define SECOND_HI NIBBLES(0, 0, 0, 0, 0, 0, 2 | 4 | 8 | 0x10, 1 | 0x20, 0, 0, 0, 0x40, 0, 0, 0, 0)
+
+__attribute__((target("avx2"), always_inline)) static inline int no_pair32(const unsigned char *p) {
+  const __m256i fold = _mm256_set1_epi8(0x20), low = _mm256_set1_epi8(0x0f);
+  __m256i f0 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + 1)), fold);
+  __m256i f1 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2)), fold);
+#define SET_OF(x, lo, hi)                                                                          \
+  _mm256_and_si256(_mm256_shuffle_epi8(lo, _mm256_and_si256(x, low)),                              \
+                   _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(x, 4), low)))
+  __m256i both = _mm256_and_si256(SET_OF(f0, FIRST_LO, FIRST_HI), SET_OF(f1, SECOND_LO, SECOND_HI));
+#undef SET_OF
+  return _mm256_testz_si256(both, both);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline uint64_t
+block_mask32(const unsigned char *p) {
+  if (no_pair32(p))
+    return 0;
+  v32_t any;
+  ANCHOR_VECTOR(v32_t, p, any);
+  return (unsigned)_mm256_movemask_epi8((__m256i)any);
+}
+
+/* Runs the filter over the whole line, W positions at a time. Blocks at
+ * the edges are copied into a zero-padded window so that nothing outside
+ * the line is read. */
+#define SCAN_KEYWORDS(l, W, mask_fn)                                                               \
+  do {                                                                                             \
+    const unsigned char *s = (l)->s;                                                               \
+    size_t n = (l)->n;                                                                             \
+    for (size_t i = 0; i + 1 < n; i += (W)) {                                                      \
+      uint64_t mask;                                                                               \
+      if (i >= 1 && i + (W) + 2 <= n) {                                                            \
+        mask = mask_fn(s + i - 1);                                                                 \
+      } else {                                                                                     \
+        unsigned char win[2 * (W)] = {0};                                                          \
+        size_t from = i >= 1 ? i - 1 : 0, to = i + (W) + 2 <= n ? i + (W) + 2 : n;                 \
+        memcpy(win + (i >= 1 ? 0 : 1), s + from, to - from);                                       \
+        mask = mask_fn(win);                                                                       \
+        if (n - 1 - i < (W))                                                                       \
+          mask &= (1ull << (n - 1 - i)) - 1; /* a pair must start before n - 1 */                  \
+      }                                                                                            \
+      while (__builtin_expect(mask != 0, 0)) {                                                     \
+        anchor_visit((l), i + (size_t)__builtin_ctzll(mask));                                      \
+        mask &= mask - 1;                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
+__attribute__((target("avx2"))) static void scan_keywords32(line_t *l) {
+  SCAN_KEYWORDS(l, 32, block_mask32);
+}
+
 void tfs__cl_scan_keywords(line_t *l) {
-  const unsigned char *s = l->s;
-  size_t n = l->n;
-  if (n < 2)
+  if (l->n < 2)
     return;
-  for (size_t i = 0; i + 1 < n; i += 16) {
-    unsigned mask;
-    if (i >= 1 && i + 18 <= n) {
-      mask = block_mask(s + i - 1);
-    } else {
-      unsigned char win[32] = {0};
-      size_t from = i >= 1 ? i - 1 : 0, to = i + 18 <= n ? i + 18 : n;
-      memcpy(win + (i >= 1 ? 0 : 1), s + from, to - from);
-      mask = block_mask(win);
-      if (n - 1 - i < 16)
-        mask &= (1u << (n - 1 - i)) - 1; /* a pair must start before n - 1 */
-    }
-    while (__builtin_expect(mask != 0, 0)) {
-      anchor_visit(l, i + (size_t)__builtin_ctz(mask));
-      mask &= mask - 1;
-    }
+  /* Long enough for a 32-byte block to pay (most lines are). */
+  if (l->n >= 34 && __builtin_cpu_supports("avx2")) {
+    scan_keywords32(l);
+    return;
   }
+  SCAN_KEYWORDS(l, 16, block_mask16);
 }
 #else
 void tfs__cl_scan_keywords(line_t *l) {

@@ -46,8 +46,11 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
     rec.min_uptime_ms = spec->min_uptime_ms;
   if (spec->max_restarts >= 0)
     rec.max_restarts = spec->max_restarts;
+  if (spec->crash_loop_exits > 0)
+    rec.max_quick_restarts = spec->crash_loop_exits - 1;
   if (spec->grace_ms >= 0)
     rec.grace_ms = spec->grace_ms;
+  rec.stderr_mode = spec->stderr_mode == TFS_STDERR_SPLIT ? TFS_STDERR_SPLIT : TFS_STDERR_MERGED;
   if (spec->important_k > 0 && spec->important_k != rec.important.k) {
     tfs_important_free(&rec.important);
     if ((err = tfs_important_init(&rec.important, spec->important_k)))
@@ -68,7 +71,13 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
       goto out;
     }
   }
-  fchmodat(store->tasks_fd, rec.id, 0700, 0);
+  /* 0700 whatever the umask; a directory that cannot be given it is not
+   * kept. */
+  if (fchmodat(store->tasks_fd, rec.id, 0700, 0)) {
+    err = -errno;
+    unlinkat(store->tasks_fd, rec.id, AT_REMOVEDIR);
+    goto out;
+  }
   rec.created_ms = tfs_now_ms();
   if (key) {
     err = tfs__create_keyed(store, &rec, spec->rerun, id_out, existed);

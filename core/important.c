@@ -89,29 +89,63 @@ static size_t strip_escapes(const char *line, size_t len, char *dst, size_t cap,
   return o;
 }
 
-/* Builds the kept text of a line, at most max bytes (at most
- * TFS_IMPORTANT_TEXT_MAX): escapes stripped, a trailing '\r' dropped,
- * made valid UTF-8 by the core's tfs_utf8_sanitize() with the C0 controls
- * other than tab also turned into U+FFFD (a terminal or a JSON reader would
- * otherwise act on them), and cut to max bytes on a character boundary
- * with "..." at the end when cut. Only a bounded prefix
- * of the line is read: sanitizing never shortens text, so once more than
- * TFS_IMPORTANT_TEXT_MAX bytes are in hand the result is known to be cut, and
- * a character split by the prefix end only affects bytes beyond the cut. */
-char *tfs__important_text(const char *line, size_t len, size_t max) {
-  enum { PREFIX = TFS_IMPORTANT_TEXT_MAX + 4 };
-  if (max > TFS_IMPORTANT_TEXT_MAX)
-    max = TFS_IMPORTANT_TEXT_MAX;
+/* The part of a line its kept text is made from (the first phase of
+ * tfs__important_text): at most PREFIX bytes without escape sequences and
+ * without one trailing '\r', and whether that was the whole line. */
+enum { PREFIX = TFS_IMPORTANT_TEXT_MAX + 4 };
+
+typedef struct {
+  unsigned short len;    /* bytes in raw */
+  unsigned char whole;   /* raw is the whole line (nothing was left after it) */
+  unsigned char pending; /* in the last ring: its text is still to be made */
   char raw[PREFIX];
-  char buf[3 * PREFIX + 1];
-  size_t used = 0, slen = 0;
+} raw_t;
 
-  size_t rlen = strip_escapes(line, len, raw, sizeof(raw), &used);
+/* The last important line fed, as it came, with what the classifier said
+ * of it: the same line again (a warning printed in a loop, a compiler
+ * repeating one diagnostic, a retry message) is not classified again. */
+enum { MEMO_MAX = 512 };
+typedef struct {
+  size_t len; /* 0: none */
+  int kind, rank, block;
+  char line[MEMO_MAX];
+} memo_t;
+
+/* What feeding keeps beside the public struct (tfs_important_t.raw): the
+ * memo, and the prefixes of the last ring's lines. */
+struct tfs__important_raw {
+  memo_t memo;
+  raw_t ring[]; /* k */
+};
+
+static void take_prefix(raw_t *r, const char *line, size_t len) {
+  size_t used = 0, rlen;
+  size_t head = len < PREFIX ? len : PREFIX;
+  /* Most lines hold no escape: one memchr and a copy. */
+  if (!memchr(line, '\x1b', head)) {
+    memcpy(r->raw, line, head);
+    rlen = used = head;
+  } else {
+    rlen = strip_escapes(line, len, r->raw, PREFIX, &used);
+  }
   /* One trailing '\r' (CRLF output), even if a colour reset follows it. */
-  if (used == len && rlen > 0 && raw[rlen - 1] == '\r')
+  if (used == len && rlen > 0 && r->raw[rlen - 1] == '\r')
     rlen--;
+  r->len = (unsigned short)rlen;
+  r->whole = used == len;
+}
 
-  char *san = tfs_utf8_sanitize(raw, rlen, &slen);
+/* The second phase: made valid UTF-8 by the core's tfs_utf8_sanitize()
+ * with the C0 controls other than tab also turned into U+FFFD (a terminal
+ * or a JSON reader would otherwise act on them), and cut to max bytes on a
+ * character boundary with "..." at the end when cut. Sanitizing never
+ * shortens text, so once more than TFS_IMPORTANT_TEXT_MAX bytes are in
+ * hand the result is known to be cut, and a character split by the prefix
+ * end only affects bytes beyond the cut. */
+static char *finish_text(const raw_t *r, size_t max) {
+  char buf[3 * PREFIX + 1];
+  size_t slen = 0;
+  char *san = tfs_utf8_sanitize(r->raw, r->len, &slen);
   if (!san)
     return NULL;
   /* Each raw byte became at most 3 bytes, so buf cannot overflow. */
@@ -127,7 +161,7 @@ char *tfs__important_text(const char *line, size_t len, size_t max) {
   }
   free(san);
 
-  if (n > max || used < len) {
+  if (n > max || !r->whole) {
     /* Cut on a character boundary (not before a continuation byte), leaving
      * room for the "..." marker. */
     n = max - 3;
@@ -142,6 +176,18 @@ char *tfs__important_text(const char *line, size_t len, size_t max) {
   memcpy(text, buf, n);
   text[n] = '\0';
   return text;
+}
+
+/* Builds the kept text of a line, at most max bytes (at most
+ * TFS_IMPORTANT_TEXT_MAX): escapes stripped, a trailing '\r' dropped, valid
+ * UTF-8 without control bytes but tab, cut with "..." (the two phases
+ * above). Only a bounded prefix of the line is read. */
+char *tfs__important_text(const char *line, size_t len, size_t max) {
+  raw_t r;
+  if (max > TFS_IMPORTANT_TEXT_MAX)
+    max = TFS_IMPORTANT_TEXT_MAX;
+  take_prefix(&r, line, len);
+  return finish_text(&r, max);
 }
 
 /* ---- first K / last K ----------------------------------------------------- */
@@ -179,8 +225,31 @@ void tfs_important_free(tfs_important_t *imp) {
   for (size_t i = 0; i < imp->ncontext; i++)
     free(imp->context[i].text);
   free(imp->context);
+  free(imp->raw);
   tfs__lead_free(imp);
   memset(imp, 0, sizeof(*imp));
+}
+
+/* The slot the next important line goes to: one of the first K, else the
+ * ring's next one (the oldest line, whose text is freed). *ring is the
+ * ring's index, or -1 for one of the first K. */
+static tfs_important_line_t *next_slot(tfs_important_t *imp, ptrdiff_t *ring) {
+  size_t k = (size_t)imp->k;
+  *ring = -1;
+  if (imp->nfirst < k)
+    return &imp->first[imp->nfirst++];
+  /* last_head is the slot written next, which holds the oldest line once
+   * the ring is full. */
+  tfs_important_line_t *slot = &imp->last[imp->last_head];
+  free(slot->text);
+  slot->text = NULL;
+  if (imp->raw)
+    imp->raw->ring[imp->last_head].pending = 0;
+  *ring = (ptrdiff_t)imp->last_head;
+  imp->last_head = (imp->last_head + 1) % k;
+  if (imp->nlast < k)
+    imp->nlast++;
+  return slot;
 }
 
 int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *text,
@@ -192,34 +261,71 @@ int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind
   char *t = tfs__important_text(text ? text : "", len, TFS_IMPORTANT_TEXT_MAX);
   if (!t)
     return -ENOMEM;
-
-  tfs_important_line_t *slot;
-  size_t k = (size_t)imp->k;
-  if (imp->nfirst < k) {
-    slot = &imp->first[imp->nfirst++];
-  } else {
-    /* The ring: last_head is the slot written next, which holds the oldest
-     * line once the ring is full. */
-    slot = &imp->last[imp->last_head];
-    free(slot->text);
-    imp->last_head = (imp->last_head + 1) % k;
-    if (imp->nlast < k)
-      imp->nlast++;
-  }
-  slot->line = lineno;
-  slot->kind = kind;
-  slot->text = t;
+  ptrdiff_t ring;
+  tfs_important_line_t *slot = next_slot(imp, &ring);
+  *slot = (tfs_important_line_t){.line = lineno, .kind = kind, .text = t};
   imp->total++;
   return 0;
 }
 
+/* A fed line for the last ring keeps only the prefix its text is made
+ * from; tfs_important_last() makes the text when the line is read. Of a
+ * flood of important lines (every line of a compiler's output can be a
+ * located diagnostic) nearly all are pushed out of the ring before anyone
+ * reads them, so they cost a copy, not a text. */
+static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *line,
+                    size_t len) {
+  if (!imp->first || !imp->last || imp->k <= 0)
+    return -EINVAL;
+  if (imp->nfirst < (size_t)imp->k)
+    return tfs_important_add(imp, lineno, kind, line, len);
+  if (!imp->raw)
+    return -ENOMEM;
+  ptrdiff_t ring;
+  tfs_important_line_t *slot = next_slot(imp, &ring);
+  *slot = (tfs_important_line_t){.line = lineno, .kind = kind, .text = NULL};
+  take_prefix(&imp->raw->ring[ring], line, len);
+  imp->raw->ring[ring].pending = 1;
+  imp->total++;
+  return 0;
+}
+
+/* Classifies a line, or takes the memo's verdict when it is the memo's
+ * line (the classifier is a function of the bytes alone). An important
+ * line becomes the memo; the feeding state is made for the first. */
+static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size_t len, int *rank,
+                                    int *block) {
+  memo_t *m = imp->raw ? &imp->raw->memo : NULL;
+  if (m && m->len == len && memcmp(m->line, line, len) == 0) {
+    *rank = m->rank;
+    *block = m->block;
+    return (tfs_line_kind_t)m->kind;
+  }
+  /* The rank only matters while the lead may change: a memo made once it
+   * is final is only used while it stays final. */
+  tfs_line_kind_t kind =
+      imp->lead_final ? tfs_classify_line(line, len) : tfs__classify(line, len, rank, block);
+  if (kind == TFS_LINE_PLAIN || imp->k <= 0)
+    return kind;
+  if (!imp->raw && !(imp->raw = calloc(1, sizeof *imp->raw + (size_t)imp->k * sizeof(raw_t))))
+    return kind;
+  m = &imp->raw->memo;
+  m->len = 0;
+  if (len <= MEMO_MAX) {
+    memcpy(m->line, line, len);
+    m->len = len;
+    m->kind = (int)kind;
+    m->rank = *rank;
+    m->block = *block;
+  }
+  return kind;
+}
+
 int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
   int rank = 0, block = 0, err = 0;
-  /* The rank only matters while the lead may change. */
-  tfs_line_kind_t kind =
-      imp->lead_final ? tfs_classify_line(line, len) : tfs__classify(line, len, &rank, &block);
+  tfs_line_kind_t kind = classify_fed(imp, line, len, &rank, &block);
   if (kind != TFS_LINE_PLAIN)
-    err = tfs_important_add(imp, lineno, kind, line, len);
+    err = keep_fed(imp, lineno, kind, line, len);
   /* The lead and its context: only until they are final, so that the
    * flood after a failure costs no more than the classifier. */
   if (!imp->lead_final && !err)
@@ -266,10 +372,17 @@ int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *
   return err;
 }
 
+/* The text of a fed ring line is made on its first read: a cache filled
+ * behind a const pointer, which changes nothing a reader can tell apart
+ * (the line reads the same before and after). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i) {
   if (!imp->last || i >= imp->nlast)
     return NULL;
   size_t k = (size_t)imp->k;
-  size_t oldest = (imp->last_head + k - imp->nlast) % k;
-  return &imp->last[(oldest + i) % k];
+  size_t j = (imp->last_head + k - imp->nlast + i) % k;
+  tfs_important_line_t *l = &imp->last[j];
+  raw_t *r = imp->raw ? &imp->raw->ring[j] : NULL;
+  if (r && r->pending && (l->text = finish_text(r, TFS_IMPORTANT_TEXT_MAX)))
+    r->pending = 0;
+  return l;
 }

@@ -14,7 +14,8 @@ void tfs_record_init(tfs_record_t *rec) {
   rec->exit_code = -1;
   rec->restart = TFS_RESTART_NO;
   rec->min_uptime_ms = 1000;
-  rec->max_restarts = 5;
+  rec->max_restarts = -1;
+  rec->max_quick_restarts = 5;
   rec->grace_ms = 5000;
   tfs_important_init(&rec->important, TFS_IMPORTANT_K_DEFAULT);
 }

@@ -296,7 +296,9 @@ static void dump_restart(jw_t *w, const tfs_record_t *rec) {
   key(w, "minUptimeMs");
   num(w, rec->min_uptime_ms);
   key(w, "maxRestarts");
-  num(w, rec->max_restarts);
+  num_or_null(w, rec->max_restarts >= 0, rec->max_restarts);
+  key(w, "maxQuickRestarts");
+  num(w, rec->max_quick_restarts);
   key(w, "graceMs");
   num(w, rec->grace_ms);
   key(w, "count");
@@ -388,6 +390,8 @@ static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   num(w, rec->lines);
   key(w, "bytes");
   num(w, rec->bytes);
+  key(w, "stderr");
+  str(w, tfs_stderr_name(rec->stderr_mode));
   close_(w, '}');
   key(w, "important");
   open_(w, '{');

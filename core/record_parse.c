@@ -225,6 +225,10 @@ static int is_policy(const char *s, void *out) {
   return tfs_restart_parse(s, out) == 0;
 }
 
+static int is_stderr_mode(const char *s, void *out) {
+  return tfs_stderr_parse(s, out) == 0;
+}
+
 static int is_kind(const char *s, void *out) {
   return tfs_line_kind_parse(s, out) == 0;
 }
@@ -330,7 +334,8 @@ static int parse_exits(perr_t *p, int v, tfs_record_t *rec) {
   return 0;
 }
 
-/* restart {policy, minUptimeMs, maxRestarts, graceMs, count, exits}. */
+/* restart {policy, minUptimeMs, maxRestarts (null: no limit),
+ * maxQuickRestarts, graceMs, count, exits}. */
 static int parse_restart(perr_t *p, int j, tfs_record_t *rec) {
   int o, v, err = get_obj(p, j, "restart", &o);
   if (err || o < 0)
@@ -340,8 +345,12 @@ static int parse_restart(perr_t *p, int j, tfs_record_t *rec) {
     if (ok <= 0)
       return ok < 0 ? -ENOMEM : bad(p, "policy", "expected no|on-failure|always");
   }
+  if ((v = opt(p, o, "maxRestarts")) >= 0 && type(p, v) == TFS__J_NULL)
+    rec->max_restarts = -1;
+  else if ((err = get_int32(p, o, "maxRestarts", 0, INT32_MAX, &rec->max_restarts)))
+    return err;
   if ((err = get_int(p, o, "minUptimeMs", 0, INT64_MAX, &rec->min_uptime_ms)) ||
-      (err = get_int32(p, o, "maxRestarts", 0, INT32_MAX, &rec->max_restarts)) ||
+      (err = get_int32(p, o, "maxQuickRestarts", 0, INT32_MAX, &rec->max_quick_restarts)) ||
       (err = get_int(p, o, "graceMs", 0, INT64_MAX, &rec->grace_ms)) ||
       (err = get_int32(p, o, "count", 0, INT32_MAX, &rec->restarts)))
     return err;
@@ -416,7 +425,7 @@ static int parse_lead(perr_t *p, int o, tfs_important_t *imp) {
   return 0;
 }
 
-/* cancel {by, at}, transcript {lines, bytes} and important {k, total,
+/* cancel {by, at}, transcript {lines, bytes, stderr} and important {k, total,
  * first, last, lead, context}. */
 static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   int o, err;
@@ -430,6 +439,14 @@ static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   if (o >= 0 && ((err = get_int(p, o, "lines", 0, INT64_MAX, &rec->lines)) ||
                  (err = get_int(p, o, "bytes", 0, INT64_MAX, &rec->bytes))))
     return err;
+  /* Records from before the merged stream had two pipes: split. */
+  int v = o >= 0 ? opt(p, o, "stderr") : -1;
+  rec->stderr_mode = TFS_STDERR_SPLIT;
+  if (v >= 0) {
+    int ok = check_str(p, v, is_stderr_mode, &rec->stderr_mode);
+    if (ok <= 0)
+      return ok < 0 ? -ENOMEM : bad(p, "stderr", "expected merged|split");
+  }
   if ((err = get_obj(p, j, "important", &o)) || o < 0)
     return err;
   int64_t k = TFS_IMPORTANT_K_DEFAULT, total = 0;

@@ -1,9 +1,10 @@
 /* Open files of the mount: open, read of the small files, release.
  *
  * Small files (record.json, owner, cancel) are rendered at open and kept
- * for that open file; every file is opened with direct_io, so a read never
+ * for that open file; they are opened with direct_io, so a read never
  * stops at a stale cached size. A transcript keeps an fd on its backing
- * file instead (fs/transcript.c). Every handle is on the mount's list until
+ * file instead, direct_io while its task runs and cached once it has
+ * ended (fs/transcript.c). Every handle is on the mount's list until
  * the kernel releases it, so that the ones still open at unmount are freed
  * too. */
 #include <errno.h>
@@ -106,8 +107,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fuse_reply_err(req, fs_errno(err));
     return;
   }
-  fi->direct_io = 1;
-  fi->keep_cache = 0;
+  /* A transcript that can no longer grow is cached by the kernel; every
+   * other file stays direct_io (see fs/transcript.c). */
+  f->cached = f->kind == K_TRANSCRIPT && f->fd >= 0 && fs_transcript_final(m, f);
+  fi->direct_io = !f->cached;
+  fi->keep_cache = f->cached;
   fi->fh = (uintptr_t)f;
   file_track(m, f);
   if (fuse_reply_open(req, fi) == -ENOENT) {

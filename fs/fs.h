@@ -82,6 +82,7 @@ typedef struct tfile {
   size_t len;
   int fd;        /* transcript: backing fd, -1 until it exists */
   uint64_t seen; /* transcript: end of the furthest read, for poll */
+  int cached;    /* transcript of an ended task: read through the page cache */
   struct fuse_pollhandle *ph;
   struct tfile *next;                /* in the task's list of open transcripts */
   int accepted;                      /* cancel: a "1" was accepted on this handle */
@@ -159,6 +160,9 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* ---- fs/transcript.c ---- */
 int fs_transcript_open(tfs_store_t *s, const char *id);
 int fs_transcript_ready(mnt_t *m, tfile_t *f);
+/* 1 when the task of f has ended (or cannot be read): its transcript no
+ * longer grows. */
+int fs_transcript_final(mnt_t *m, tfile_t *f);
 void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t off);
 void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                 struct fuse_pollhandle *ph);

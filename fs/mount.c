@@ -287,7 +287,7 @@ int fs_mount_run(const fs_mount_opts_t *opts) {
     return -ENOMEM;
   int err = mnt_open_store(m, opts->state_dir, msg, sizeof msg);
   if (!err)
-    err = fs_mount_check_point(opts->mountpoint, msg, sizeof msg);
+    err = fs_mount_check_point(opts->mountpoint, NULL, msg, sizeof msg);
   if (!err)
     err = check_nesting(m->state_dir, opts->mountpoint, msg, sizeof msg);
   if (!err)

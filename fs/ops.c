@@ -4,8 +4,9 @@
  *
  * Every answer is computed from the store at the moment it is asked:
  * nothing is cached by the kernel but the permissions of directories
- * (fs/node.c says for how long), and every file is opened with direct_io,
- * so a read never stops at a stale cached size. */
+ * (fs/node.c says for how long) and the transcripts of ended tasks, which
+ * no longer change; every other file is opened with direct_io, so a read
+ * never stops at a stale cached size. */
 #include <errno.h>
 
 #include "fs/fs.h"
@@ -44,12 +45,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
   /* `echo 1 > cancel` should arrive as one open(O_TRUNC), not a truncate. */
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-  /* Nothing is cached, so there is nothing to invalidate. */
+  /* What is cached (an ended task's transcript) never changes, so there
+   * is nothing to invalidate: without this the kernel would ask for the
+   * attributes before every cached read. */
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   /* Transcript reads are answered from the backing fd (fuse_reply_data);
    * splice lets those bytes go to /dev/fuse without a copy through our
-   * memory. Every file keeps direct_io, so `tail -f` never stops at a stale
-   * size. */
+   * memory. A running task's transcript stays direct_io, so `tail -f`
+   * never stops at a stale size. */
   if (conn->capable & FUSE_CAP_SPLICE_WRITE)
     conn->want |= FUSE_CAP_SPLICE_WRITE;
   if (conn->capable & FUSE_CAP_SPLICE_MOVE)

@@ -5,7 +5,14 @@
  * answered with fuse_reply_data() on that fd, which splices the bytes into
  * /dev/fuse when the kernel allows it. Poll says readable when there are
  * bytes past what the handle has read or the task has ended; otherwise the
- * store watch (fs/watch.c) wakes the poller later. */
+ * store watch (fs/watch.c) wakes the poller later.
+ *
+ * Two kinds of handle (decided at open, fs/file.c): a running task's
+ * transcript is opened direct_io, so every read reaches us (no read stops
+ * at a stale cached size, and what a handle has read is what poll needs
+ * to know); an ended task's transcript can no longer grow, so it is read
+ * through the page cache (keep_cache): a second `cat` is served by the
+ * kernel alone, at the speed of the backing file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -71,6 +78,21 @@ void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t
   fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 }
 
+/* The record says the task ended (a supervisor that died reads lost): it
+ * is saved after the supervisor's last write to the transcript, so from
+ * then on the transcript is final. A store or record that cannot be read
+ * counts as ended too: the reader will see what there is and its end. */
+int fs_transcript_final(mnt_t *m, tfile_t *f) {
+  tfs_store_t *s = fs_store(m);
+  if (!s)
+    return 1;
+  tfs_record_t rec;
+  int err = tfs_task_load(s, m->tasks.v[f->task].name, &rec);
+  int final = err || tfs_state_terminal(rec.state);
+  tfs_record_free(&rec);
+  return final;
+}
+
 /* Whether a poll on the transcript should report it readable now: bytes
  * past the furthest point this handle has read, or a task that has ended
  * (the reader will see EOF), or one that cannot be read at all. */
@@ -79,14 +101,7 @@ int fs_transcript_ready(mnt_t *m, tfile_t *f) {
   backing_retry(m, f);
   if (f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
     return 1;
-  tfs_store_t *s = fs_store(m);
-  if (!s)
-    return 1; /* the store is gone: the reader will see its end */
-  tfs_record_t rec;
-  int err = tfs_task_load(s, m->tasks.v[f->task].name, &rec);
-  int ready = err || tfs_state_terminal(rec.state);
-  tfs_record_free(&rec);
-  return ready;
+  return fs_transcript_final(m, f);
 }
 
 /* Readiness of an open file. A transcript that is not ready keeps the

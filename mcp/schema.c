@@ -89,6 +89,13 @@
   " in words.\"}}},\"hint\":{\"type\":\"string\",\"description\":\"What to do next,"               \
   " in words.\"}"
 
+/* What untilPattern is, for both tools that take it (pattern.c). */
+#define UNTIL_SYNTAX                                                                               \
+  "PCRE2 syntax: a POSIX extended regex works as written, and so do \\\\d, \\\\b, (?i) and "      \
+  "back-references; GNU's \\\\< \\\\> are refused (write \\\\b). At most 1 KiB, matched against "    \
+  "the first 4 KiB of each line; a pattern that backtracks past the match limits is an error "     \
+  "naming the limit."
+
 #define TASK_REF_PROPS                                                                             \
   "\"taskKey\":{\"type\":\"string\",\"description\":\"The key given to start_managed_task.\"},"    \
   "\"taskId\":{\"type\":\"string\",\"description\":\"The task id (from start or list).\"}"
@@ -101,7 +108,7 @@ static const char tools_json[] =
     "nothing; a task that has ended is run again only with rerun: true; a key already "
     "used for a different command or cwd is rejected. command is an array (argv, no shell) "
     "or a string, which runs as [\\\"/bin/sh\\\", \\\"-c\\\", string]. restart, minUptimeMs,"
-    " maxRestarts and graceMs set the supervision policy as taskfs run does. env values "
+    " maxRestarts, maxQuickRestarts and graceMs set the supervision policy as taskfs run does. env values "
     "go to the process only and are never written to disk. Waits up to waitMs (default "
     "1000, at most 50000) for the task to end (or, with untilPattern, for a matching "
     "output line), then returns its state, important lines and a short output tail within "
@@ -124,16 +131,22 @@ static const char tools_json[] =
     "(a non-zero exit or a signal), always.\"},\"minUptimeMs\":{\"type\":\"integer\","
     "\"minimum\":0,\"maximum\":86400000,\"description\":\"A worker that exits sooner "
     "than this counts as a quick death (default 1000).\"},\"maxRestarts\":{\"type\":\"integer\","
-    "\"minimum\":0,\"maximum\":1000000,\"description\":\"Quick deaths in a row allowed "
-    "before the task ends failed ('crash loop'); default 5.\"},\"graceMs\":{\"type\":\"integer\","
+    "\"minimum\":0,\"maximum\":1000000,\"description\":\"Restarts allowed in all, "
+    "whatever the uptime (default: no limit); at the limit the task ends as its last worker "
+    "did.\"},\"maxQuickRestarts\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000000,"
+    "\"description\":\"Restarts allowed after quick deaths in a row (within minUptimeMs); "
+    "one more quick death ends the task failed ('crash loop'); default 5.\"},\"graceMs\":{\"type\":\"integer\","
     "\"minimum\":0,\"maximum\":86400000,\"description\":\"After a stop request: SIGTERM,"
-    " then SIGKILL after this long (default 5000).\"},\"waitMs\":{\"type\":\"integer\","
+    " then SIGKILL after this long (default 5000).\"},"
+    "\"stderr\":{\"type\":\"string\",\"enum\":[\"merged\",\"split\"],\"description\":\"merged (default): stdout "
+    "and stderr in one transcript in the order written; split: stderr on its own pipe, its "
+    "lines listed in stderr-lines (lines written close together to both may then be "
+    "reordered).\"},\"waitMs\":{\"type\":\"integer\","
     "\"minimum\":0,\"maximum\":50000,\"description\":\"Wait up to this long for the task "
     "to end (or for untilPattern) before answering; default 1000. Follow a longer task "
-    "with read_managed_task.\"},\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX "
-    "extended regex: answer as soon as an output line of the new task matches (e.g. a "
-    "dev server's 'listening on'); matched against the first 4 KiB of each line; back-references "
-    "(\\\\1..\\\\9) are refused.\"},\"tailLines\":{\"type\":\"integer\",\"minimum\":0,"
+    "with read_managed_task.\"},\"untilPattern\":{\"type\":\"string\",\"description\":\"Answer "
+    "as soon as an output line of the new task matches (e.g. a dev server's 'listening on'). " UNTIL_SYNTAX
+    "\"},\"tailLines\":{\"type\":\"integer\",\"minimum\":0,"
     "\"maximum\":1000,\"description\":\"Lines of output tail in the answer, default 20 "
     "(within maxBytes).\"},\"maxBytes\":{\"type\":\"integer\",\"minimum\":1024,\"maximum\":262144,"
     "\"description\":\"Size bound of the whole answer, default 4096.\"}},\"required\":["
@@ -158,7 +171,7 @@ static const char tools_json[] =
     "is required). The answer stays within maxBytes (default 4096) whatever the output: "
     "long lines are cut and marked, the tail and then the important lines are trimmed,"
     " long fields shortened with '…'. Long-poll: with waitMs it returns as soon as the "
-    "task ends or a NEW output line matches untilPattern (POSIX extended regex, e.g. "
+    "task ends or a NEW output line matches untilPattern (a regular expression, e.g. "
     "'listening on'), else after waitMs; waitMs is at most 50000 (50 s, below common "
     "client timeouts): call again to keep waiting. sinceLine N returns the lines after "
     "line N instead of the tail (a page; continue with sinceLine = nextLine).\",\"inputSchema\":{"
@@ -171,11 +184,11 @@ static const char tools_json[] =
     "for untilPattern); default 0: answer at once. Call again to keep waiting.\"},\"tailLines\":{"
     "\"type\":\"integer\",\"minimum\":0,\"maximum\":1000,\"description\":\"Lines of tail,"
     " or the page size with sinceLine; default 20 (within maxBytes).\"},\"sinceLine\":{"
-    "\"type\":\"integer\",\"minimum\":0,\"description\":\"Return the lines after this "
+    "\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,\"description\":"
+    "\"Return the lines after this "
     "line number (0: from the start) instead of the tail; continue with sinceLine = nextLine.\"},"
-    "\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX extended regex: return "
-    "as soon as a new output line matches (only the first 4 KiB of each line is matched; "
-    "back-references \\\\1..\\\\9 are refused).\"},\"maxBytes\":{\"type\":\"integer\","
+    "\"untilPattern\":{\"type\":\"string\",\"description\":\"Return as soon as a new "
+    "output line matches. " UNTIL_SYNTAX "\"},\"maxBytes\":{\"type\":\"integer\","
     "\"minimum\":1024,\"maximum\":262144,\"description\":\"Size bound of the whole answer,"
     " default 4096.\"}}},\"outputSchema\":{\"type\":\"object\",\"properties\":{" STATE_PROPS
     "," OUTPUT_PROPS

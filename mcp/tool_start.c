@@ -30,6 +30,8 @@ typedef struct {
   tfs_restart_t restart;
   int64_t min_uptime_ms, grace_ms; /* -1: core's default */
   int max_restarts;
+  int max_quick_restarts;
+  tfs_stderr_t stderr_mode; /* stderr: "merged" (default) or "split" */
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -145,6 +147,10 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
   sa->min_uptime_ms = mcp_arg_i64(args, "minUptimeMs", -1);
   sa->grace_ms = mcp_arg_i64(args, "graceMs", -1);
   sa->max_restarts = (int)mcp_arg_i64(args, "maxRestarts", -1);
+  sa->max_quick_restarts = (int)mcp_arg_i64(args, "maxQuickRestarts", -1);
+  const char *se = json_string_value(json_object_get(args, "stderr"));
+  if (se)
+    tfs_stderr_parse(se, &sa->stderr_mode); /* one of the schema's enum */
   return 0;
 }
 
@@ -181,9 +187,11 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .restart = sa->restart,
       .min_uptime_ms = sa->min_uptime_ms,
       .max_restarts = sa->max_restarts,
+      .crash_loop_exits = sa->max_quick_restarts >= 0 ? sa->max_quick_restarts + 1 : 0,
       .grace_ms = sa->grace_ms,
       .important_k = 0,
       .rerun = sa->rerun,
+      .stderr_mode = sa->stderr_mode,
   };
   int err = tfs_task_start_create(store, &spec, st);
   if (err == TFS_EKEYCONFLICT) {
@@ -378,6 +386,10 @@ static void on_root(const mcp_req_t *r, void *arg, const char *root, const char 
 
 void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[1024];
+  /* A start is in flight from here (the client's roots, the launch, the
+   * wait): admitted once, before anything is made. */
+  if (mcp_admit(r))
+    return;
   launch_t *l = calloc(1, sizeof *l);
   if (!l) {
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
@@ -386,7 +398,7 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *para
   l->t0 = tfs_now_ms();
   l->ra = mcp_read_new(r);
   int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
-  if (!err && mcp_read_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
+  if (!err && mcp_read_parse(r, args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
     err = -EINVAL;
   int has_cwd = json_is_string(json_object_get(args, "cwd"));
   if (!err && has_cwd && !(err = parse_cwd(args, &l->sa, msg, sizeof msg)))

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* ---- capture: two output streams into one transcript ----------------- */
+/* ---- capture: one output stream (merged) or two (stderr split) into one
+ * transcript ------------------------------------------------------------ */
 
 /* Size of each stream's line buffer. A line longer than this is written in
  * pieces of this size while the other stream waits. */
@@ -32,6 +33,7 @@ typedef struct {
   tfs_important_t *imp; /* fed with every new line; may be NULL */
   int64_t lines;        /* lines in the transcript (a final partial one counts) */
   int64_t bytes;        /* bytes in the transcript */
+  int64_t line_end;     /* offset after its last '\n' (or where it began) */
   int64_t dropped;      /* bytes lost to write errors */
   int last_err;         /* the last write error (negative errno), 0 if none */
   int open_stream;      /* stream whose line is open at the transcript's end, or -1 */

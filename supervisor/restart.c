@@ -2,10 +2,14 @@
  *
  * The exit is recorded in the record's last exits; then a stop request
  * decides (cancelled, or the worker's own end if it had exited first), or
- * the policy does: --restart no|on-failure|always. A quick death (exit
- * within min-uptime) counts towards the crash loop; max_restarts quick
- * deaths in a row are restarted, the next one ends the task failed.
- * Restarts after quick deaths back off: 100 ms doubling to 5 s, counted
+ * the policy does: --restart no|on-failure|always. Two limits end the
+ * restarts: max_restarts in all (whatever the uptime; -1: none), and the
+ * crash loop: a quick exit (within min-uptime) counts towards it, and
+ * max_quick_restarts quick exits in a row are restarted, the next one is
+ * not. When a limit ends the restarts, the task's state is the last
+ * worker's own end (exit 0: completed, else failed), so its state, its
+ * exit code and `taskfs wait` always agree; the reason names the limit.
+ * Restarts after quick exits back off: 100 ms doubling to 5 s, counted
  * from the exit the record holds, so a record shows every restart at least
  * its back-off after the exit before it.
  */
@@ -91,26 +95,29 @@ static void finish_stopped(sup_t *s, const char *desc) {
              after_grace ? " after the grace period ran out" : "");
 }
 
-/* Counts a quick death towards the crash loop; returns 1 if the task has
- * now crash-looped (and finishes it failed). */
-static int crash_loop(sup_t *s, int quick) {
+/* Counts a quick exit towards the crash loop, then checks both limits;
+ * returns 1 if one ends the restarts (and finishes the task with the last
+ * worker's own end: completed after exit 0, else failed). */
+static int restarts_end(sup_t *s, int quick, const char *desc) {
+  int st = s->worker_status;
+  tfs_state_t end = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? TFS_COMPLETED : TFS_FAILED;
   if (!quick) {
     s->quick_in_row = 0;
     s->backoff_ms = BACKOFF_FIRST_MS;
-    return 0;
+  } else if (++s->quick_in_row > s->rec.max_quick_restarts) {
+    char last[64], sig[TFS_SIGNAME_MAX];
+    if (WIFSIGNALED(st))
+      snprintf(last, sizeof last, "signal %s", tfs_signal_name(WTERMSIG(st), sig));
+    else
+      snprintf(last, sizeof last, "exit code %d", WEXITSTATUS(st));
+    sup_finish(s, end, "crash loop: %d exits within min-uptime %" PRId64 " ms in a row (last: %s)",
+               s->quick_in_row, s->rec.min_uptime_ms, last);
+    return 1;
   }
-  s->quick_in_row++;
-  if (s->quick_in_row <= s->rec.max_restarts)
+  if (s->rec.max_restarts < 0 || s->rec.restarts < s->rec.max_restarts)
     return 0;
-  int st = s->worker_status;
-  char last[64], sig[TFS_SIGNAME_MAX];
-  if (WIFSIGNALED(st))
-    snprintf(last, sizeof last, "signal %s", tfs_signal_name(WTERMSIG(st), sig));
-  else
-    snprintf(last, sizeof last, "exit code %d", WEXITSTATUS(st));
-  sup_finish(s, TFS_FAILED,
-             "crash loop: %d exits within min-uptime %" PRId64 " ms in a row (last: %s)",
-             s->quick_in_row, s->rec.min_uptime_ms, last);
+  sup_finish(s, end, "%s; not restarted again: %d restart%s, the limit (max-restarts)", desc,
+             s->rec.restarts, s->rec.restarts == 1 ? "" : "s");
   return 1;
 }
 
@@ -151,6 +158,6 @@ void sup_generation_end(sup_t *s) {
   }
   int64_t uptime = ex.ended_ms - ex.started_ms;
   int quick = uptime < s->rec.min_uptime_ms;
-  if (!crash_loop(s, quick))
+  if (!restarts_end(s, quick, desc))
     schedule_restart(s, uptime, quick);
 }

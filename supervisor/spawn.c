@@ -1,5 +1,7 @@
-/* Spawning a worker: fork and exec by hand, in its own process group, with
- * its stdout and stderr on two pipes and stdin on /dev/null (not uv_spawn:
+/* Spawning a worker: fork and exec by hand, in its own process group,
+ * with stdin on /dev/null and its stdout and stderr on one pipe (the
+ * merged stream: both in the order the program wrote them, as
+ * `cmd > file 2>&1` records) or, with stderr split, on two (not uv_spawn:
  * see supervise.c). A close-on-exec status pipe carries a failed chdir or
  * exec back, with its errno, so the reason a command cannot start is told
  * in words ("command not found", "not executable", ...).
@@ -24,7 +26,8 @@ typedef struct {
 
 enum { STAGE_CHDIR = 1, STAGE_EXEC = 2, STAGE_DUP = 3 };
 
-/* The worker's pipes: stdout, stderr, and the status pipe. */
+/* The worker's pipes: stdout, stderr (-1 in the merged mode: fd 2 is
+ * stdout's pipe too), and the status pipe. */
 typedef struct {
   int out[2], err[2], stp[2];
 } pipes_t;
@@ -54,7 +57,11 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
   start_err_t e = {0, 0};
-  if (dup2(s->devnull, 0) < 0 || dup2(p->out[1], 1) < 0 || dup2(p->err[1], 2) < 0) {
+  /* A pipe, never the transcript itself: a worker that reopens its output
+   * (`> /dev/stderr`, `exec >/dev/stdout`, `: > /proc/self/fd/1`) opens
+   * the pipe again, which cannot truncate what was written. */
+  int err_fd = p->err[1] >= 0 ? p->err[1] : p->out[1];
+  if (dup2(s->devnull, 0) < 0 || dup2(p->out[1], 1) < 0 || dup2(err_fd, 2) < 0) {
     e.stage = STAGE_DUP;
   } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
     e.stage = STAGE_CHDIR;
@@ -121,7 +128,8 @@ static pid_t fork_worker(sup_t *s, const pipes_t *p) {
  * the status pipe reads EOF once the exec closed it in the child. */
 static int exec_failed(pipes_t *p, start_err_t *e) {
   close(p->out[1]);
-  close(p->err[1]);
+  if (p->err[1] >= 0)
+    close(p->err[1]);
   close(p->stp[1]);
   p->out[1] = p->err[1] = p->stp[1] = -1;
   ssize_t n;
@@ -155,7 +163,9 @@ static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p) {
 static int spawn_worker(sup_t *s, char *why, size_t whylen) {
   pipes_t p __attribute__((cleanup(pipes_close))) = {{-1, -1}, {-1, -1}, {-1, -1}};
   const char *cmd = s->rec.argv[0];
-  if (pipe2(p.out, O_CLOEXEC) < 0 || pipe2(p.err, O_CLOEXEC) < 0 || pipe2(p.stp, O_CLOEXEC) < 0) {
+  int split = s->rec.stderr_mode == TFS_STDERR_SPLIT;
+  if (pipe2(p.out, O_CLOEXEC) < 0 || (split && pipe2(p.err, O_CLOEXEC) < 0) ||
+      pipe2(p.stp, O_CLOEXEC) < 0) {
     snprintf(why, whylen, "cannot start '%s': no pipe for its output (%s)", cmd, strerror(errno));
     return -1;
   }

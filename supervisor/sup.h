@@ -6,7 +6,7 @@
  *   env.c        the worker's environment, read from the launcher's memfd
  *   spawn.c      forking and exec'ing a worker, its start errors
  *   sentinel.c   the child that stops the group should we die
- *   pipes.c      the worker's two output pipes into the capture
+ *   pipes.c      the worker's output pipes (one, or two with stderr split) into the capture
  *   reap.c       SIGCHLD: reaping, leftovers, the end of a generation
  *   restart.c    the restart policy: finish, restart, back off
  *   stop.c       stop requests: doorbell, poll, signals, grace, SIGKILL
@@ -42,6 +42,11 @@ typedef struct {
   int pipe_open[2]; /* initialized and not yet closed */
   int reading[2];
   uv_timer_t hold_timer, drain_timer;
+  uv_timer_t pace_timer; /* while it runs, no pipe is read (a flood) */
+  int pacing_ok;         /* the pipes were made large enough to pause */
+  uint64_t last_read_ns[2];
+  uint64_t calm_until_ns; /* no pause before this (the pipe nearly filled) */
+  size_t paced_bytes;     /* read since the last pause ended */
 
   /* spawn.c, sentinel.c, reap.c: the current worker */
   uv_signal_t sigchld;
@@ -104,7 +109,8 @@ void sup_sentinel_end(sup_t *s);
 
 /* pipes.c */
 void sup_pipes_init(sup_t *s);
-/* Takes the read ends of the worker's stdout and stderr. */
+/* Takes the read ends of the worker's stdout and stderr (err_fd -1: the
+ * merged stream, stdout's pipe carries both). */
 void sup_pipes_open(sup_t *s, int out_fd, int err_fd);
 /* 1 while a pipe is still open; arms the drain timer that closes it. */
 int sup_pipes_wait(sup_t *s);

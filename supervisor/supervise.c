@@ -194,13 +194,17 @@ static int take_task(sup_t *s, const char *dir) {
   return -1;
 }
 
-/* Opens /dev/null (the worker's stdin), the transcript and the stderr-lines
- * sidecar, and sets the capture up. Returns -1 to go on, or the exit code. */
+/* Opens /dev/null (the worker's stdin), the transcript and, with stderr
+ * split, the stderr-lines sidecar; sets the capture up. Returns -1 to go
+ * on, or the exit code. */
 static int open_output(sup_t *s) {
   s->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   /* A FIFO planted as either file is refused, never waited on. */
   s->tx_fd = tfs_transcript_open_append(s->store, s->id);
-  s->side_fd = sup_open_file(s->store, s->id, TFS_FILE_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND);
+  /* The stderr-lines file exists only where stderr has a pipe of its own. */
+  if (s->rec.stderr_mode == TFS_STDERR_SPLIT)
+    s->side_fd =
+        sup_open_file(s->store, s->id, TFS_FILE_STDERR_LINES, O_WRONLY | O_CREAT | O_APPEND);
   if (s->devnull < 0 || s->tx_fd < 0)
     return fail_setup(s, "cannot open the transcript: %s",
                       s->tx_fd == TFS_ECORRUPT ? "it is not a regular file"

@@ -208,12 +208,12 @@ static SX_UNUSED void sx_create(char id[TFS_ID_MAX + 1], char *const argv[],
   cr_assert_eq(err, 0, "tfs_task_create: %s", tfs_strerror(err));
 }
 
-/* Starts `sh -c script` in the test directory the way every face does
+/* Starts argv in the test directory the way every face does
  * (tfs_task_start); returns the record after the launch in *rec if not
  * NULL. */
-static SX_UNUSED void sx_start(char id[TFS_ID_MAX + 1], const char *script,
-                               const tfs_task_spec_t *base, char *const *env, tfs_record_t *rec) {
-  char *argv[] = {"sh", "-c", (char *)script, NULL};
+static SX_UNUSED void sx_start_argv(char id[TFS_ID_MAX + 1], char *const argv[],
+                                    const tfs_task_spec_t *base, char *const *env,
+                                    tfs_record_t *rec) {
   tfs_task_spec_t spec = sx_spec(argv, base);
   tfs_launch_opts_t lo = {.env = env, .wait_ms = 20000, .exe = tu_taskfs_bin()};
   tfs_start_t st;
@@ -227,6 +227,13 @@ static SX_UNUSED void sx_start(char id[TFS_ID_MAX + 1], const char *script,
     tfs_record_init(&st.rec);
   }
   tfs_start_free(&st);
+}
+
+/* Starts `sh -c script`, as sx_start_argv. */
+static SX_UNUSED void sx_start(char id[TFS_ID_MAX + 1], const char *script,
+                               const tfs_task_spec_t *base, char *const *env, tfs_record_t *rec) {
+  char *argv[] = {"sh", "-c", (char *)script, NULL};
+  sx_start_argv(id, argv, base, env, rec);
 }
 
 /* Waits (generously) for the task to end; returns its record. */

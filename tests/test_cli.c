@@ -252,6 +252,49 @@ Test(cli, every_verb_has_help) {
   cr_expect(!exists(state), "--help created the store");
 }
 
+/* Every verb's help has an EXIT STATUS section; the top-level help names
+ * --version, which works as -V and `version` too. */
+Test(cli, every_help_has_exit_status_and_version_is_listed) {
+  const char *verbs[] = {"run",   "ls",   "show",  "logs",   "cancel", "wait",
+                         "prune", "path", "mount", "umount", "mcp"};
+  char *out;
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+    cr_expect_eq(run(&out, NULL, "%s --help", verbs[i]), 0, "%s --help", verbs[i]);
+    cr_expect(strstr(out, "\nEXIT STATUS\n"), "%s --help has no EXIT STATUS:\n%s", verbs[i], out);
+    free(out);
+  }
+  cr_expect_eq(run(&out, NULL, "--help"), 0);
+  cr_expect(strstr(out, "--version"), "%s", out);
+  cr_expect(strstr(out, "EXIT STATUS"), "%s", out);
+  free(out);
+  const char *version[] = {"--version", "-V", "version"};
+  for (size_t i = 0; i < 3; i++) {
+    cr_expect_eq(run(&out, NULL, "%s", version[i]), 0, "%s", version[i]);
+    cr_expect_eq(strncmp(out, "taskfs ", 7), 0, "%s printed: %s", version[i], out);
+    free(out);
+  }
+}
+
+Test(cli, an_unknown_verb_gets_a_suggestion) {
+  struct {
+    const char *typed, *meant;
+  } cases[] = {{"lss", "ls"}, {"sohw", "show"}, {"cancle", "cancel"}, {"umonut", "umount"}};
+  char *err, want[64];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cr_expect_eq(run(NULL, &err, "%s", cases[i].typed), 100);
+    snprintf(want, sizeof want, "did you mean '%s'?", cases[i].meant);
+    cr_expect(strstr(err, want), "%s: %s", cases[i].typed, err);
+    free(err);
+  }
+  cr_expect_eq(run(NULL, &err, "frobnicate"), 100);
+  cr_expect(!strstr(err, "did you mean") && strstr(err, "unknown verb 'frobnicate'"), "%s", err);
+  free(err);
+  /* umount acts on a mount point: --state-dir is refused in its words. */
+  cr_expect_eq(run(NULL, &err, "umount --state-dir /tmp /nowhere"), 100);
+  cr_expect(!strncmp(err, "taskfs umount: umount takes no --state-dir", 42), "%s", err);
+  free(err);
+}
+
 Test(cli, usage_errors_exit_100_with_a_message) {
   struct {
     const char *args;
@@ -270,7 +313,7 @@ Test(cli, usage_errors_exit_100_with_a_message) {
       {"logs", "which task?"},
       {"cancel", "which task?"},
       {"cancel --timeout 5 abc", "only makes sense with --wait"},
-      {"cancel --wait --timeout soon abc", "--timeout wants seconds"},
+      {"cancel --wait --timeout soon abc", "--timeout wants a duration"},
       {"prune", "--keep N is required"},
       {"prune --keep ten", "--keep wants a whole number"},
       {"prune --keep -1", "--keep wants a whole number"},

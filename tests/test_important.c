@@ -710,3 +710,70 @@ Test(classify, short_lines) {
   cr_assert_eq(tfs_classify_line("\xe2\x9c\x97", 3), TFS_LINE_FAILURE);
   cr_assert_eq(tfs_classify_line("\xe2\x9c\x98", 3), TFS_LINE_FAILURE);
 }
+
+/* ---- fed lines against added ones ------------------------------------------ */
+
+/* One line of a mix: repeats of one diagnostic, other important lines,
+ * plain lines, escapes, CR, invalid UTF-8, and lines longer than a kept
+ * text (some with an escape past the kept prefix). */
+static size_t mixed_line(unsigned *seed, int i, char *buf) {
+  static const char *const forms[] = {
+      "src/a.c:12:3: error: expected ';'",
+      "warning: unused variable 'x'",
+      "\x1b[31merror\x1b[0m: red",
+      "FAIL\tpkg/x\r",
+      "error: bad \xff\xfe byte",
+      "progress 10%",
+      "plain words only",
+      "--- FAIL: TestThing (0.01s)",
+  };
+  unsigned r = (unsigned)rand_r(seed);
+  if (r % 5 < 2) /* the same line, many times in a row */
+    return (size_t)sprintf(buf, "%s", forms[0]);
+  if (r % 5 == 2) {
+    size_t n = (size_t)sprintf(buf, "error: long line %d ", i);
+    size_t len = 400 + r % 900;
+    for (; n < len; n++)
+      buf[n] = (char)('a' + n % 26);
+    if (r & 64)
+      memcpy(buf + len - 20, "\x1b[1m", 4);
+    return len;
+  }
+  return (size_t)sprintf(buf, "%s %d", forms[r % 8], i % 7);
+}
+
+static void assert_same_line(const tfs_important_line_t *a, const tfs_important_line_t *b) {
+  cr_assert_eq(a->line, b->line);
+  cr_assert_eq(a->kind, b->kind, "line %lld", (long long)a->line);
+  cr_assert_str_eq(a->text, b->text, "line %lld", (long long)a->line);
+}
+
+/* Feeding keeps the last ring's lines as prefixes and makes their texts
+ * when they are read, and classifies a repeated line once: what it keeps
+ * must be exactly what adding each classified line keeps. */
+Test(important, fed_lines_read_as_added_ones) {
+  tfs_important_t fed, added;
+  cr_assert_eq(tfs_important_init(&fed, 7), 0);
+  cr_assert_eq(tfs_important_init(&added, 7), 0);
+  unsigned seed = 12345;
+  char buf[2048];
+  for (int i = 1; i <= 20000; i++) {
+    size_t n = mixed_line(&seed, i, buf);
+    cr_assert_eq(tfs_important_feed(&fed, i, buf, n), 0);
+    tfs_line_kind_t k = tfs_classify_line(buf, n);
+    if (k != TFS_LINE_PLAIN)
+      cr_assert_eq(tfs_important_add(&added, i, k, buf, n), 0);
+    if (i % 997 == 0) /* reads in the middle, as record saves do */
+      for (size_t j = 0; j < fed.nlast; j++)
+        assert_same_line(tfs_important_last(&fed, j), tfs_important_last(&added, j));
+  }
+  cr_assert_eq(fed.total, added.total);
+  cr_assert_eq(fed.nfirst, added.nfirst);
+  cr_assert_eq(fed.nlast, added.nlast);
+  for (size_t j = 0; j < fed.nfirst; j++)
+    assert_same_line(&fed.first[j], &added.first[j]);
+  for (size_t j = 0; j < fed.nlast; j++)
+    assert_same_line(tfs_important_last(&fed, j), tfs_important_last(&added, j));
+  tfs_important_free(&fed);
+  tfs_important_free(&added);
+}

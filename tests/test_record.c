@@ -47,6 +47,7 @@ static void fill(tfs_record_t *rec) {
   rec->cancel_ms = 1795916208999LL;
   rec->lines = 12345;
   rec->bytes = 678901;
+  rec->stderr_mode = TFS_STDERR_SPLIT;
   cr_assert_eq(tfs_important_add(&rec->important, 3, TFS_LINE_ERROR, "error: \xff boom", 13), 0);
   cr_assert_eq(tfs_important_add(&rec->important, 9, TFS_LINE_SUMMARY, "1 failed", 8), 0);
 }
@@ -102,6 +103,8 @@ Test(record, roundtrip) {
   cr_assert_eq(b.cancel_ms, a.cancel_ms);
   cr_assert_eq(b.lines, 12345);
   cr_assert_eq(b.bytes, 678901);
+  cr_assert_eq(b.stderr_mode, TFS_STDERR_SPLIT);
+  cr_assert_not_null(strstr(json, "\"stderr\": \"split\""));
   cr_assert_eq(b.important.total, 2);
   cr_assert_eq(b.important.nfirst, 2);
   cr_assert_eq(b.important.first[0].line, 3);
@@ -387,8 +390,11 @@ Test(record, empty_record_nulls) {
   json_t *r = json_object_get(j, "restart");
   cr_assert_str_eq(json_string_value(json_object_get(r, "policy")), "no");
   cr_assert_eq(json_integer_value(json_object_get(r, "minUptimeMs")), 1000);
-  cr_assert_eq(json_integer_value(json_object_get(r, "maxRestarts")), 5);
+  cr_assert(json_is_null(json_object_get(r, "maxRestarts")), "no limit is null");
+  cr_assert_eq(json_integer_value(json_object_get(r, "maxQuickRestarts")), 5);
   cr_assert_eq(json_integer_value(json_object_get(r, "graceMs")), 5000);
+  json_t *tx = json_object_get(j, "transcript");
+  cr_assert_str_eq(json_string_value(json_object_get(tx, "stderr")), "merged", "the default");
   json_t *imp = json_object_get(j, "important");
   cr_assert_eq(json_integer_value(json_object_get(imp, "k")), 20);
   cr_assert(json_is_array(json_object_get(imp, "first")));
@@ -405,7 +411,15 @@ Test(record, empty_record_nulls) {
       "{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":\"running\"}";
   cr_assert_eq(tfs_record_parse(min, strlen(min), &b, NULL, 0), 0);
   cr_assert_eq(b.state, TFS_RUNNING);
-  cr_assert_eq(b.max_restarts, 5);
+  cr_assert_eq(b.max_restarts, -1);
+  cr_assert_eq(b.max_quick_restarts, 5);
+  cr_assert_eq(b.stderr_mode, TFS_STDERR_SPLIT, "records from before merged streams had two pipes");
+  tfs_record_free(&b);
+  const char *bad = "{\"v\":1,\"id\":\"00000000-000000\",\"command\":[\"x\"],\"state\":"
+                    "\"running\",\"transcript\":{\"stderr\":\"both\"}}";
+  char err[256];
+  cr_assert_eq(tfs_record_parse(bad, strlen(bad), &b, err, sizeof err), TFS_ECORRUPT);
+  cr_assert_not_null(strstr(err, "'stderr'"), "%s", err);
   tfs_record_free(&b);
   cr_assert_eq(tfs_record_set_command(&b, (char *[]){"", NULL}, NULL), -EINVAL);
 }

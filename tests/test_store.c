@@ -448,7 +448,8 @@ Test(store, create_rejects_bad_specs) {
   cr_assert_str_eq(rec.cwd, getcwd(cwd, sizeof cwd), "NULL cwd = current directory");
   cr_assert_str_eq(rec.key, "");
   cr_assert_eq(rec.min_uptime_ms, 1000);
-  cr_assert_eq(rec.max_restarts, 5);
+  cr_assert_eq(rec.max_restarts, -1);
+  cr_assert_eq(rec.max_quick_restarts, 5);
   cr_assert_eq(rec.grace_ms, 5000);
   cr_assert_eq(rec.important.k, TFS_IMPORTANT_K_DEFAULT);
   tfs_record_free(&rec);

@@ -114,6 +114,45 @@ Test(capture, a_long_line_holds_the_other_stream_back) {
   capt_close(&t);
 }
 
+/* Lines of every short length among important ones, fed in reads of
+ * every size: the 64-byte scan, which only counts blocks where no line of
+ * three bytes or more ends, must number and feed exactly the lines a
+ * byte-by-byte reading finds. */
+Test(capture, short_lines_are_counted_and_long_ones_fed_in_every_block) {
+  static const char *const pieces[] = {"", "y", "ab", "ERR", "error: x", "yy", "\r", "FAILED"};
+  capt_t t;
+  capt_open(&t);
+  size_t cap = 1 << 20, len = 0;
+  char *data = malloc(cap);
+  int64_t *at = malloc(cap * sizeof *at); /* the important lines' numbers */
+  int64_t lines = 0, important = 0;
+  unsigned seed = 7;
+  while (len < cap - 64) {
+    const char *p = pieces[rand_r(&seed) % 8];
+    size_t n = strlen(p);
+    memcpy(data + len, p, n);
+    len += n;
+    data[len++] = '\n';
+    lines++;
+    if (tfs_classify_line(p, n) != TFS_LINE_PLAIN)
+      at[important++] = lines;
+  }
+  for (size_t off = 0, step = 1; off < len; off += step, step = step * 7 % 1013 + 1)
+    feed(&t, SUP_STDOUT, data + off, off + step > len ? len - off : step);
+  sup_capture_eof(&t.cap, SUP_STDOUT);
+  cr_assert_eq(t.cap.lines, lines);
+  cr_assert_eq(t.cap.bytes, (int64_t)len);
+  cr_assert_eq(t.imp.total, important);
+  for (size_t i = 0; i < t.imp.nfirst; i++)
+    cr_assert_eq(t.imp.first[i].line, at[i]);
+  for (size_t i = 0; i < t.imp.nlast; i++)
+    cr_assert_eq(tfs_important_last(&t.imp, i)->line,
+                 at[important - (int64_t)t.imp.nlast + (int64_t)i]);
+  free(at);
+  free(data);
+  capt_close(&t);
+}
+
 Test(capture, final_partial_lines_are_kept) {
   capt_t t;
   capt_open(&t);
@@ -224,10 +263,17 @@ static int has_stderr_line(const char *side, int64_t line) {
 
 /* ---- ends and reasons -------------------------------------------------- */
 
+/* Tests of stderr's own pipe: `--stderr split`. */
+static const tfs_task_spec_t split_spec = {.restart = TFS_RESTART_NO,
+                                           .min_uptime_ms = -1,
+                                           .max_restarts = -1,
+                                           .grace_ms = -1,
+                                           .stderr_mode = TFS_STDERR_SPLIT};
+
 Test(supervisor, records_a_completed_task_with_its_output) {
   char id[TFS_ID_MAX + 1];
   tfs_record_t rec;
-  sx_start(id, "echo out1; echo err1 >&2; echo out2", NULL, NULL, &rec);
+  sx_start(id, "echo out1; echo err1 >&2; echo out2", &split_spec, NULL, &rec);
   cr_assert(rec.state == TFS_RUNNING || tfs_state_terminal(rec.state));
   cr_assert_gt(rec.supervisor_pid, 0);
   cr_assert_gt(rec.worker_pid, 0);
@@ -381,7 +427,7 @@ Test(supervisor, early_errors_survive_a_million_later_lines, .timeout = 60) {
 Test(supervisor, a_huge_line_does_not_swallow_the_other_stream) {
   char id[TFS_ID_MAX + 1];
   sx_start(id, "echo before >&2; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo after >&2",
-           NULL, NULL, NULL);
+           &split_spec, NULL, NULL);
   tfs_record_t rec = sx_wait(id, 20000);
   cr_assert_eq(rec.state, TFS_COMPLETED);
   cr_assert_eq(rec.lines, 3);
@@ -461,27 +507,28 @@ Test(supervisor, a_flood_of_output_saves_the_record_at_a_bounded_rate) {
 
 Test(supervisor, a_long_line_waiting_for_the_other_stream_does_not_deadlock) {
   char id[TFS_ID_MAX + 1];
-  /* One process: a 100 kB stdout line left open, then 200 kB on stderr
-   * (more than a pipe holds), then the end of the line. Holding stderr back
-   * until the stdout line ends would block the writer for ever. */
-  sx_start(id, "head -c 100000 /dev/zero | tr '\\0' x; yes e | head -c 200000 >&2; echo end", NULL,
-           NULL, NULL);
+  /* One process: a 600 kB stdout line left open (more than the line
+   * buffer), then 2 MB on stderr (more than a pipe holds, even grown),
+   * then the end of the line. Holding stderr back until the stdout line
+   * ends would block the writer for ever. */
+  sx_start(id, "head -c 600000 /dev/zero | tr '\\0' x; yes e | head -c 2000000 >&2; echo end",
+           &split_spec, NULL, NULL);
   tfs_record_t rec = sx_wait(id, 30000);
   cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
   tfs_record_free(&rec);
   size_t len;
   char *tx = sx_task_file(id, "transcript", &len);
   /* Every byte is there, plus the one '\n' that cut the long line. */
-  cr_assert_eq(len, 100000 + 1 + 200000 + 4);
+  cr_assert_eq(len, 600000 + 1 + 2000000 + 4);
   size_t x = 0, e = 0, nl = 0;
   for (size_t i = 0; i < len; i++) {
     x += tx[i] == 'x';
     e += tx[i] == 'e';
     nl += tx[i] == '\n';
   }
-  cr_assert_eq(x, 100000);
-  cr_assert_eq(e, 100000 + 1); /* and the one of "end" */
-  cr_assert_eq(nl, 100000 + 2);
+  cr_assert_eq(x, 600000);
+  cr_assert_eq(e, 1000000 + 1); /* and the one of "end" */
+  cr_assert_eq(nl, 1000000 + 2);
   cr_assert_eq(memcmp(tx + len - 4, "end\n", 4), 0);
   /* stderr's lines stayed whole: no "e" line was split by x bytes. */
   cr_assert_null(strstr(tx, "ex"));
@@ -566,8 +613,11 @@ Test(supervisor, sighup_does_not_stop_the_supervisor_but_sigterm_does) {
 Test(supervisor, on_failure_restarts_end_in_a_crash_loop) {
   char id[TFS_ID_MAX + 1];
   char *argv[] = {"false", NULL};
-  tfs_task_spec_t spec = {
-      .restart = TFS_RESTART_ON_FAILURE, .min_uptime_ms = 10000, .max_restarts = 5, .grace_ms = -1};
+  tfs_task_spec_t spec = {.restart = TFS_RESTART_ON_FAILURE,
+                          .min_uptime_ms = 10000,
+                          .max_restarts = -1,
+                          .grace_ms = -1,
+                          .crash_loop_exits = 6};
   sx_create(id, argv, &spec);
   tfs_launch_opts_t lo = {.wait_ms = 20000, .exe = tu_taskfs_bin()};
   tfs_record_t rec;
@@ -610,7 +660,8 @@ Test(supervisor, a_stop_request_during_back_off_is_a_cancel_not_a_crash) {
   char id[TFS_ID_MAX + 1];
   tfs_task_spec_t spec = {.restart = TFS_RESTART_ON_FAILURE,
                           .min_uptime_ms = 60000,
-                          .max_restarts = 100,
+                          .max_restarts = -1,
+                          .crash_loop_exits = 101,
                           .grace_ms = -1};
   sx_start(id, "exit 1", &spec, NULL, NULL);
   g_id = id;
@@ -627,11 +678,14 @@ Test(supervisor, a_stop_request_during_back_off_is_a_cancel_not_a_crash) {
 
 Test(supervisor, a_worker_outliving_min_uptime_resets_the_crash_count) {
   char id[TFS_ID_MAX + 1];
-  tfs_task_spec_t spec = {
-      .restart = TFS_RESTART_ALWAYS, .min_uptime_ms = 100, .max_restarts = 1, .grace_ms = -1};
+  tfs_task_spec_t spec = {.restart = TFS_RESTART_ALWAYS,
+                          .min_uptime_ms = 100,
+                          .max_restarts = -1,
+                          .grace_ms = -1,
+                          .crash_loop_exits = 2};
   sx_start(id, "sleep 0.25; exit 1", &spec, NULL, NULL);
   g_id = id;
-  /* With max-restarts 1, three restarts prove the count was reset. */
+  /* With max-quick-restarts 1, three restarts prove the count was reset. */
   cr_assert(tu_wait_until(restarts_at_least, (void *)3, 20000));
   tfs_record_t rec = sx_load(id);
   cr_assert_eq(rec.state, TFS_RUNNING);

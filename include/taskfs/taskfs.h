@@ -106,6 +106,18 @@ typedef enum { TFS_RESTART_NO = 0, TFS_RESTART_ON_FAILURE, TFS_RESTART_ALWAYS } 
 const char *tfs_restart_name(tfs_restart_t r);
 int tfs_restart_parse(const char *name, tfs_restart_t *out);
 
+/* How the worker's stderr reaches the transcript. merged (the default):
+ * its fd 1 and fd 2 are one pipe, so the transcript holds both streams in
+ * exactly the order the program wrote them (what `cmd > file 2>&1`
+ * records). split: two pipes, and the stderr-lines file says which lines
+ * came from stderr; lines stay whole, but the order of lines written to
+ * the two streams close together is the order the supervisor read them,
+ * not always the order they were written. */
+typedef enum { TFS_STDERR_MERGED = 0, TFS_STDERR_SPLIT } tfs_stderr_t;
+
+const char *tfs_stderr_name(tfs_stderr_t m); /* "merged", "split" */
+int tfs_stderr_parse(const char *name, tfs_stderr_t *out);
+
 /* ---- important lines --------------------------------------------------- */
 
 /* What made a line important. 0 means "not important". */
@@ -143,6 +155,7 @@ typedef struct {
 #define TFS_CONTEXT_TEXT_MAX 240 /* bytes kept of one context line */
 
 struct tfs__lead_tracker;
+struct tfs__important_raw;
 
 /* First K and last K important lines. "last" never repeats a line that is
  * in "first"; last is kept in order, oldest first, once finalized by
@@ -169,6 +182,7 @@ typedef struct {
   tfs_important_line_t *context;     /* TFS_CONTEXT_MAX slots, kind TFS_LINE_CONTEXT */
   int lead_final;                    /* the lead and its context no longer change */
   struct tfs__lead_tracker *tracker; /* capture state while they may */
+  struct tfs__important_raw *raw;    /* feeding state: a memo, the last ring's fed lines */
 } tfs_important_t;
 
 /* k <= 0: TFS_IMPORTANT_K_DEFAULT; k > TFS_IMPORTANT_K_MAX: -EINVAL. A zeroed
@@ -180,7 +194,10 @@ int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, s
 /* Adds an already classified line (used when loading a record). */
 int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *text,
                       size_t len);
-/* The i-th of the last lines, oldest first (0 <= i < nlast). */
+/* The i-th of the last lines, oldest first (0 <= i < nlast). A line fed
+ * into the ring gets its kept text here, when it is first read: a flood of
+ * important lines costs a copy of each, not a text each (its text is NULL
+ * only if that allocation failed). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i);
 /* Sets the lead and adds a context line (used when loading a record): the
  * lead no longer changes when more lines are fed. */
@@ -225,8 +242,9 @@ typedef struct {
 
   /* Policy. */
   tfs_restart_t restart;
-  int64_t min_uptime_ms;
-  int max_restarts;
+  int64_t min_uptime_ms;  /* a worker exiting sooner is a quick exit */
+  int max_restarts;       /* restarts in all, whatever the uptime; -1: no limit */
+  int max_quick_restarts; /* restarts after quick exits in a row (crash loop) */
   int64_t grace_ms;
   int restarts; /* workers started after the first */
   int nexits;   /* newest last, at most TFS_LAST_EXITS */
@@ -239,11 +257,13 @@ typedef struct {
   /* Transcript counters, as of the last record save. */
   int64_t lines;
   int64_t bytes;
+  tfs_stderr_t stderr_mode; /* how stderr was captured (records without it: split) */
   tfs_important_t important;
 } tfs_record_t;
 
 /* Initializes an empty record (state queued, exit_code -1, default policy:
- * restart no, min_uptime 1000 ms, max_restarts 5, grace 5000 ms, K 20). */
+ * restart no, min_uptime 1000 ms, max_restarts -1 (no limit),
+ * max_quick_restarts 5, grace 5000 ms, K 20). */
 void tfs_record_init(tfs_record_t *rec);
 void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
@@ -380,11 +400,16 @@ typedef struct {
   char *const *env_names; /* NULL-terminated or NULL */
   tfs_restart_t restart;
   int64_t min_uptime_ms; /* < 0: default */
-  int max_restarts;      /* < 0: default */
+  int max_restarts;      /* restarts in all; < 0: default (no limit) */
   int64_t grace_ms;      /* < 0: default */
   int important_k;       /* <= 0: default */
+  tfs_stderr_t stderr_mode; /* 0: merged, the default */
   int rerun;             /* with a key whose task has ended: make a new task
                             and point the key at it */
+  /* Quick exits in a row (within min_uptime) that make a crash loop and
+   * end the restarts: the record's max_quick_restarts + 1, so at least 1
+   * (never restart a quick exit); 0: default (6). */
+  int crash_loop_exits;
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
@@ -735,7 +760,6 @@ typedef enum {
   TFS_VIEW_COUNT
 } tfs_view_t;
 const char *tfs_view_name(tfs_view_t which);
-
 
 #ifdef __cplusplus
 }

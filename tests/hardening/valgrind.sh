@@ -99,7 +99,7 @@ tf wait --timeout=120 "$id1" >/dev/null || fail "wait $id1"
 tf logs -n 5 "$id1" >/dev/null || fail "logs"
 tf show "$id1" >/dev/null || fail "show"
 id2=$(tf run --key vg-sleeper -- sleep 300) || fail "run sleeper"
-id3=$(tf run --restart on-failure --min-uptime 5000 --max-restarts 2 -- false)
+id3=$(tf run --restart on-failure --min-uptime 5s --max-quick-restarts 2 -- false)
 tf wait --timeout=120 "$id3" >/dev/null
 tf ls >/dev/null || fail "ls"
 tf ls --json >/dev/null || fail "ls --json"

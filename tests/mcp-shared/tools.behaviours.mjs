@@ -139,7 +139,47 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     assert.equal(st.structuredContent.match.line, 1);
     const bad = await call(client, 'read_managed_task', { taskKey: 'server', untilPattern: '(unclosed' });
     assert.equal(bad.isError, true);
-    assert.match(bad.content[0].text, /not a valid POSIX extended regex/);
+    assert.match(bad.content[0].text, /is not a valid pattern \(PCRE2 syntax\): missing closing parenthesis at offset 9/);
+  });
+  test('hostile numbers and patterns cost the caller an error, never the server', async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect();
+    const s = await call(client, 'start_managed_task', {
+      taskKey: 'aaa', command: "head -c 4000 /dev/zero | tr '\\0' a; echo '!'; echo abab done", waitMs: 20000,
+    });
+    assert.equal(s.structuredContent.state, 'completed');
+    const taskId = s.structuredContent.taskId;
+    // Numbers: each refused naming the argument and its bounds. 2**63 is
+    // beyond int64 (it reached the server as a parse error before).
+    for (const [arg, value, bound] of [
+      ['sinceLine', 2 ** 63, 'from 0 to 9007199254740991'],
+      ['sinceLine', Number.MAX_SAFE_INTEGER + 2, 'from 0 to 9007199254740991'],
+      ['waitMs', 1e300, 'from 0 to 50000'],
+      ['waitMs', -1e300, 'from 0 to 50000'],
+      ['tailLines', 1.5, 'from 0 to 1000'],
+      ['maxBytes', 2 ** 64, 'from 1024 to 262144'],
+    ]) {
+      const r = await call(client, 'read_managed_task', { taskId, [arg]: value });
+      assert.equal(r.isError, true, `${arg}: ${value}`);
+      assert.match(r.content[0].text, new RegExp(`${arg} must be an integer ${bound}`), r.content[0].text);
+    }
+    const z = await call(client, 'read_managed_task', { taskId, sinceLine: -0, tailLines: 1 });
+    assert.equal(z.structuredContent.tail.length, 1);
+    assert.equal(z.structuredContent.tailFrom, 1, '-0 is line 0: the page starts at line 1');
+    // A pattern that backtracks for ever on the 4000-byte line: the match
+    // limit, named; a back-reference is allowed (bounded like the rest).
+    const bt = await call(client, 'read_managed_task', { taskId, sinceLine: 0, untilPattern: '(a+)+$' });
+    assert.equal(bt.isError, true);
+    assert.match(bt.content[0].text, /untilPattern hit the match limit \(100000 steps\) on line 1/);
+    const br = await call(client, 'read_managed_task', { taskId, sinceLine: 0, untilPattern: '(ab)\\1 done$' });
+    assert.equal(br.structuredContent.match.line, 2);
+    const big = await call(client, 'read_managed_task', { taskId, untilPattern: '(((a{0,20}){0,20}){0,20}){0,20}' });
+    assert.match(big.content[0].text, /too large once compiled/);
+    // While a costly match runs, the server answers the others.
+    const slow = call(client, 'read_managed_task', { taskId, sinceLine: 0, untilPattern: '((a{1,30}){1,30}){1,30}x' });
+    const list = await call(client, 'list_managed_tasks', {});
+    assert.equal(list.structuredContent.tasks.length, 1);
+    assert.equal((await slow).structuredContent.match, undefined);
   });
   test('cancel a running task', async (t) => {
     const store = makeStore(t);
@@ -229,13 +269,20 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('restart policy, uptime, restart count and grace, as the CLI has them', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
-    // Two quick deaths in a row are one more than maxRestarts 1: a crash loop.
+    // Two quick deaths in a row are one more than maxQuickRestarts 1: a crash loop.
     const r = await call(client, 'start_managed_task', {
-      taskKey: 'crashy', command: 'echo died; exit 1', restart: 'on-failure', maxRestarts: 1, minUptimeMs: 5000, waitMs: 30000,
+      taskKey: 'crashy', command: 'echo died; exit 1', restart: 'on-failure', maxQuickRestarts: 1, minUptimeMs: 5000, waitMs: 30000,
     });
     assert.equal(r.structuredContent.state, 'failed');
     assert.equal(r.structuredContent.restarts, 1);
     assert.match(r.structuredContent.reason, /crash loop/);
+    // maxRestarts is a total: slow deaths count too, and the task ends as its last worker did.
+    const total = await call(client, 'start_managed_task', {
+      taskKey: 'total', command: 'echo once; exit 3', restart: 'on-failure', maxRestarts: 2, minUptimeMs: 0, waitMs: 30000,
+    });
+    assert.equal(total.structuredContent.state, 'failed');
+    assert.equal(total.structuredContent.restarts, 2);
+    assert.equal(total.structuredContent.exitCode, 3);
     // graceMs: a worker that ignores SIGTERM is killed after the grace.
     const g = await call(client, 'start_managed_task', {
       taskKey: 'stubborn', command: ['sh', '-c', 'trap "" TERM; echo up; while :; do sleep 0.1; done'], graceMs: 300, untilPattern: 'up', waitMs: 20000,

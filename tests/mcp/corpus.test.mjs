@@ -11,10 +11,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { makeStore, call, sleep } from './helpers.mjs';
 
-const CORPUS = resolve(import.meta.dirname, '../corpus');
+// import.meta.dirname only from Node 20.11; Debian 12's Node is 18.
+const CORPUS = resolve(dirname(fileURLToPath(import.meta.url)), '../corpus');
 const NOISE_LINES = 60000;
 const MAX_BYTES = 4096;
 const JOBS = Number(process.env.TASKFS_CORPUS_JOBS ?? 4);
