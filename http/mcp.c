@@ -466,7 +466,7 @@ static void on_post(http_req_t *r) {
                       "Not Acceptable: the Accept header must take both application/json and "
                       "text/event-stream");
   json_error_t jerr;
-  json_t *msg = json_loadb(r->body ? r->body : "", r->len, JSON_DECODE_ANY, &jerr);
+  json_t *msg = mcp_message_load(r->body ? r->body : "", r->len, &jerr);
   if (!msg) {
     char text[400];
     snprintf(text, sizeof text, "Parse error: %s (line %d, column %d); the body must be one "

@@ -278,11 +278,16 @@ static json_t *load_big_integers(const char *text, size_t len) {
   return msg;
 }
 
+json_t *mcp_message_load(const char *text, size_t len, json_error_t *jerr) {
+  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, jerr);
+  if (!msg && json_error_code(jerr) == json_error_numeric_overflow)
+    msg = load_big_integers(text, len);
+  return msg;
+}
+
 int mcp_dispatch_text(mcp_session_t *s, const char *text, size_t len) {
   json_error_t jerr;
-  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
-  if (!msg && json_error_code(&jerr) == json_error_numeric_overflow)
-    msg = load_big_integers(text, len);
+  json_t *msg = mcp_message_load(text, len, &jerr);
   if (!msg) {
     s->refused = 0;
     s->screening = 1;

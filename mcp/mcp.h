@@ -125,6 +125,11 @@ int mcp_dispatch(mcp_session_t *s, json_t *msg);
 /* The same for a message still in text: invalid JSON gets a parse error
  * (-32700, id null). */
 int mcp_dispatch_text(mcp_session_t *s, const char *text, size_t len);
+/* The parse of a message's text that mcp_dispatch_text does (an integer
+ * beyond int64 read as the out-of-range number it is), for transports that
+ * must look at a message before dispatching it (HTTP). NULL with jerr when
+ * it is not JSON. */
+json_t *mcp_message_load(const char *text, size_t len, json_error_t *jerr);
 /* For transports that answer each request on a stream of its own (HTTP):
  * inside send, 1 when the message is the final response to its request (a
  * result or an error: that request's stream ends with it), 0 for a
