@@ -70,8 +70,10 @@ int cmd_serve(int argc, char **argv) {
   so.state_dir = o.state_dir;
   so.listen_fd = http_listen_fds();
   if (so.listen_fd >= 0 && so.listen)
-    fprintf(stderr, "taskfs serve: a socket was handed over (LISTEN_FDS); --listen %s is not "
-                    "used\n", so.listen);
+    fprintf(stderr,
+            "taskfs serve: a socket was handed over (LISTEN_FDS); --listen %s is not "
+            "used\n",
+            so.listen);
   if (foreground)
     return http_serve(&so);
   char text[8192];

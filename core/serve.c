@@ -167,9 +167,9 @@ int tfs_serve_log_open(tfs_store_t *store) {
   int err = tfs__writable(store);
   if (err)
     return err;
-  int fd = openat(store->fd, TFS__SERVE_LOG,
-                  O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-                  0600);
+  int fd =
+      openat(store->fd, TFS__SERVE_LOG,
+             O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0600);
   if (fd < 0)
     return tfs__open_err(errno);
   struct stat st;

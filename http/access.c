@@ -36,8 +36,8 @@ static unsigned method_bit(const char *m) {
   static const struct {
     const char *name;
     unsigned bit;
-  } ms[] = {{"GET", HTTP_M_GET}, {"POST", HTTP_M_POST}, {"DELETE", HTTP_M_DELETE},
-            {"HEAD", HTTP_M_HEAD}};
+  } ms[] = {
+      {"GET", HTTP_M_GET}, {"POST", HTTP_M_POST}, {"DELETE", HTTP_M_DELETE}, {"HEAD", HTTP_M_HEAD}};
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
     if (!strcmp(m, ms[i].name))
       return ms[i].bit;
@@ -49,7 +49,8 @@ static http_req_t *req_new(http_server_t *srv, struct MHD_Connection *c, const c
   http_req_t *r = calloc(1, sizeof *r);
   if (!r)
     return NULL;
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   r->srv = srv;
   r->c = c;
   r->conn = ci ? ci->socket_context : NULL;
@@ -67,7 +68,7 @@ static http_req_t *req_new(http_server_t *srv, struct MHD_Connection *c, const c
 /* The header block's own limits, beyond the size MHD's memory pool
  * bounds (431 from MHD itself). */
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *k,
-                                     const char *v) {
+                                    const char *v) {
   return MHD_YES;
 }
 
@@ -144,16 +145,16 @@ static void run_handler(http_req_t *r) {
     r->conn->deadline_ms = 0; /* whatever comes now is the server's doing */
   if (r->discarded) {
     http_respond_text(r, MHD_HTTP_CONTENT_TOO_LARGE,
-                      "the body was %zu bytes; at most %u are accepted",
-                      r->discarded + r->len, HTTP_BODY_MAX);
+                      "the body was %zu bytes; at most %u are accepted", r->discarded + r->len,
+                      HTTP_BODY_MAX);
     return;
   }
   ((const http_route_t *)r->route)->fn(r);
 }
 
 enum MHD_Result http_access(void *cls, struct MHD_Connection *c, const char *url,
-                            const char *method, const char *version, const char *data,
-                            size_t *size, void **ptr) {
+                            const char *method, const char *version, const char *data, size_t *size,
+                            void **ptr) {
   http_server_t *srv = cls;
   http_req_t *r = *ptr;
   if (!r) {

@@ -192,8 +192,8 @@ static int add_local(http_names_t *h) {
   return err;
 }
 
-int http_names_build(http_names_t *h, const char *host, int port,
-                     const char *const *allow, size_t nallow) {
+int http_names_build(http_names_t *h, const char *host, int port, const char *const *allow,
+                     size_t nallow) {
   memset(h, 0, sizeof *h);
   h->port = port;
   http_addr_t a;

@@ -62,7 +62,8 @@ static void conn_started(http_server_t *srv, struct MHD_Connection *c, void **ct
   http_conn_t *hc = calloc(1, sizeof *hc);
   if (!hc)
     return; /* served without a deadline: only the idle timer guards it */
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   hc->c = c;
   hc->fd = ci ? ci->connect_fd : -1;
   hc->deadline_ms = http_now_ms() + srv->request_timeout_ms;

@@ -63,8 +63,8 @@ typedef struct {
   size_t n;
   int port;
 } http_names_t;
-int http_names_build(http_names_t *h, const char *host, int port,
-                     const char *const *allow, size_t nallow);
+int http_names_build(http_names_t *h, const char *host, int port, const char *const *allow,
+                     size_t nallow);
 void http_names_free(http_names_t *h);
 /* 1 if the Host header value names this server: one of the names, and
  * the port (absent only when it is 80). */
@@ -175,8 +175,7 @@ const char *http_cookie(http_req_t *r, const char *name);
 /* A header for the answer (copied); before it is made. */
 void http_add_header(http_req_t *r, const char *name, const char *value);
 /* Answers with data (copied; a NUL-terminated text when len is -1). */
-void http_respond(http_req_t *r, unsigned status, const char *ctype, const char *data,
-                  ssize_t len);
+void http_respond(http_req_t *r, unsigned status, const char *ctype, const char *data, ssize_t len);
 /* The same with a malloc'ed body the answer takes. */
 void http_respond_take(http_req_t *r, unsigned status, const char *ctype, char *data, size_t len);
 /* A short text/plain reason. */
@@ -202,8 +201,8 @@ void http_req_release(http_req_t *r);
 void http_req_cut(http_req_t *r);
 void http_stream_keepalive(http_server_t *srv, int64_t now);
 enum MHD_Result http_access(void *cls, struct MHD_Connection *c, const char *url,
-                            const char *method, const char *version, const char *data,
-                            size_t *size, void **ptr);
+                            const char *method, const char *version, const char *data, size_t *size,
+                            void **ptr);
 void http_completed(void *cls, struct MHD_Connection *c, void **ptr,
                     enum MHD_RequestTerminationCode why);
 

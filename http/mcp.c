@@ -56,23 +56,23 @@ struct hm_sess {
   http_mcp_t *hm;
   char id[33];
   mcp_session_t *s;
-  hm_x_t *xs;       /* requests awaiting their answer */
-  http_req_t *get;  /* its GET stream */
+  hm_x_t *xs;      /* requests awaiting their answer */
+  http_req_t *get; /* its GET stream */
   int64_t used_ms;
 };
 
 /* One request's exchange: the POST that carries it, and what goes back. */
 struct hm_x {
-  hm_x_t *next;       /* in sess->xs, or in the reap list */
+  hm_x_t *next;          /* in sess->xs, or in the reap list */
   hm_x_t *lprev, *lnext; /* in hm->live while its HTTP request is held or streams */
   http_mcp_t *hm;
   hm_sess_t *sess;    /* 2025-11-25; NULL for 2026-07-28 */
   mcp_session_t *eph; /* 2026-07-28: the session of its own */
   json_t *id;
-  http_req_t *r;      /* NULL once its HTTP request is over */
-  int streaming;      /* its answer is an SSE stream (else it is held for one JSON body) */
+  http_req_t *r; /* NULL once its HTTP request is over */
+  int streaming; /* its answer is an SSE stream (else it is held for one JSON body) */
   int64_t held_at;
-  int collecting;     /* inside mcp_dispatch: messages wait in pre */
+  int collecting; /* inside mcp_dispatch: messages wait in pre */
   hm_msg_t *pre, **pre_tail;
   size_t npre;
   int replied; /* the final answer came */
@@ -469,8 +469,10 @@ static void on_post(http_req_t *r) {
   json_t *msg = mcp_message_load(r->body ? r->body : "", r->len, &jerr);
   if (!msg) {
     char text[400];
-    snprintf(text, sizeof text, "Parse error: %s (line %d, column %d); the body must be one "
-             "JSON-RPC 2.0 message", jerr.text, jerr.line, jerr.column);
+    snprintf(text, sizeof text,
+             "Parse error: %s (line %d, column %d); the body must be one "
+             "JSON-RPC 2.0 message",
+             jerr.text, jerr.line, jerr.column);
     return refuse_msg(r, MHD_HTTP_BAD_REQUEST, -32700, text);
   }
   hm_headers_t h = {http_header(r, "MCP-Protocol-Version"), http_header(r, "Mcp-Method"),

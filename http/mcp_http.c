@@ -113,8 +113,8 @@ static int mismatch(hm_reject_t *rej, const char *header, const char *why) {
 static const char *name_field(const char *method) {
   static const struct {
     const char *method, *field;
-  } t[] = {{"tools/call", "name"},   {"prompts/get", "name"},   {"resources/read", "uri"},
-           {"tasks/get", "taskId"},  {"tasks/update", "taskId"}, {"tasks/cancel", "taskId"}};
+  } t[] = {{"tools/call", "name"},  {"prompts/get", "name"},    {"resources/read", "uri"},
+           {"tasks/get", "taskId"}, {"tasks/update", "taskId"}, {"tasks/cancel", "taskId"}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!strcmp(method, t[i].method))
       return t[i].field;
@@ -122,8 +122,7 @@ static const char *name_field(const char *method) {
 }
 
 /* Mcp-Name against the body (its =?base64?...?= form decoded). */
-static int check_name(const hm_headers_t *h, const char *method, json_t *params,
-                      hm_reject_t *rej) {
+static int check_name(const hm_headers_t *h, const char *method, json_t *params, hm_reject_t *rej) {
   const char *field = name_field(method);
   const char *body = field ? json_string_value(json_object_get(params, field)) : NULL;
   char why[600], buf[1024];
@@ -131,8 +130,10 @@ static int check_name(const hm_headers_t *h, const char *method, json_t *params,
     return 0; /* nothing to mirror: the dispatcher judges the params */
   const char *v = ows(h->name, buf, sizeof buf);
   if (!v) {
-    snprintf(why, sizeof why, "the body carries params.%s=\"%.200s\" but the required Mcp-Name "
-                              "header is absent", field, body);
+    snprintf(why, sizeof why,
+             "the body carries params.%s=\"%.200s\" but the required Mcp-Name "
+             "header is absent",
+             field, body);
     return mismatch(rej, "(missing)", why);
   }
   size_t n = strlen(v);
@@ -146,8 +147,10 @@ static int check_name(const hm_headers_t *h, const char *method, json_t *params,
   }
   int bad = strcmp(v, body) != 0;
   if (bad)
-    snprintf(why, sizeof why, "the body carries params.%s=\"%.200s\" but the Mcp-Name header "
-                              "names \"%.200s\"", field, body, v);
+    snprintf(why, sizeof why,
+             "the body carries params.%s=\"%.200s\" but the Mcp-Name header "
+             "names \"%.200s\"",
+             field, body, v);
   free(decoded);
   return bad ? mismatch(rej, h->name, why) : 0;
 }
@@ -158,8 +161,10 @@ int hm_check_modern(const hm_headers_t *h, const char *method, json_t *params, i
   const char *ver = ows(h->version, vb, sizeof vb);
   const char *meth = ows(h->method, mb, sizeof mb);
   if (ver && claimed && strcmp(ver, claimed)) {
-    snprintf(why, sizeof why, "the body envelope names protocol version %.40s but the "
-                              "MCP-Protocol-Version header names %.40s", claimed, ver);
+    snprintf(why, sizeof why,
+             "the body envelope names protocol version %.40s but the "
+             "MCP-Protocol-Version header names %.40s",
+             claimed, ver);
     return mismatch(rej, ver, why);
   }
   if (meth && strcmp(meth, method)) {
@@ -170,13 +175,17 @@ int hm_check_modern(const hm_headers_t *h, const char *method, json_t *params, i
   if (!request)
     return 0;
   if (!ver) {
-    snprintf(why, sizeof why, "the body envelope names protocol version %.40s but the required "
-                              "MCP-Protocol-Version header is absent", claimed ? claimed : "?");
+    snprintf(why, sizeof why,
+             "the body envelope names protocol version %.40s but the required "
+             "MCP-Protocol-Version header is absent",
+             claimed ? claimed : "?");
     return mismatch(rej, "(missing)", why);
   }
   if (!meth) {
-    snprintf(why, sizeof why, "the body names method %.200s but the required Mcp-Method header "
-                              "is absent", method);
+    snprintf(why, sizeof why,
+             "the body names method %.200s but the required Mcp-Method header "
+             "is absent",
+             method);
     return mismatch(rej, "(missing)", why);
   }
   return check_name(h, method, params, rej);
@@ -190,8 +199,9 @@ int hm_check_legacy(const hm_headers_t *h, const char *method, json_t *params, i
     return 0;
   if (hm_version_modern(ver)) {
     if (method && !strcmp(method, "initialize"))
-      return mismatch(rej, ver, "an initialize request (legacy handshake) was sent with a modern "
-                                "MCP-Protocol-Version header");
+      return mismatch(rej, ver,
+                      "an initialize request (legacy handshake) was sent with a modern "
+                      "MCP-Protocol-Version header");
     if (!request)
       return 0; /* a notification: the header decides, and it says 2026-07-28 */
     json_t *meta = json_object_get(params, "_meta");

@@ -68,8 +68,7 @@ static void set_response(http_req_t *r, unsigned status, struct MHD_Response *re
   }
 }
 
-void http_respond_take(http_req_t *r, unsigned status, const char *ctype, char *data,
-                       size_t len) {
+void http_respond_take(http_req_t *r, unsigned status, const char *ctype, char *data, size_t len) {
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
     free(data);

@@ -53,8 +53,8 @@ void http_route_allow(const http_route_t *rt, char *buf, size_t len) {
   static const struct {
     unsigned bit;
     const char *name;
-  } names[] = {{HTTP_M_GET, "GET"}, {HTTP_M_HEAD, "HEAD"}, {HTTP_M_POST, "POST"},
-               {HTTP_M_DELETE, "DELETE"}};
+  } names[] = {
+      {HTTP_M_GET, "GET"}, {HTTP_M_HEAD, "HEAD"}, {HTTP_M_POST, "POST"}, {HTTP_M_DELETE, "DELETE"}};
   size_t o = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -69,8 +69,8 @@ static int fail(const http_serve_opts_t *o, int code, const char *fmt, ...) {
 }
 
 /* The store and its token (or the one --token-file names). */
-static int open_store(const http_serve_opts_t *o, serve_t *sv, tfs_store_t **store,
-                      char *tokpath, size_t tplen) {
+static int open_store(const http_serve_opts_t *o, serve_t *sv, tfs_store_t **store, char *tokpath,
+                      size_t tplen) {
   char dir[4096], why[1024];
   int err = tfs_store_resolve(o->state_dir, dir, sizeof dir);
   if (err)
@@ -97,9 +97,9 @@ static int open_store(const http_serve_opts_t *o, serve_t *sv, tfs_store_t **sto
  * deserves a decision. */
 static int open_listener(const http_serve_opts_t *o, http_addr_t *a, int *fd) {
   char why[600];
-  int err = o->listen_fd >= 0 ? http_addr_from_fd(o->listen_fd, a, why, sizeof why)
-                              : http_addr_parse(o->listen ? o->listen : HTTP_DEFAULT_LISTEN, a,
-                                                why, sizeof why);
+  int err = o->listen_fd >= 0
+                ? http_addr_from_fd(o->listen_fd, a, why, sizeof why)
+                : http_addr_parse(o->listen ? o->listen : HTTP_DEFAULT_LISTEN, a, why, sizeof why);
   if (err)
     return fail(o, EXIT_USAGE, "%s", why);
   if (!a->loopback && !o->token_file)
@@ -202,14 +202,20 @@ static void detach(tfs_store_t *store, int ready_fd) {
 static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, int fd,
                  const char *dir) {
   char why[600];
-  mcp_server_config_t mc = {.loop = sv->loop, .state_dir = dir, .role = "serve",
-                            .on_idle = on_mcp_idle, .arg = sv};
+  mcp_server_config_t mc = {
+      .loop = sv->loop, .state_dir = dir, .role = "serve", .on_idle = on_mcp_idle, .arg = sv};
   if (mcp_server_open(&mc, &sv->mcp))
     return fail(o, EXIT_SYSTEM, "cannot serve the store %s (see above)", dir);
-  http_server_config_t hc = {.loop = sv->loop, .mcp = sv->mcp, .token = sv->token,
-                             .listen_fd = fd, .host = a->host, .port = a->port,
-                             .allow_hosts = o->allow_hosts, .n_allow_hosts = o->n_allow_hosts,
-                             .on_stopped = on_http_stopped, .arg = sv};
+  http_server_config_t hc = {.loop = sv->loop,
+                             .mcp = sv->mcp,
+                             .token = sv->token,
+                             .listen_fd = fd,
+                             .host = a->host,
+                             .port = a->port,
+                             .allow_hosts = o->allow_hosts,
+                             .n_allow_hosts = o->n_allow_hosts,
+                             .on_stopped = on_http_stopped,
+                             .arg = sv};
   if (http_server_start(&hc, &sv->http, why, sizeof why)) {
     mcp_server_free(sv->mcp);
     return fail(o, EXIT_SYSTEM, "%s", why);

@@ -29,8 +29,8 @@ int http_server_start(const http_server_config_t *cfg, http_server_t **out, char
   srv->on_stopped = cfg->on_stopped;
   srv->arg = cfg->arg;
   srv->request_timeout_ms = request_timeout();
-  int err = http_names_build(&srv->names, cfg->host, cfg->port, cfg->allow_hosts,
-                             cfg->n_allow_hosts);
+  int err =
+      http_names_build(&srv->names, cfg->host, cfg->port, cfg->allow_hosts, cfg->n_allow_hosts);
   if (!err)
     err = http_mcp_open(srv);
   if (err) {

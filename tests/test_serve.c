@@ -191,13 +191,15 @@ Test(serve, bad_input_gets_a_4xx_with_a_reason_and_the_server_goes_on) {
   cr_expect(strstr(ts_body(a), "-32700"), "%s", a);
   free(a);
   char *hdrs;
-  cr_assert(asprintf(&hdrs, "Authorization: Bearer %s\r\nContent-Type: text/plain\r\nAccept: "
-                            "application/json, text/event-stream\r\n",
+  cr_assert(asprintf(&hdrs,
+                     "Authorization: Bearer %s\r\nContent-Type: text/plain\r\nAccept: "
+                     "application/json, text/event-stream\r\n",
                      S.token) > 0);
   EXPECT_STATUS(ts_request(&S, "POST", "/mcp", hdrs, INIT), 415, "a wrong Content-Type");
   free(hdrs);
-  cr_assert(asprintf(&hdrs, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-                            "Accept: text/html\r\n",
+  cr_assert(asprintf(&hdrs,
+                     "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                     "Accept: text/html\r\n",
                      S.token) > 0);
   EXPECT_STATUS(ts_request(&S, "POST", "/mcp", hdrs, INIT), 406, "a wrong Accept");
   free(hdrs);
@@ -229,12 +231,13 @@ Test(serve, bad_input_gets_a_4xx_with_a_reason_and_the_server_goes_on) {
 
 Test(serve, a_20_MB_body_is_refused_unread) {
   char *out = NULL;
-  int rc = tu_sh(&out,
-                 "head -c 20000000 /dev/zero | tr '\\0' ' ' | curl -sS -o /dev/null -w '%%{http_code}' "
-                 "-H 'Authorization: Bearer %s' -H 'Content-Type: application/json' "
-                 "-H 'Accept: application/json, text/event-stream' --data-binary @- "
-                 "http://127.0.0.1:%d/mcp",
-                 S.token, S.port);
+  int rc =
+      tu_sh(&out,
+            "head -c 20000000 /dev/zero | tr '\\0' ' ' | curl -sS -o /dev/null -w '%%{http_code}' "
+            "-H 'Authorization: Bearer %s' -H 'Content-Type: application/json' "
+            "-H 'Accept: application/json, text/event-stream' --data-binary @- "
+            "http://127.0.0.1:%d/mcp",
+            S.token, S.port);
   cr_expect(!strcmp(out, "413"), "curl exit %d, status %s", rc, out);
   free(out);
   /* The same body sent chunked (no length to refuse up front): thrown
@@ -254,11 +257,12 @@ Test(serve, a_20_MB_body_is_refused_unread) {
 Test(serve, a_chunked_body_that_never_ends_is_cut_off) {
   int fd = ts_connect(S.port);
   char *req;
-  int n = asprintf(&req,
-                   "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
-                   "Content-Type: application/json\r\nAccept: application/json, "
-                   "text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"jsonrpc\":\"2.0\"\r\n",
-                   S.port, S.token);
+  int n = asprintf(
+      &req,
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+      "Content-Type: application/json\r\nAccept: application/json, "
+      "text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"jsonrpc\":\"2.0\"\r\n",
+      S.port, S.token);
   cr_assert_eq(write(fd, req, (size_t)n), n);
   free(req);
   /* Then nothing more: the request deadline (2 s here) ends it. */
@@ -290,8 +294,10 @@ Test(serve, sessions_belong_to_their_server_and_end_with_delete) {
   snprintf(h, sizeof h, "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n", stolen);
   static const char list[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
   EXPECT_STATUS(ts_post_mcp(&S, S.token, h, list), 404, "a session id of another server");
-  snprintf(h, sizeof h, "Mcp-Session-Id: %s\r\nAccept: text/event-stream\r\nAuthorization: "
-                        "Bearer %s\r\n", stolen, S.token);
+  snprintf(h, sizeof h,
+           "Mcp-Session-Id: %s\r\nAccept: text/event-stream\r\nAuthorization: "
+           "Bearer %s\r\n",
+           stolen, S.token);
   EXPECT_STATUS(ts_request(&S, "GET", "/mcp", h, NULL), 404, "another server's session stream");
   free(stolen);
   cr_expect_eq(ts_serve_stop(&b), 0);
@@ -331,8 +337,10 @@ Test(serve, one_get_stream_per_session) {
   free(ct);
   free(head);
   char h[1000];
-  snprintf(h, sizeof h, "Mcp-Session-Id: %s\r\nAccept: text/event-stream\r\nAuthorization: "
-                        "Bearer %s\r\n", sid, S.token);
+  snprintf(h, sizeof h,
+           "Mcp-Session-Id: %s\r\nAccept: text/event-stream\r\nAuthorization: "
+           "Bearer %s\r\n",
+           sid, S.token);
   EXPECT_STATUS(ts_request(&S, "GET", "/mcp", h, NULL), 409, "a second stream for the session");
   /* DELETE ends the session and its stream. */
   snprintf(h, sizeof h, "Mcp-Session-Id: %s\r\nAuthorization: Bearer %s\r\n", sid, S.token);

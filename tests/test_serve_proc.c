@@ -107,15 +107,15 @@ Test(serve_proc, the_command_line_is_refused_with_reasons) {
   static const char tok[] = "a-token-of-my-own-0123456789-0123456789\n";
   cr_assert_eq(tu_write_file(tf, tok, sizeof tok - 1), 0);
   chmod(tf, 0644);
-  rc = tu_sh(&out, "'%s' serve -f --token-file '%s' --state-dir '%s/store' 2>&1",
-             tu_taskfs_bin(), tf, dir);
+  rc = tu_sh(&out, "'%s' serve -f --token-file '%s' --state-dir '%s/store' 2>&1", tu_taskfs_bin(),
+             tf, dir);
   cr_expect_eq(rc, 100, "%s", out);
   cr_expect(strstr(out, "chmod 600"), "%s", out);
   free(out);
   cr_assert_eq(tu_write_file(tf, "short\n", 6), 0);
   chmod(tf, 0600);
-  rc = tu_sh(&out, "'%s' serve -f --token-file '%s' --state-dir '%s/store' 2>&1",
-             tu_taskfs_bin(), tf, dir);
+  rc = tu_sh(&out, "'%s' serve -f --token-file '%s' --state-dir '%s/store' 2>&1", tu_taskfs_bin(),
+             tf, dir);
   cr_expect_eq(rc, 100, "%s", out);
   free(out);
   /* Errors of a background start reach the terminal too. */
@@ -216,8 +216,8 @@ Test(serve_proc, slow_clients_are_dropped_and_never_delay_a_real_one) {
   ts_serve_start(&s, NULL, NULL, env);
   int fds[SLOW];
   char half[200];
-  int n = snprintf(half, sizeof half, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Ty",
-                   s.port);
+  int n =
+      snprintf(half, sizeof half, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Ty", s.port);
   for (int i = 0; i < SLOW; i++) {
     fds[i] = ts_connect(s.port);
     cr_assert_eq(write(fds[i], half, (size_t)n), n);

@@ -33,7 +33,8 @@ static void exec_serve(const ts_serve_t *s, const char *const *args, const char 
   char out[4200], err[4200], *argv[40];
   snprintf(out, sizeof out, "%s/serve.out", s->dir);
   snprintf(err, sizeof err, "%s/serve.err", s->dir);
-  int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+      e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (o < 0 || e < 0)
     _exit(127);
   dup2(o, 1);
@@ -214,8 +215,9 @@ char *ts_request(const ts_serve_t *s, const char *method, const char *path, cons
 
 char *ts_post_mcp(const ts_serve_t *s, const char *token, const char *extra, const char *body) {
   char *hdrs;
-  if (asprintf(&hdrs, "Content-Type: application/json\r\nAccept: application/json, "
-                      "text/event-stream\r\n%s%s%s%s",
+  if (asprintf(&hdrs,
+               "Content-Type: application/json\r\nAccept: application/json, "
+               "text/event-stream\r\n%s%s%s%s",
                token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "",
                extra ? extra : "") < 0)
     abort();
