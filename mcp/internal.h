@@ -414,6 +414,9 @@ int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], c
 json_t *mcp_time_or_null(int64_t ms);
 /* The state every tool returns: id, key, state, command, times, counts. */
 json_t *mcp_record_compact(const tfs_record_t *rec);
+/* What the task used, compact (every answer and list entry): cpuMs (user
+ * + system of its whole tree), maxRssKb (its largest process). */
+void mcp_usage_fields(json_t *o, const tfs_record_t *rec);
 /* A tools/call result: the structured content (stolen) and the same JSON
  * as text. */
 json_t *mcp_call_result(json_t *structured, int is_error);

@@ -56,6 +56,29 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     assert.equal(g.isError, true);
     assert.match(g.content[0].text, /no task has the key/);
   });
+  test('a timeout and limits: the task ends at its timeout, the answer says what it used', async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect();
+    const r = await call(client, 'start_managed_task', {
+      taskKey: 'limited', command: "trap '' TERM; sleep 300", timeoutMs: 500, graceMs: 200, waitMs: 30000,
+      limits: { cpu: '10m', mem: 2147483648, core: 0 },
+    });
+    assert.equal(r.isError, undefined, JSON.stringify(r.content));
+    assert.equal(r.structuredContent.state, 'failed');
+    assert.equal(r.structuredContent.exitCode, 124);
+    assert.match(r.structuredContent.reason, /^timed out after 500ms; the worker was killed by signal SIGKILL/);
+    assert.equal(typeof r.structuredContent.cpuMs, 'number');
+    assert.ok(r.structuredContent.maxRssKb > 0);
+    const rec = JSON.parse(readFileSync(join(store.dir, 'tasks', r.structuredContent.taskId, 'record.json'), 'utf8'));
+    assert.equal(rec.limits.timeout.ms, 500);
+    assert.equal(rec.limits.cpu.value, 600);
+    assert.equal(rec.restart.exits[0].timedOut, true);
+    const l = await call(client, 'list_managed_tasks', {});
+    assert.equal(typeof l.structuredContent.tasks[0].cpuMs, 'number');
+    const bad = await call(client, 'start_managed_task', { taskKey: 'l2', command: 'true', limits: { swap: '1G' } });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /unknown limit 'swap'/);
+  });
   test('env values reach the process and never the disk', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
