@@ -14,24 +14,25 @@
 #include "http/http.h"
 
 static const char usage_text[] =
-    "usage: taskfs serve [--listen HOST:PORT] [--token-file FILE] [--allow-host NAME]...\n"
-    "                    [--foreground|-f] [--state-dir DIR]\n"
+    "usage: taskfs serve [--listen HOST:PORT] [--token-file FILE]\n"
+    "                    [--allow-host NAME]... [--foreground|-f] [--state-dir DIR]\n"
     "\n"
     "Serves the store over HTTP: MCP (Streamable HTTP, revisions 2025-11-25 and\n"
     "2026-07-28) at /mcp. Every request needs the token, as \"Authorization: Bearer\n"
     "TOKEN\" or as the cookie the login URL sets. The token is <state>/serve.token\n"
     "(made on the first start, mode 0600) unless --token-file names your own.\n"
     "\n"
-    "  --listen HOST:PORT   where to listen (default " HTTP_DEFAULT_LISTEN "; port 0: any free\n"
-    "                       port). Beyond loopback only with --token-file.\n"
-    "  --token-file FILE    the token: a file of yours, mode 0600, one line of 32 to 256\n"
-    "                       characters of A-Z a-z 0-9 . _ ~ -\n"
-    "  --allow-host NAME    one more name the Host header may give (a DNS name that\n"
-    "                       points here; repeatable)\n"
-    "  --foreground, -f     stay in the foreground, logging to stderr (systemd, tests)\n"
+    "  --listen HOST:PORT   where to listen (default " HTTP_DEFAULT_LISTEN "; port 0:\n"
+    "                       any free port). Beyond loopback only with --token-file.\n"
+    "  --token-file FILE    the token: a file of yours, mode 0600, one line of 32\n"
+    "                       to 256 characters of A-Z a-z 0-9 . _ ~ -\n"
+    "  --allow-host NAME    one more name the Host header may give (a DNS name\n"
+    "                       that points here; repeatable)\n"
+    "  --foreground, -f     stay in the foreground, logging to stderr (systemd)\n"
     "\n"
-    "It prints where it listens and a login URL (http://HOST:PORT/?token=...). Stop it\n"
-    "with SIGTERM (kill PID): waiting requests are answered, tasks keep running.\n";
+    "It prints where it listens and a login URL (http://HOST:PORT/?token=...).\n"
+    "Stop it with SIGTERM (kill PID): waiting requests are answered, tasks keep\n"
+    "running.\n";
 
 #define ALLOW_MAX 16
 
