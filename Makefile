@@ -8,7 +8,7 @@ BUILD ?= build
 CC ?= cc
 PKG_CONFIG ?= pkg-config
 
-PKGS := jansson libuv fuse3 libpcre2-8
+PKGS := jansson libuv fuse3 libpcre2-8 libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
 
@@ -22,13 +22,14 @@ CORE_SRC := $(sort $(wildcard core/*.c))
 SUP_SRC := $(sort $(wildcard supervisor/*.c))
 FS_SRC := $(sort $(wildcard fs/*.c))
 MCP_SRC := $(sort $(wildcard mcp/*.c))
+HTTP_SRC := $(sort $(wildcard http/*.c))
 CLI_SRC := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_HELPERS := $(sort $(wildcard tests/helpers/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
-LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
+LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
         $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
@@ -48,6 +49,7 @@ $(BUILD)/libtaskfs.a: $(call obj,$(CORE_SRC))
 $(BUILD)/libtaskfs-supervisor.a: $(call obj,$(SUP_SRC))
 $(BUILD)/libtaskfs-fs.a: $(call obj,$(FS_SRC))
 $(BUILD)/libtaskfs-mcp.a: $(call obj,$(MCP_SRC))
+$(BUILD)/libtaskfs-http.a: $(call obj,$(HTTP_SRC))
 $(BUILD)/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -202,7 +204,7 @@ deb:
 	sh scripts/deb.sh $(DEB_DIR)
 
 format:
-	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
+	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(HTTP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
 
 clean:
 	rm -rf $(BUILD) build-asan build-cov build-reach

@@ -17,7 +17,8 @@
 #
 # Helpers: bench/bt.c (timestamps, timing, latency readers, statistics),
 # bench/tfsgen.c (fills a store through the core API), bench/mcp/rtt.mjs
-# (the MCP SDK client for rows 6 and 8). `make bench` builds them.
+# (the MCP SDK client for rows 6 and 8), bench/mcp/http.mjs (MCP over HTTP,
+# rows 9 and 10). `make bench` builds them.
 set -uo pipefail
 
 MODE=${1:-}
@@ -36,7 +37,7 @@ case "$BUILD" in /*) BDIR=$BUILD ;; *) BDIR=$ROOT/$BUILD ;; esac
 TASKFS=${TASKFS_BIN:-$BDIR/taskfs}
 BT=$BDIR/bench/bt
 GEN=$BDIR/bench/tfsgen
-ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8}
+ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8 9 10}
 
 if [ "$MODE" = full ]; then
   RUNS=5                  # runs per throughput / listing figure (median)
@@ -55,6 +56,9 @@ if [ "$MODE" = full ]; then
   IDLE_RUNS=5
   MCP_CALLS=1000
   MCP_RUNS=5
+  HTTP_CLIENTS=64         # concurrent keep-alive clients (row 9)
+  HTTP_CALLS=50           # calls per client per run
+  HTTP_IDLE=1000          # idle connections (row 10)
   OUT=${BENCH_OUT:-$ROOT/bench/results.md}
 else
   RUNS=5
@@ -73,6 +77,9 @@ else
   IDLE_RUNS=1
   MCP_CALLS=50
   MCP_RUNS=5
+  HTTP_CLIENTS=8
+  HTTP_CALLS=5
+  HTTP_IDLE=100
   OUT=${BENCH_OUT:-$BDIR/bench/results-quick.md}
 fi
 export BT_TIMEOUT_S=600
@@ -815,11 +822,62 @@ row8() {
   cmd "row 8: \`node bench/mcp/rtt.mjs rtt\`: one @modelcontextprotocol/sdk Client per server over stdio (\`taskfs mcp --state-dir S\`; \`node server-everything/dist/index.js stdio\`), 20 warm-up calls, then $MCP_CALLS rounds of \`read_managed_task {taskId}\` (a finished task of 101 lines) and \`echo {message:\"hello\"}\`, alternating which goes first, timed by process.hrtime; p50/p99 per run, median of $MCP_RUNS runs."
 }
 
+# The MCP servers over HTTP (rows 9, 10) run in a network namespace of their
+# own: server-everything listens on every interface, and the load must
+# reach 127.0.0.1 only.
+http_bench() {
+  unshare -n sh -c 'ip link set lo up && exec node "$@"' sh "$ROOT/bench/mcp/http.mjs" "$@"
+}
+
+row9() {
+  local s id
+  new_store s9
+  s=$S
+  log "row 9: MCP over HTTP, $HTTP_CLIENTS clients × $HTTP_CALLS calls, $MCP_RUNS runs"
+  id=$("$TASKFS" run --state-dir "$s" --wait -- sh -c 'for i in $(seq 100); do echo "line $i"; done; echo "error: something failed"' 2>"$W/run.err") ||
+    die "taskfs run --wait failed: $(cat "$W/run.err")"
+  id=$(echo "$id" | head -n 1)
+  http_bench load "$TASKFS" "$s" "$id" "$HTTP_CLIENTS" "$HTTP_CALLS" "$MCP_RUNS" >"$W/r9.json" || die "the MCP-over-HTTP load bench failed"
+  local trps tp99 erps ep99 mem
+  trps=$(jget "$W/r9.json" "j.median.taskfs.rps")
+  tp99=$(jget "$W/r9.json" "j.median.taskfs.p99")
+  erps=$(jget "$W/r9.json" "j.median.everything.rps")
+  ep99=$(jget "$W/r9.json" "j.median.everything.p99")
+  mem=$(jget "$W/r9.json" "(j.mem.taskfs.hwmKiB/1024).toFixed(1) + ' MiB vs ' + (j.mem.everything.hwmKiB/1024).toFixed(1) + ' MiB'")
+  row "9" "MCP over HTTP, read_managed_task, $HTTP_CLIENTS concurrent keep-alive clients ($HTTP_CALLS calls each × $MCP_RUNS runs)" \
+    "$(calc $trps 0) req/s, p50 $(calc "$(jget "$W/r9.json" "j.median.taskfs.p50")" 2) ms, p99 $(calc $tp99 2) ms (peak RSS $mem)" \
+    "server-everything echo over Streamable HTTP: $(calc $erps 0) req/s, p50 $(calc "$(jget "$W/r9.json" "j.median.everything.p50")" 2) ms, p99 $(calc $ep99 2) ms" \
+    "throughput $(calc "$trps / $erps" 2)×, p99 $(calc "$tp99 / $ep99" 2)×" "≥ 1× its throughput, ≤ its p99" \
+    "$(verdict "$trps >= $erps && $tp99 <= $ep99")"
+  cmd "row 9: \`node bench/mcp/http.mjs load\` in \`unshare -n\`: \`taskfs serve --foreground --listen 127.0.0.1:0\` and \`PORT=N node server-everything/dist/index.js streamableHttp\`; $HTTP_CLIENTS @modelcontextprotocol/sdk 1.32.2 Clients per server (StreamableHTTPClientTransport, a 2025-11-25 session each, undici keep-alive), 5 warm-up calls each, then per run every client makes $HTTP_CALLS sequential calls (\`read_managed_task {taskId}\` of a finished 101-line task; \`echo {message:\"hello\"}\`); the servers take turns, order rotated; requests/s = calls / wall time of the run, p50/p99 over every call of the run; median of $MCP_RUNS runs."
+}
+
+row10() {
+  local s
+  new_store s10
+  s=$S
+  log "row 10: $HTTP_IDLE idle HTTP connections"
+  http_bench idle "$TASKFS" "$s" "$HTTP_IDLE" >"$W/r10.json" || die "the idle-connection bench failed"
+  local per base with fn fb fn50 fb50
+  per=$(jget "$W/r10.json" "j.perConnKiB")
+  base=$(jget "$W/r10.json" "j.before.rssKiB")
+  with=$(jget "$W/r10.json" "j.withConns.rssKiB")
+  fn=$(jget "$W/r10.json" "j.firstByte.none.p99")
+  fb=$(jget "$W/r10.json" "j.firstByte.beside.p99")
+  fn50=$(jget "$W/r10.json" "j.firstByte.none.p50")
+  fb50=$(jget "$W/r10.json" "j.firstByte.beside.p50")
+  row "10" "taskfs serve with $HTTP_IDLE idle keep-alive connections: memory, and a real client's first byte beside them" \
+    "$(calc $per 1) KiB per idle connection (RSS $(calc "$base / 1024" 1) → $(calc "$with / 1024" 1) MiB); first byte p50 $(calc "$(jget "$W/r10.json" "j.firstByte.beside.p50")" 2) ms, p99 $(calc $fb 2) ms" \
+    "the same request with no idle connection: p50 $(calc "$(jget "$W/r10.json" "j.firstByte.none.p50")" 2) ms, p99 $(calc $fn 2) ms" \
+    "first byte p50 $(calc "$fb50 / $fn50" 2)×, p99 $(calc "$fb / $fn" 2)×" "idle connections cost memory only (first byte p50 ≤ 1.5× + 0.5 ms; the p99 of 200 samples is the machine's noise)" "$(verdict "$fb50 <= 1.5 * $fn50 + 0.5")"
+  cmd "row 10: \`node bench/mcp/http.mjs idle\` in \`unshare -n\`: $HTTP_IDLE TCP connections to \`taskfs serve\`, each makes one keep-alive request (\`GET /favicon.ico\`) and stays open; VmRSS of the server before and with them; first byte of 200 \`tools/list\` POSTs (2026-07-28, a fresh connection each) with none open and beside them, p50/p99."
+}
+
 # ---- run the rows, print the table, write the results ---------------------------
 
-# Rows 4, 6 and 8 drive MCP servers with the SDK client pinned in bench/mcp.
+# Rows 4, 6, 8, 9 and 10 drive MCP servers with the SDK client pinned in bench/mcp.
 case " $ROWS " in
-*" 4 "* | *" 6 "* | *" 8 "*)
+*" 4 "* | *" 6 "* | *" 8 "* | *" 9 "* | *" 10 "*)
   if [ ! -d "$ROOT/bench/mcp/node_modules/@modelcontextprotocol/server-everything" ]; then
     log "installing the MCP client and reference server (npm ci in bench/mcp)"
     (cd "$ROOT/bench/mcp" && npm ci --no-audit --no-fund >/dev/null) || die "npm ci in bench/mcp failed"

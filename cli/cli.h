@@ -54,6 +54,16 @@ int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first
  * stands ("task X is queued: 3rd in queue build (2 of 2 running)"). */
 void cli_say_queued(const char *verb, tfs_store_t *store, const tfs_record_t *rec);
 
+/* Forks a daemon (cli/daemon.c) running fn(arg, ready_fd) in a session of
+ * its own (cwd / unless keep_cwd), and waits for its report on ready_fd:
+ * "ok\n" and text for the parent to print, or "error: " and a message.
+ * Returns 0 with that text, or an exit code (the child's, else
+ * CLI_EXIT_SYSTEM) with the message. fn returns the child's exit code. */
+#include <sys/types.h>
+typedef int (*cli_daemon_fn)(void *arg, int ready_fd);
+int cli_daemonize(const char *verb, cli_daemon_fn fn, void *arg, int keep_cwd, char *text,
+                  size_t size, pid_t *pid);
+
 /* Maps a library error to an exit code. */
 int cli_exit_for(int err);
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -105,59 +104,29 @@ static int mount_paths(const char *state_opt, const char *point, char state_abs[
   return CLI_EXIT_OK;
 }
 
-/* Reads the child's one-line report ("ok" or "error: ...") until it
- * closes the pipe. */
-static void read_report(int fd, char *line, size_t size) {
-  size_t len = 0;
-  ssize_t n;
-  while (len < size - 1 &&
-         ((n = read(fd, line + len, size - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
-    if (n > 0)
-      len += (size_t)n;
-  line[len] = 0;
+static int mount_child(void *arg, int ready_fd) {
+  fs_mount_opts_t *opts = arg;
+  opts->ready_fd = ready_fd;
+  opts->use_syslog = 1;
+  opts->detach = 1;
+  return fs_mount_run(opts) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK;
 }
 
 /* Forks the daemon that mounts and serves, and returns once it has
  * reported: "ok" (the mount is in place) or an error, printed here. */
 static int mount_background(fs_mount_opts_t *opts) {
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC)) {
-    cli_error("mount", "cannot create a pipe: %s", strerror(errno));
+  char text[1024];
+  pid_t pid;
+  int code = cli_daemonize("mount", mount_child, opts, 0, text, sizeof text, &pid);
+  if (code) {
+    cli_error("mount", "%s", strcmp(text, "the mount process died before it was ready")
+                                 ? text
+                                 : "the mount process died before mounting");
     return CLI_EXIT_SYSTEM;
   }
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    cli_error("mount", "cannot fork: %s", strerror(errno));
-    return CLI_EXIT_SYSTEM;
-  }
-  if (pid == 0) {
-    /* The daemon: its own session, no controlling terminal, cwd / so it
-     * pins no directory. Errors before "ok" go to the parent. */
-    close(pfd[0]);
-    setsid();
-    if (chdir("/"))
-      _exit(CLI_EXIT_SYSTEM); /* "/" always exists; the parent reports the death */
-    opts->ready_fd = pfd[1];
-    opts->use_syslog = 1;
-    opts->detach = 1;
-    _exit(fs_mount_run(opts) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK);
-  }
-  close(pfd[1]);
-  char line[1024];
-  read_report(pfd[0], line, sizeof line);
-  close(pfd[0]);
-  if (!strncmp(line, "ok", 2)) {
-    printf("taskfs mount: %s mounted on %s (pid %d); unmount with: taskfs umount %s\n",
-           opts->state_dir, opts->mountpoint, (int)pid, opts->mountpoint);
-    return CLI_EXIT_OK;
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  line[strcspn(line, "\n")] = 0;
-  cli_error("mount", "%s",
-            !strncmp(line, "error: ", 7) ? line + 7 : "the mount process died before mounting");
-  return CLI_EXIT_SYSTEM;
+  printf("taskfs mount: %s mounted on %s (pid %d); unmount with: taskfs umount %s\n",
+         opts->state_dir, opts->mountpoint, (int)pid, opts->mountpoint);
+  return CLI_EXIT_OK;
 }
 
 int cmd_mount(int argc, char **argv) {

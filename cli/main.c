@@ -34,6 +34,7 @@ static const verb_t verbs[] = {
     {"mount", cmd_mount, "mount the store as a FUSE filesystem"},
     {"umount", cmd_umount, "unmount a taskfs mount"},
     {"mcp", cmd_mcp, "serve the store to an MCP host over stdio"},
+    {"serve", cmd_serve, "serve the store over HTTP (MCP at /mcp), with a token"},
     {"supervise", cmd_supervise, NULL},
 };
 

@@ -1,12 +1,14 @@
-/* Base64 for the exact bytes of argv and cwd in a record ("commandBytes",
- * "cwdBytes"): standard alphabet, padded, strict on decode. */
+/* Base64: the exact bytes of argv and cwd in a record ("commandBytes",
+ * "cwdBytes") and the values HTTP headers carry in the =?base64?...?= form:
+ * standard alphabet, padded, strict on decode. */
 #include "core/internal.h"
+#include "taskfs/text.h"
 
 #include <string.h>
 
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-char *tfs__b64_encode(const char *s, size_t len) {
+char *tfs_b64_encode(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
   size_t o = 0;
   char *out = malloc((len + 2) / 3 * 4 + 1);
@@ -25,7 +27,7 @@ char *tfs__b64_encode(const char *s, size_t len) {
 }
 
 /* A decoded NUL is refused: no argument or path can hold one. */
-char *tfs__b64_decode(const char *s) {
+char *tfs_b64_decode(const char *s) {
   size_t len = strlen(s), o = 0;
   if (len % 4)
     return NULL;

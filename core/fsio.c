@@ -75,12 +75,12 @@ int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len)
   return tfs__write_atomic_flags(dirfd, name, data, len, 0, NULL);
 }
 
-/* The one body of both: with TFS__WRITE_NOSYNC the two fsyncs are left out,
- * and everything else (symlink refusal, O_EXCL temp file, rename) stays. */
-int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags, struct stat *st_out) {
-  int sync = !(flags & TFS__WRITE_NOSYNC);
-  char tmp[300], rnd[8];
+/* Writes data into a fresh temp file beside name (O_EXCL, 0600), fsynced
+ * when sync is set; its name goes into tmp. The one body of every write
+ * that puts a whole file in place. */
+static int write_temp(int dirfd, const char *name, const void *data, size_t len, int sync,
+                      struct stat *st_out, char tmp[300]) {
+  char rnd[8];
   struct stat st;
   int err;
   if (!name || !*name || strchr(name, '/') || strlen(name) > 200)
@@ -93,7 +93,7 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
     if ((err = tfs__random_base36(rnd, 6)))
       return err;
     rnd[6] = '\0';
-    snprintf(tmp, sizeof tmp, ".%s.tmp.%d.%s", name, (int)getpid(), rnd);
+    snprintf(tmp, 300, ".%s.tmp.%d.%s", name, (int)getpid(), rnd);
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
       if (errno == EEXIST && attempt < 10)
@@ -107,18 +107,44 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
       err = -errno;
     if (close(fd) && !err)
       err = -errno;
-    if (!err && renameat(dirfd, tmp, dirfd, name))
-      err = -errno;
-    if (err) {
+    if (err)
       unlinkat(dirfd, tmp, 0);
-      return err;
-    }
-    return sync ? fsync_dir(dirfd) : 0;
+    return err;
   }
 }
 
+/* With TFS__WRITE_NOSYNC the two fsyncs are left out, and everything else
+ * (symlink refusal, O_EXCL temp file, rename) stays. */
+int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
+                            unsigned flags, struct stat *st_out) {
+  int sync = !(flags & TFS__WRITE_NOSYNC);
+  char tmp[300];
+  int err = write_temp(dirfd, name, data, len, sync, st_out, tmp);
+  if (err)
+    return err;
+  if (renameat(dirfd, tmp, dirfd, name)) {
+    err = -errno;
+    unlinkat(dirfd, tmp, 0);
+    return err;
+  }
+  return sync ? fsync_dir(dirfd) : 0;
+}
+
+/* linkat() never replaces a name: of two creators exactly one wins, and
+ * the other learns that the file exists (-EEXIST) instead of replacing
+ * what the winner may already have handed out. */
+int tfs__write_new(int dirfd, const char *name, const void *data, size_t len) {
+  char tmp[300];
+  int err = write_temp(dirfd, name, data, len, 1, NULL, tmp);
+  if (err)
+    return err;
+  if (linkat(dirfd, tmp, dirfd, name, 0))
+    err = -errno;
+  unlinkat(dirfd, tmp, 0);
+  return err ? err : fsync_dir(dirfd);
+}
+
 int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len) {
-  struct stat st;
   *out = NULL;
   if (len)
     *len = 0;
@@ -127,6 +153,14 @@ int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t 
       openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return tfs__open_err(errno);
+  return tfs__read_fd(fd, max, out, len);
+}
+
+int tfs__read_fd(int fd, size_t max, char **out, size_t *len) {
+  struct stat st;
+  *out = NULL;
+  if (len)
+    *len = 0;
   if (fstat(fd, &st))
     return -errno;
   if (!S_ISREG(st.st_mode))

@@ -41,6 +41,8 @@ static inline int tfs__writable(const tfs_store_t *store) {
 #define TFS__TASKS_DIR "tasks"
 #define TFS__KEYS_DIR "keys"
 #define TFS__OWNER_FILE "owner.json"
+#define TFS__TOKEN_FILE "serve.token"
+#define TFS__SERVE_LOG "serve.log"
 #define TFS__FILE(which) tfs_task_file_name(TFS_FILE_##which)
 
 /* Opens tasks/<id>/<name>: never blocking, never following a symlink, and
@@ -136,10 +138,6 @@ int tfs__record_claims_live(const tfs_record_t *rec);
  * tfs_utf8_sanitize() would return unchanged. */
 int tfs__utf8_valid(const char *s, size_t len);
 
-/* Standard padded base64 of s (malloc'ed), and its strict inverse (padding
- * required, no whitespace, a decoded NUL refused): NULL when malformed. */
-char *tfs__b64_encode(const char *s, size_t len);
-char *tfs__b64_decode(const char *s);
 
 /* Makes room for at least need elements of size bytes in the array *v of
  * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
@@ -199,6 +197,11 @@ int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len)
 /* Reads a whole small file (at most max bytes) relative to dirfd with
  * O_NOFOLLOW; *out is malloc'ed and NUL-terminated. */
 int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len);
+/* The same for an open fd (a regular file, at most max bytes). */
+int tfs__read_fd(int fd, size_t max, char **out, size_t *len);
+/* Creates dirfd/name with data, durably, only if no such name exists
+ * (-EEXIST): a temp file linked into place, which never replaces. */
+int tfs__write_new(int dirfd, const char *name, const void *data, size_t len);
 
 /* ---- the classifier's ranks (core/classify*.c, important.c, triage.c) ----- */
 

@@ -187,7 +187,7 @@ static void strv(jw_t *w, char *const *v) {
 
 /* One exact-bytes element: {"b64": "..."} */
 static void b64(jw_t *w, const char *s) {
-  char *e = tfs__b64_encode(s, strlen(s));
+  char *e = tfs_b64_encode(s, strlen(s));
   if (!e) {
     w->oom = 1;
     return;

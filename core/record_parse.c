@@ -11,6 +11,7 @@
  * canonical compact form and read from that, so both roads accept the same
  * documents and give the same record. */
 #include "core/json.h"
+#include "taskfs/text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -135,7 +136,7 @@ static int get_bytes_elem(perr_t *p, int e, const char *name, char **out) {
     *out = tfs__json_str(p->d, e, NULL);
   } else if (type(p, b) == TFS__J_STR) {
     const char *s = cstr(p, b, buf, &heap);
-    *out = s ? tfs__b64_decode(s) : NULL;
+    *out = s ? tfs_b64_decode(s) : NULL;
     free(heap);
     if (s && !*out)
       return bad(p, name, "expected base64 bytes without NUL");

@@ -178,6 +178,7 @@ static void on_request(mcp_req_t *r, const char *method, json_t *params) {
       return;
     if (r->era == MCP_ERA_MODERN && strcmp(method, "server/discover"))
       mcp_era_pin(r->sess, MCP_ERA_MODERN, method);
+    r->sess->screening = 0; /* what the handler answers is its own */
     m->fn(r, params);
     return;
   }
@@ -199,7 +200,19 @@ static void on_notification(mcp_session_t *s, const char *method, json_t *params
    * notifications never get a response. */
 }
 
+/* The dispatcher's own refusals (mcp_session_refused) are told apart from
+ * the handlers' answers by screening, on while no handler runs. */
+static int dispatch(mcp_session_t *s, json_t *msg);
+
 int mcp_dispatch(mcp_session_t *s, json_t *msg) {
+  s->refused = 0;
+  s->screening = 1;
+  int replied = dispatch(s, msg);
+  s->screening = 0;
+  return replied;
+}
+
+static int dispatch(mcp_session_t *s, json_t *msg) {
   mcp_req_t r = {.srv = s->srv, .sess = s, .id = NULL, .era = MCP_ERA_LEGACY, .log_level = -1};
   if (json_is_array(msg)) {
     mcp_reply_error(&r, MCP_RPC_INVALID_REQUEST,
@@ -265,16 +278,24 @@ static json_t *load_big_integers(const char *text, size_t len) {
   return msg;
 }
 
+json_t *mcp_message_load(const char *text, size_t len, json_error_t *jerr) {
+  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, jerr);
+  if (!msg && json_error_code(jerr) == json_error_numeric_overflow)
+    msg = load_big_integers(text, len);
+  return msg;
+}
+
 int mcp_dispatch_text(mcp_session_t *s, const char *text, size_t len) {
   json_error_t jerr;
-  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
-  if (!msg && json_error_code(&jerr) == json_error_numeric_overflow)
-    msg = load_big_integers(text, len);
+  json_t *msg = mcp_message_load(text, len, &jerr);
   if (!msg) {
+    s->refused = 0;
+    s->screening = 1;
     mcp_session_error(s, MCP_RPC_PARSE_ERROR,
                       "parse error: %s (line 1, column %d); each line must be one JSON-RPC 2.0 "
                       "message",
                       jerr.text, jerr.column);
+    s->screening = 0;
     return 1;
   }
   int replied = mcp_dispatch(s, msg);

@@ -111,6 +111,15 @@ static int modern_envelope(mcp_req_t *r, json_t *meta, json_t *ver) {
   return 0;
 }
 
+json_t *mcp_params_claim(const json_t *params) {
+  json_t *meta = json_object_get(params, "_meta");
+  return json_is_object(meta) ? json_object_get(meta, MCP_META_VERSION) : NULL;
+}
+
+json_t *mcp_message_claim(const json_t *msg) {
+  return json_is_object(msg) ? mcp_params_claim(json_object_get(msg, "params")) : NULL;
+}
+
 int mcp_era_classify(mcp_req_t *r, const char *method, json_t *params) {
   mcp_session_t *s = r->sess;
   r->era = MCP_ERA_LEGACY;
@@ -129,7 +138,7 @@ int mcp_era_classify(mcp_req_t *r, const char *method, json_t *params) {
                     size, MCP_META_MAX);
     return -1;
   }
-  json_t *ver = meta ? json_object_get(meta, MCP_META_VERSION) : NULL;
+  json_t *ver = mcp_params_claim(params);
   if (ver)
     return modern_envelope(r, meta, ver);
   if (s->pin != MCP_ERA_MODERN)

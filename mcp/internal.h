@@ -65,6 +65,11 @@ struct mcp_session {
   int refs;          /* the open session, and each request kept past its handler */
   int closed;        /* mcp_session_close() was called: nothing is sent any more */
   unsigned inflight; /* its requests kept past their handler (limits.c) */
+  /* For transports (mcp_session_replying, mcp_session_refused): the
+   * message being sent is a request's final response; the dispatcher is
+   * still deciding whether to serve the message it was handed (no handler
+   * runs yet); and the code it refused that message with. */
+  int replying, screening, refused;
   /* The era the connection is pinned to (era.c): 0 until its opening
    * request says, then MCP_ERA_LEGACY (initialize) or MCP_ERA_MODERN (a
    * request with the modern _meta; server/discover does not pin). */
@@ -93,7 +98,6 @@ struct mcp_session {
 #define MCP_ERA_LEGACY 1u
 #define MCP_ERA_MODERN 2u
 #define MCP_MODERN_PROTOCOL "2026-07-28"
-#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
 #define MCP_META_CLIENT "io.modelcontextprotocol/clientInfo"
 #define MCP_META_LOGLEVEL "io.modelcontextprotocol/logLevel"
@@ -175,6 +179,9 @@ void mcp_send(mcp_session_t *s, const json_t *id, json_t *msg);
  * holds len bytes of compact JSON and a NUL. For answers built as text so
  * that a large result is not serialised twice. */
 void mcp_send_raw(mcp_session_t *s, const json_t *id, char *data, size_t len);
+/* The same for the final response to request id (transports end its
+ * stream there). */
+void mcp_send_reply_raw(mcp_session_t *s, const json_t *id, char *data, size_t len);
 /* A result / an error for the request (result stolen). */
 void mcp_reply(const mcp_req_t *r, json_t *result);
 void mcp_reply_error(const mcp_req_t *r, int code, const char *fmt, ...)
@@ -202,12 +209,12 @@ void mcp_log_all(mcp_server_t *srv, int level, const char *fmt, ...)
 /* A log level's index (0 debug .. 7 emergency), or -1. */
 int mcp_log_level_parse(const char *name);
 const char *mcp_log_level_name(int level);
-/* 1 if v is a legacy version initialize negotiates (dispatch.c). */
-int mcp_legacy_version_known(const char *v);
 /* Fills r->era, r->caps and r->log_level from the session's pin and
  * params._meta. Replies with an error naming the field and returns -1
  * when the request cannot be served in any era. */
 int mcp_era_classify(mcp_req_t *r, const char *method, json_t *params);
+/* The modern claim in params (params._meta[MCP_META_VERSION]), or NULL. */
+json_t *mcp_params_claim(const json_t *params);
 /* Pins the session to era (once; later calls do nothing). */
 void mcp_era_pin(mcp_session_t *s, unsigned era, const char *method);
 /* Shapes a result (kept, returned) for r's era: a modern result gets its

@@ -25,6 +25,8 @@
 #define MCP_SERVER_NAME "taskfs"
 #define MCP_SERVER_VERSION "0.1.0"
 #define MCP_LATEST_PROTOCOL "2025-11-25"
+/* The key of params._meta that makes a request a 2026-07-28 one. */
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
 
 /* A message longer than this is refused without being buffered (stdio:
  * answered with an error and skipped up to its newline). */
@@ -123,6 +125,33 @@ int mcp_dispatch(mcp_session_t *s, json_t *msg);
 /* The same for a message still in text: invalid JSON gets a parse error
  * (-32700, id null). */
 int mcp_dispatch_text(mcp_session_t *s, const char *text, size_t len);
+/* The parse of a message's text that mcp_dispatch_text does (an integer
+ * beyond int64 read as the out-of-range number it is), for transports that
+ * must look at a message before dispatching it (HTTP). NULL with jerr when
+ * it is not JSON. */
+json_t *mcp_message_load(const char *text, size_t len, json_error_t *jerr);
+/* For transports that answer each request on a stream of its own (HTTP):
+ * inside send, 1 when the message is the final response to its request (a
+ * result or an error: that request's stream ends with it), 0 for a
+ * notification or a request of the server's. */
+int mcp_session_replying(const mcp_session_t *s);
+/* Right after mcp_dispatch(_text) returns: the JSON-RPC error code the
+ * dispatcher refused the message with before any handler ran (malformed
+ * JSON or JSON-RPC, an envelope the era layer refuses, an unknown method),
+ * or a missing client capability (-32021, wherever it was found); else
+ * 0. HTTP gives these a status of their own (400, 404); whatever a
+ * handler answers rides in-band. */
+int mcp_session_refused(const mcp_session_t *s);
+/* The 2026-07-28 claim of a message, the rule the dispatcher applies:
+ * params._meta["io.modelcontextprotocol/protocolVersion"], returned
+ * (borrowed; any JSON type: the dispatcher judges it), or NULL for a
+ * legacy message. HTTP needs it before dispatching, to tell a stateless
+ * request from one of a 2025-11-25 session. */
+json_t *mcp_message_claim(const json_t *msg);
+
+/* 1 if v is a revision initialize negotiates (2025-11-25 and before). */
+int mcp_legacy_version_known(const char *v);
+
 /* Sends an error with id null, for faults of the transport's own framing
  * (a message too large). */
 void mcp_session_error(mcp_session_t *s, int code, const char *fmt, ...)

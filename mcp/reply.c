@@ -182,7 +182,7 @@ void mcp_reply_result(const mcp_req_t *r, json_t *structured, char *text) {
   free(text);
   free(idt);
   json_decref(structured);
-  mcp_send_raw(r->sess, id, m, (size_t)(o - m));
+  mcp_send_reply_raw(r->sess, id, m, (size_t)(o - m));
 }
 
 void mcp_tool_error(const mcp_req_t *r, const char *fmt, ...) {

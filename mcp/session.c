@@ -73,28 +73,56 @@ void mcp_req_release(mcp_req_t *r) {
   r->sess = NULL;
 }
 
-void mcp_send_raw(mcp_session_t *s, const json_t *id, char *data, size_t len) {
+/* Every message leaves here. The session is held across the callback, so
+ * that a transport that ends it from there (a client that went away)
+ * never frees it under the code that is sending. */
+static void send_out(mcp_session_t *s, const json_t *id, char *data, size_t len, int reply) {
   if (s->closed) {
     free(data);
     return;
   }
+  mcp_session_ref(s);
+  s->replying = reply;
   s->send(s->arg, id, data, len);
+  s->replying = 0;
+  mcp_session_unref(s);
 }
 
-void mcp_send(mcp_session_t *s, const json_t *id, json_t *msg) {
+void mcp_send_raw(mcp_session_t *s, const json_t *id, char *data, size_t len) {
+  send_out(s, id, data, len, 0);
+}
+
+void mcp_send_reply_raw(mcp_session_t *s, const json_t *id, char *data, size_t len) {
+  send_out(s, id, data, len, 1);
+}
+
+int mcp_session_replying(const mcp_session_t *s) {
+  return s->replying;
+}
+
+int mcp_session_refused(const mcp_session_t *s) {
+  return s->refused;
+}
+
+static void send_json(mcp_session_t *s, const json_t *id, json_t *msg, int reply) {
   char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
   json_decref(msg);
   if (!text) {
     fprintf(stderr, "taskfs mcp: could not serialise a message (out of memory?)\n");
     return;
   }
-  mcp_send_raw(s, id, text, strlen(text));
+  send_out(s, id, text, strlen(text), reply);
+}
+
+void mcp_send(mcp_session_t *s, const json_t *id, json_t *msg) {
+  send_json(s, id, msg, 0);
 }
 
 void mcp_reply(const mcp_req_t *r, json_t *result) {
   json_t *id = r->id ? r->id : json_null();
   result = mcp_era_result(r, result);
-  mcp_send(r->sess, id, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+  send_json(r->sess, id, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result),
+            1);
 }
 
 /* An error message (data stolen, may be NULL), its text kept valid UTF-8:
@@ -110,8 +138,12 @@ static void send_error(mcp_session_t *s, json_t *id, int code, json_t *data, con
     json_object_set(err, "data", data);
   json_decref(data);
   json_t *m = err ? json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "error", err) : NULL;
+  /* A refusal before any handler ran, and a missing capability wherever
+   * it is found, are what HTTP answers with a status of their own. */
+  if (s->screening || code == MCP_RPC_MISSING_CAPABILITY)
+    s->refused = code;
   if (m)
-    mcp_send(s, id, m);
+    send_json(s, id, m, 1);
 }
 
 void mcp_reply_error(const mcp_req_t *r, int code, const char *fmt, ...) {

@@ -50,6 +50,14 @@ int tfs_env_merge(char *const *base, char *const *over, char ***out);
  * anything but "" or "0", else 0 (TASKFS_NO_INOTIFY=1 is on, =0 is off). */
 int tfs_env_flag(const char *name);
 
+/* ---- base64 (core/base64.c) ------------------------------------------- */
+
+/* Standard padded base64 of s[0..len) (malloc'ed), and its strict inverse:
+ * padding required, no whitespace, a decoded NUL refused; NULL when
+ * malformed (or out of memory). */
+char *tfs_b64_encode(const char *s, size_t len);
+char *tfs_b64_decode(const char *s);
+
 #ifdef __cplusplus
 }
 #endif

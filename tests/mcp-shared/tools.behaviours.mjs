@@ -229,7 +229,7 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     assert.equal(c.structuredContent.state, 'cancelled');
     const r = await call(a.client, 'read_managed_task', { taskId: id });
     assert.equal(r.structuredContent.state, 'cancelled');
-    assert.match(r.structuredContent.reason, /mcp pid/);
+    assert.match(r.structuredContent.reason, /(mcp|serve) pid/);
     // The v2 client's discover probe runs in a server of its own first, which
     // is then the store's last owner: the note is its, not b's.
     if (!probes) assert.match(b.stderr(), /another live instance .*pid \d+.* 1 task\(s\) running/);

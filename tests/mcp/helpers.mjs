@@ -4,8 +4,10 @@
 import { resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { cancelEverything, serverEnvOf, tempStore } from '../mcp-shared/store.mjs';
+import { startServe } from '../mcp-shared/serve.mjs';
 
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
 
@@ -37,6 +39,28 @@ export function makeStore(t) {
   };
 }
 
+// The same over HTTP: each connect starts a `taskfs serve` of its own on
+// the store and connects through Streamable HTTP with the bearer token
+// (transport.pid is the server's, so a test can kill it).
+export function makeHttpStore(t) {
+  const { dir, clients } = tempStore(t, 'taskfs-mcp-http-test-', stopAll);
+  return {
+    dir,
+    async connect(opts = {}) {
+      const srv = await startServe(TASKFS_BIN, dir, { ...serverEnv(), ...(opts.env ?? {}) });
+      clients.push({ close: () => srv.stop() });
+      const transport = new StreamableHTTPClientTransport(srv.mcpUrl, { requestInit: { headers: srv.headers } });
+      transport.pid = srv.pid;
+      const client = new Client({ name: 'taskfs-tests', version: '1.0.0' }, { capabilities: opts.roots ? { roots: {} } : {} });
+      if (opts.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: opts.roots }));
+      await client.connect(transport);
+      clients.unshift(client);
+      await client.listTools();
+      return { client, transport, server: srv, stderr: () => srv.stderr() };
+    },
+  };
+}
+
 // Cancels every task still running in dir (through a server of its own),
 // so that no supervisor outlives the test.
 export async function stopAll(dir) {
@@ -52,3 +76,9 @@ export async function call(client, name, args, opts) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Runs test fn(t, makeStore) twice: over stdio and over HTTP.
+export function overBoth(test, name, fn) {
+  test(name, (t) => fn(t, makeStore));
+  test(`${name} (HTTP)`, (t) => fn(t, makeHttpStore));
+}

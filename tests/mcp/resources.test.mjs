@@ -3,9 +3,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { makeStore, call } from './helpers.mjs';
+import { overBoth, call } from './helpers.mjs';
 
-test('resources: templates, list, read, subscribe', async (t) => {
+const both = (name, fn) => overBoth(test, name, fn);
+
+both('resources: templates, list, read, subscribe', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect();
   const { resourceTemplates } = await client.listResourceTemplates();
@@ -49,7 +51,7 @@ test('resources: templates, list, read, subscribe', async (t) => {
   await client.unsubscribeResource({ uri });
 });
 
-test('the transcript resource is bounded to its last 64 KiB', async (t) => {
+both('the transcript resource is bounded to its last 64 KiB', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect();
   const s = await call(client, 'start_managed_task', { taskKey: 'big', command: 'seq 1 50000', waitMs: 30000 });

@@ -3,11 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { makeStore, call } from './helpers.mjs';
+import { overBoth, call } from './helpers.mjs';
+
+const both = (name, fn) => overBoth(test, name, fn);
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 
-test('task-augmented start: callToolStream, getTask, listTasks, cancelTask', async (t) => {
+both('task-augmented start: callToolStream, getTask, listTasks, cancelTask', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect();
   const tasks = client.experimental.tasks;
@@ -58,7 +60,7 @@ test('task-augmented start: callToolStream, getTask, listTasks, cancelTask', asy
   assert.equal(payload._meta[RELATED].taskId, longId);
 });
 
-test('task-augmented: a failed task\'s result is the plain call\'s; an ended key begins working; bad arguments are the plain isError', async (t) => {
+both('task-augmented: a failed task\'s result is the plain call\'s; an ended key begins working; bad arguments are the plain isError', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect();
   const tasks = client.experimental.tasks;
@@ -90,7 +92,7 @@ test('task-augmented: a failed task\'s result is the plain call\'s; an ended key
   await assert.rejects(tasks.listTasks('zzzzzzzz-zzzzzz'), (e) => e.code === -32602 && /names no task/.test(e.message));
 });
 
-test('tasks/list paginates', async (t) => {
+both('tasks/list paginates', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect();
   const ids = [];
@@ -108,7 +110,7 @@ test('tasks/list paginates', async (t) => {
   assert.deepEqual(all, [...ids].reverse());
 });
 
-test('a task id from before a server restart works after it', async (t) => {
+both('a task id from before a server restart works after it', async (t, makeStore) => {
   const store = makeStore(t);
   const first = await store.connect();
   let id;

@@ -5,10 +5,11 @@
 // what the client does not take itself (a tools/call answered with a task),
 // and cleanup that stops every task left running and removes the store.
 import { resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { z } from 'zod';
 import { cancelEverything, serverEnvOf, tempStore } from '../mcp-shared/store.mjs';
+import { startServe } from '../mcp-shared/serve.mjs';
 
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
 export const PROTOCOL = '2026-07-28';
@@ -48,6 +49,27 @@ export function makeStore(t) {
   };
 }
 
+// The same over HTTP: each connect starts a `taskfs serve` of its own on
+// the store and connects through Streamable HTTP with the bearer token
+// (the client probes with server/discover on that server itself;
+// transport.pid is the server's, so a test can kill it).
+export function makeHttpStore(t) {
+  const { dir, clients } = tempStore(t, 'taskfs-mcp2-http-test-', stopAll);
+  return {
+    dir,
+    async connect(opts = {}) {
+      const srv = await startServe(TASKFS_BIN, dir, serverEnv(opts.env));
+      clients.push({ close: () => srv.stop() });
+      const transport = new StreamableHTTPClientTransport(srv.mcpUrl, { requestInit: { headers: srv.headers } });
+      const { client, capabilities } = newClient(opts);
+      await client.connect(transport);
+      transport.pid = srv.pid;
+      clients.unshift(client);
+      return { client, transport, server: srv, stderr: () => srv.stderr(), raw: rawSeam(transport, capabilities) };
+    },
+  };
+}
+
 // Sends a request on the client's own transport with the 2026-07-28
 // envelope and takes its response before the Client sees it: for answers
 // the Client refuses by design (a tools/call answered with resultType
@@ -73,7 +95,15 @@ function rawSeam(transport, capabilities) {
       ...meta,
     };
     const answer = new Promise((res) => pending.set(id, res));
-    const sent = transport.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...envelope, ...params._meta } } });
+    const sent = transport.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...envelope, ...params._meta } } })
+      .catch((e) => {
+        // Over HTTP an unknown method is a 404 whose body is the JSON-RPC
+        // error; the client hands only a 400's body on as a message.
+        const m = (() => { try { return JSON.parse(e?.data?.text); } catch { return null; } })();
+        if (m?.id !== id) throw e;
+        pending.get(id)?.({ ...m, httpStatus: e.data.status });
+        pending.delete(id);
+      });
     return { id, answer: sent.then(() => answer) };
   };
   const raw = (method, params, meta) => start(method, params, meta).answer;
@@ -94,3 +124,9 @@ export async function call(client, name, args, opts) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Runs test fn(t, makeStore) twice: over stdio and over HTTP.
+export function overBoth(test, name, fn) {
+  test(name, (t) => fn(t, makeStore));
+  test(`${name} (HTTP)`, (t) => fn(t, makeHttpStore));
+}

@@ -1,9 +1,11 @@
 // Resources and subscriptions/listen through the v2 client (2026-07-28).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeStore, call } from './helpers.mjs';
+import { overBoth, call } from './helpers.mjs';
 
-test('resources: templates, list, read; listen for a transcript', async (t) => {
+const both = (name, fn) => overBoth(test, name, fn);
+
+both('resources: templates, list, read; listen for a transcript', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect();
   const { resourceTemplates } = await client.listResourceTemplates();
@@ -35,7 +37,7 @@ test('resources: templates, list, read; listen for a transcript', async (t) => {
   await assert.rejects(client.readResource({ uri: 'file:///etc/passwd' }), (e) => e.code === -32602);
 });
 
-test('removed and legacy-only methods, and a bad envelope, are refused with reasons', async (t) => {
+both('removed and legacy-only methods, and a bad envelope, are refused with reasons', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect();
   await assert.rejects(client.ping(), (e) => e.code === 'METHOD_NOT_SUPPORTED_BY_PROTOCOL_VERSION', 'refused by the client itself');

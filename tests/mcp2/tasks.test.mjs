@@ -7,7 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
-import { makeStore, call, Any, PROTOCOL, TASKS, sleep } from './helpers.mjs';
+import { overBoth, call, Any, PROTOCOL, TASKS, sleep } from './helpers.mjs';
+
+const both = (name, fn) => overBoth(test, name, fn);
 
 async function settle(client, taskId) {
   for (;;) {
@@ -17,7 +19,7 @@ async function settle(client, taskId) {
   }
 }
 
-test('a task per launch: created working, completed with the plain call\'s result', async (t) => {
+both('a task per launch: created working, completed with the plain call\'s result', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
   await assert.rejects(call(client, 'start_managed_task', { taskKey: 'x', command: 'true' }), (e) => e.code === 'UNSUPPORTED_RESULT_TYPE');
@@ -50,7 +52,7 @@ test('a task per launch: created working, completed with the plain call\'s resul
   await assert.rejects(plain.client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, Any), (e) => e.code === -32021);
 });
 
-test('tasks/cancel acknowledges; listen taskIds streams the end', async (t) => {
+both('tasks/cancel acknowledges; listen taskIds streams the end', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
   const created = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: 'long', command: ['sleep', '60'] } })).result;
@@ -72,7 +74,7 @@ test('tasks/cancel acknowledges; listen taskIds streams the end', async (t) => {
   assert.ok(upd);
 });
 
-test('ext-tasks settles a start through the raw seam', async (t) => {
+both('ext-tasks settles a start through the raw seam', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
   const clientInfo = { name: 'taskfs-tests-v2', version: '1.0.0' };

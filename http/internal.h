@@ -1,0 +1,252 @@
+/* What the modules of libtaskfs-http.a share; the CLI and the fuzzer need
+ * only http.h.
+ *
+ * Who owns what: daemon.c libmicrohttpd on the libuv loop (its epoll fd,
+ * its timeout, the kick after a resume), connections and their deadlines;
+ * access.c the life of one request (the gates, the body, the route, the
+ * answer); respond.c answers: now, held (the connection suspended until
+ * the answer exists) or a stream (SSE), and the watch for a client that
+ * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
+ * login cookie); addr.c listen addresses and the names the server answers
+ * to; routes.c the route table and the pages; mcp.c and mcp_http.c the MCP
+ * face; server.c the server object; serve.c the process. */
+#ifndef TASKFS_HTTP_INTERNAL_H
+#define TASKFS_HTTP_INTERNAL_H
+
+#include <stdarg.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "http/http.h"
+#include "taskfs/taskfs.h"
+
+/* Limits (docs/serve.md, "Limits"). */
+#define HTTP_BODY_MAX MCP_LINE_MAX         /* 4 MiB: larger bodies get 413 */
+#define HTTP_BODY_DISCARD_MAX (64u << 20)  /* past that, a body that keeps coming is cut off */
+#define HTTP_HEADERS_MAX 64                /* more header fields: 431 */
+#define HTTP_POOL_SIZE (32u * 1024)        /* per connection; bounds the header block */
+#define HTTP_CONNECTIONS_MAX 4000          /* open connections */
+#define HTTP_REQUEST_TIMEOUT_MS 30000      /* a request must arrive whole within this */
+#define HTTP_STREAM_BACKLOG_MAX (8u << 20) /* unread stream bytes before the client is dropped */
+#define HTTP_KEEPALIVE_MS 15000            /* a comment on a quiet stream */
+
+typedef struct http_req http_req_t;
+typedef struct http_conn http_conn_t;
+
+/* ---- addresses (addr.c) --------------------------------------------- */
+
+typedef struct {
+  char host[256]; /* as given: a name or an address (IPv6 without brackets) */
+  int port;
+  struct sockaddr_storage sa; /* what it resolved to */
+  socklen_t salen;
+  int loopback; /* 127.0.0.0/8 or ::1 */
+  int wildcard; /* 0.0.0.0 or :: */
+} http_addr_t;
+
+/* Parses HOST:PORT ([v6]:PORT) and resolves HOST (a name: its first
+ * address). Returns 0, or -EINVAL / a resolver error with why. */
+int http_addr_parse(const char *spec, http_addr_t *a, char *why, size_t whylen);
+/* A listening TCP socket on a (port 0: the kernel picks one, written back
+ * into a->port). Returns the fd, or a negative error with why. */
+int http_addr_listen(http_addr_t *a, char *why, size_t whylen);
+/* Fills a from a listening socket handed over (socket activation). */
+int http_addr_from_fd(int fd, http_addr_t *a, char *why, size_t whylen);
+/* host for a URL: "127.0.0.1", "[::1]". */
+void http_addr_url_host(const char *host, char *buf, size_t len);
+
+/* The names the server answers to (the Host header's name part, lower
+ * case, IPv6 without brackets) and its port. */
+typedef struct {
+  char **names;
+  size_t n;
+  int port;
+} http_names_t;
+int http_names_build(http_names_t *h, const char *host, int port, const char *const *allow,
+                     size_t nallow);
+void http_names_free(http_names_t *h);
+/* 1 if the Host header value names this server: one of the names, and
+ * the port (absent only when it is 80). */
+int http_names_host_ok(const http_names_t *h, const char *value);
+/* 1 if an Origin header value is this server's own: http://HOST[:PORT]. */
+int http_names_origin_ok(const http_names_t *h, const char *value);
+
+/* ---- the server (server.c, daemon.c) --------------------------------- */
+
+typedef struct http_mcp http_mcp_t;
+
+struct http_server {
+  uv_loop_t *loop;
+  struct MHD_Daemon *mhd;
+  uv_poll_t mhd_poll;   /* MHD's epoll fd */
+  uv_timer_t mhd_timer; /* MHD's own timeouts */
+  uv_timer_t kick;      /* an MHD run soon: after a resume */
+  uv_timer_t sweep;     /* request deadlines, stream keep-alives */
+  uv_timer_t stop_timer;
+  int handles; /* open uv handles (free waits for their close callbacks) */
+  char *token;
+  size_t token_len;
+  http_names_t names;
+  mcp_server_t *mcp;
+  http_mcp_t *mcpx; /* the MCP face's state (mcp.c) */
+  http_conn_t *conns;
+  size_t nconns;
+  http_req_t *reqs; /* requests in flight: held, streaming, or being read */
+  size_t nreqs;
+  int64_t request_timeout_ms;
+  int stopping;
+  int stopped;
+  int64_t stop_deadline_ms;
+  void (*on_stopped)(void *arg);
+  void *arg;
+};
+
+/* A connection (MHD's socket context). */
+struct http_conn {
+  http_conn_t *prev, *next;
+  struct MHD_Connection *c;
+  int fd;
+  int64_t deadline_ms; /* the request must be whole by then; 0: none */
+};
+
+/* Runs MHD now (what it has to do: new connections, reads, writes,
+ * timeouts), then re-arms its timer. Never from inside an MHD callback:
+ * those ask for http_kick(). */
+void http_daemon_run(http_server_t *srv);
+void http_kick(http_server_t *srv);
+int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen);
+/* One of the server's uv handles has closed; the last one frees it. */
+void http_handle_closed(http_server_t *srv);
+int64_t http_now_ms(void);
+
+/* ---- a request (access.c, respond.c) --------------------------------- */
+
+enum { HTTP_M_GET = 1, HTTP_M_POST = 2, HTTP_M_DELETE = 4, HTTP_M_HEAD = 8, HTTP_M_OTHER = 16 };
+
+/* Called when a request the handler holds or streams ends before the
+ * handler ended it: the client left, its stream backed up, the server
+ * stopped. After it returns the handler must not touch req. */
+typedef void (*http_gone_fn)(http_req_t *req, void *arg);
+
+typedef struct {
+  char *name, *value;
+} http_header_t;
+
+struct http_req {
+  http_req_t *prev, *next;
+  http_server_t *srv;
+  struct MHD_Connection *c;
+  http_conn_t *conn;
+  const char *url, *method; /* MHD's, valid for the request's life */
+  unsigned m;               /* HTTP_M_* */
+  const void *route;        /* the route it matched (routes.c) */
+  int cookie_auth;          /* authenticated by the login cookie, not a bearer token */
+  /* the body */
+  char *body;
+  size_t len, cap;
+  size_t discarded; /* bytes past HTTP_BODY_MAX, thrown away */
+  int handled;      /* the handler has run */
+  /* the answer */
+  struct MHD_Response *resp; /* made, not yet queued */
+  unsigned status;
+  http_header_t *hdrs; /* headers for the answer */
+  size_t nhdrs;
+  int queued;     /* MHD has the answer */
+  int held;       /* the handler answers later */
+  int suspended;  /* the connection is suspended (held, or a stream waiting for data) */
+  uv_poll_t *hup; /* watches a suspended connection for the client leaving */
+  int gone;       /* the client left: no answer will reach it */
+  http_gone_fn on_gone;
+  void *gone_arg;
+  /* a stream */
+  int streaming;
+  int ended; /* the handler ended the stream */
+  char *out;
+  size_t out_len, out_off, out_cap;
+  int64_t out_at; /* when the stream last carried something */
+};
+
+/* What a handler reads. */
+const char *http_header(http_req_t *r, const char *name);
+const char *http_query(http_req_t *r, const char *name);
+const char *http_cookie(http_req_t *r, const char *name);
+
+/* A header for the answer (copied); before it is made. */
+void http_add_header(http_req_t *r, const char *name, const char *value);
+/* Answers with data (copied; a NUL-terminated text when len is -1). */
+void http_respond(http_req_t *r, unsigned status, const char *ctype, const char *data, ssize_t len);
+/* The same with a malloc'ed body the answer takes. */
+void http_respond_take(http_req_t *r, unsigned status, const char *ctype, char *data, size_t len);
+/* A short text/plain reason. */
+void http_respond_text(http_req_t *r, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The handler answers later (http_respond*): the connection is suspended
+ * meanwhile and watched for the client leaving (on_gone). */
+void http_hold(http_req_t *r, http_gone_fn on_gone, void *arg);
+/* Starts a stream (text/event-stream unless ctype says otherwise) of
+ * unknown length: http_stream_write() adds to it, http_stream_end() ends
+ * it. A stream whose client does not read is dropped past
+ * HTTP_STREAM_BACKLOG_MAX unread bytes (on_gone). */
+void http_stream_start(http_req_t *r, unsigned status, const char *ctype, http_gone_fn on_gone,
+                       void *arg);
+void http_stream_write(http_req_t *r, const char *data, size_t len);
+void http_stream_end(http_req_t *r);
+
+/* respond.c for access.c and daemon.c: queues what the handler made (or
+ * suspends a held request); the end of a request (MHD's notice, or the
+ * server's stop) tells its handler if it still held it. */
+enum MHD_Result http_req_answer(http_req_t *r);
+void http_req_release(http_req_t *r);
+void http_req_cut(http_req_t *r);
+void http_stream_keepalive(http_server_t *srv, int64_t now);
+enum MHD_Result http_access(void *cls, struct MHD_Connection *c, const char *url,
+                            const char *method, const char *version, const char *data, size_t *size,
+                            void **ptr);
+void http_completed(void *cls, struct MHD_Connection *c, void **ptr,
+                    enum MHD_RequestTerminationCode why);
+
+/* ---- gates (guard.c) ------------------------------------------------- */
+
+#define HTTP_COOKIE "taskfs_token"
+/* 1 if a and b (of lengths alen, blen) are equal, in time that depends on
+ * blen only (b is the secret). */
+int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
+/* The gates every request passes before a route: the Host header names
+ * this server (421), a present Origin is its own (403). Answers and
+ * returns -1, or returns 0. */
+int http_guard_reach(http_req_t *r);
+/* The token: a bearer token, or the login cookie from the server's own
+ * pages (a cross-site use of the cookie is refused, 403). Answers 401 or
+ * 403 and returns -1, or returns 0. */
+int http_guard_token(http_req_t *r);
+/* GET /?token=: the login page (the cookie, then on to /). */
+void http_login(http_req_t *r);
+
+/* ---- routes (routes.c) ------------------------------------------------ */
+
+typedef void (*http_handler_fn)(http_req_t *r);
+#define HTTP_ROUTE_PUBLIC 1u /* no token needed */
+#define HTTP_ROUTE_PREFIX 2u /* path is a prefix (ends in '/') */
+typedef struct {
+  const char *path;
+  unsigned methods; /* HTTP_M_* it answers; others 405 */
+  unsigned flags;
+  http_handler_fn fn;
+} http_route_t;
+/* The route for a path, or NULL (404). */
+const http_route_t *http_route_find(const char *path);
+/* The Allow header value of a route. */
+void http_route_allow(const http_route_t *rt, char *buf, size_t len);
+
+/* ---- the MCP face (mcp.c, mcp_http.c) ------------------------------- */
+
+int http_mcp_open(http_server_t *srv);
+void http_mcp_close(http_server_t *srv);
+/* The end: every session's streams are ended. */
+void http_mcp_stop(http_server_t *srv);
+/* Sessions past their idle time are closed. */
+void http_mcp_sweep(http_server_t *srv, int64_t now);
+void http_mcp_handle(http_req_t *r);
+
+#endif /* TASKFS_HTTP_INTERNAL_H */

@@ -1,0 +1,127 @@
+/* The HTTP server object: its configuration, its start, its end. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http/internal.h"
+
+/* TASKFS_SERVE_TIMEOUT_MS shortens the request timeout (tests). */
+static int64_t request_timeout(void) {
+  const char *v = getenv("TASKFS_SERVE_TIMEOUT_MS");
+  long long ms = v ? atoll(v) : 0;
+  return ms > 0 ? ms : HTTP_REQUEST_TIMEOUT_MS;
+}
+
+int http_server_start(const http_server_config_t *cfg, http_server_t **out, char *why,
+                      size_t whylen) {
+  *out = NULL;
+  http_server_t *srv = calloc(1, sizeof *srv);
+  if (!srv || !(srv->token = strdup(cfg->token))) {
+    free(srv);
+    snprintf(why, whylen, "out of memory");
+    return -ENOMEM;
+  }
+  srv->token_len = strlen(srv->token);
+  srv->loop = cfg->loop;
+  srv->mcp = cfg->mcp;
+  srv->on_stopped = cfg->on_stopped;
+  srv->arg = cfg->arg;
+  srv->request_timeout_ms = request_timeout();
+  int err =
+      http_names_build(&srv->names, cfg->host, cfg->port, cfg->allow_hosts, cfg->n_allow_hosts);
+  if (!err)
+    err = http_mcp_open(srv);
+  if (err) {
+    snprintf(why, whylen, "out of memory");
+    http_server_free(srv);
+    return err;
+  }
+  if ((err = http_daemon_start(srv, cfg->listen_fd, why, whylen))) {
+    http_server_free(srv);
+    return err;
+  }
+  *out = srv;
+  return 0;
+}
+
+int http_server_add_connection(http_server_t *srv, int fd) {
+  struct sockaddr_storage sa = {.ss_family = AF_UNIX};
+  if (MHD_add_connection(srv->mhd, fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES)
+    return -EIO;
+  http_kick(srv);
+  return 0;
+}
+
+/* ---- the end --------------------------------------------------------------- */
+
+static void stopped(http_server_t *srv) {
+  if (srv->stopped)
+    return;
+  srv->stopped = 1;
+  uv_timer_stop(&srv->stop_timer);
+  /* MHD must not be stopped with a connection suspended. */
+  for (http_req_t *r = srv->reqs; r; r = r->next)
+    http_req_cut(r);
+  http_kick(srv);
+  if (srv->on_stopped)
+    srv->on_stopped(srv->arg);
+}
+
+/* A look every 50 ms until no request is in flight, or the grace is up. */
+static void on_stop_tick(uv_timer_t *t) {
+  http_server_t *srv = t->data;
+  if (!srv->nreqs || http_now_ms() >= srv->stop_deadline_ms)
+    stopped(srv);
+}
+
+void http_server_stop(http_server_t *srv, int64_t grace_ms) {
+  if (srv->stopping)
+    return;
+  srv->stopping = 1;
+  srv->stop_deadline_ms = http_now_ms() + grace_ms;
+  /* No new connection: the listening socket goes now. */
+  int lfd = srv->mhd ? MHD_quiesce_daemon(srv->mhd) : -1;
+  if (lfd >= 0)
+    close(lfd);
+  http_mcp_stop(srv);
+  /* Idle keep-alive connections would never end on their own. */
+  for (http_conn_t *hc = srv->conns; hc; hc = hc->next)
+    hc->deadline_ms = 1;
+  http_kick(srv);
+  uv_timer_start(&srv->stop_timer, on_stop_tick, 0, 50);
+}
+
+void http_handle_closed(http_server_t *srv) {
+  if (--srv->handles)
+    return;
+  http_names_free(&srv->names);
+  free(srv->token);
+  free(srv);
+}
+
+static void on_closed(uv_handle_t *h) {
+  http_handle_closed(h->data);
+}
+
+void http_server_free(http_server_t *srv) {
+  if (!srv)
+    return;
+  if (srv->mhd) {
+    for (http_req_t *r = srv->reqs; r; r = r->next)
+      http_req_cut(r);
+    MHD_run(srv->mhd);
+    MHD_stop_daemon(srv->mhd);
+    srv->mhd = NULL;
+  }
+  http_mcp_close(srv);
+  uv_handle_t *hs[] = {(uv_handle_t *)&srv->mhd_poll, (uv_handle_t *)&srv->mhd_timer,
+                       (uv_handle_t *)&srv->kick, (uv_handle_t *)&srv->sweep,
+                       (uv_handle_t *)&srv->stop_timer};
+  srv->handles++; /* held while the closes are issued */
+  for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
+    if (hs[i]->data == srv && !uv_is_closing(hs[i]))
+      uv_close(hs[i], on_closed);
+  http_handle_closed(srv);
+}
