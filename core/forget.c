@@ -19,9 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Removes the key of rec if it still names id (a rerun may have moved it).
- * The key goes before the directory, so no key ever names a half-deleted
- * task. */
+/* Removes the key of rec if it still names id (a rerun, or a creator that
+ * found id gone and took the key over, may have moved it). */
 static void drop_key(tfs_store_t *store, const tfs_record_t *rec, const char *id) {
   char cur[TFS_ID_MAX + 1];
   if (!rec->key[0])
@@ -47,15 +46,23 @@ static int remove_ended(tfs_store_t *store, const char *id) {
                                                                        : tfs__rm_task(store, id);
   if (err == TFS_ENOTASK || err == -ENOMEM)
     return err;
-  if (!err) {
-    int ended = tfs_state_terminal(rec.state) || tfs__record_lost_if_unlocked(&rec);
-    if (ended)
-      drop_key(store, &rec, id);
+  if (err) /* corrupt: it goes, and with it no key we could read */
+    return tfs__rm_task(store, id);
+  int ended = tfs_state_terminal(rec.state) || tfs__record_lost_if_unlocked(&rec);
+  if (!ended) {
     tfs_record_free(&rec);
-    if (!ended)
-      return -EBUSY; /* queued: its creator or a supervisor is on its way */
+    return -EBUSY; /* queued: its creator or a supervisor is on its way */
   }
-  return tfs__rm_task(store, id);
+  /* The task goes first, whole (tfs__rm_task), then its key: a forgetter
+   * killed in between leaves a key naming no task, which is stale (the
+   * next creator of the key takes it over; prune's sweep removes it), never
+   * a task without its key, for which a second task of the same key could
+   * be made. */
+  err = tfs__rm_task(store, id);
+  if (!err)
+    drop_key(store, &rec, id);
+  tfs_record_free(&rec);
+  return err;
 }
 
 int tfs_task_forget(tfs_store_t *store, const char *id) {
@@ -128,6 +135,20 @@ static void sweep_keys(tfs_store_t *store) {
   closedir(d);
 }
 
+/* Removes what removers killed half way left in tasks/ (tfs__rm_task
+ * renames a task out of the tasks' names first): no task any more, and
+ * nobody's. */
+static void sweep_gone(tfs_store_t *store) {
+  DIR *d = tfs__dir_open(store->tasks_fd);
+  struct dirent *e;
+  if (!d)
+    return;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, TFS__GONE_PREFIX, strlen(TFS__GONE_PREFIX)))
+      tfs__rm_tree_at(store->tasks_fd, e->d_name);
+  closedir(d);
+}
+
 int tfs__sweep_litter(tfs_store_t *store) {
   int err = tfs__writable(store);
   if (err)
@@ -135,6 +156,7 @@ int tfs__sweep_litter(tfs_store_t *store) {
   sweep_temps(store->fd);
   sweep_temps(store->keys_fd);
   sweep_keys(store);
+  sweep_gone(store);
   return 0;
 }
 

@@ -94,9 +94,12 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
-/* Removes tasks/<id> so, with its record last: a removal that fails half
- * way leaves the task as it was (readable, ended). */
+/* Removes tasks/<id> whole (renamed out of the tasks' names first), its
+ * record last: a removal that fails half way leaves the task as it was
+ * (readable, ended). */
 int tfs__rm_task(const tfs_store_t *store, const char *id);
+/* What a task dir is renamed to while it is removed (tfs__rm_task). */
+#define TFS__GONE_PREFIX ".gone."
 
 /* Takes / releases the store-wide key lock (flock on keys/). */
 int tfs__keys_lock(const tfs_store_t *store);
@@ -142,8 +145,9 @@ char *tfs__b64_decode(const char *s);
 int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
 
 /* Removes what killed writers left: temp files older than
- * TFS__CREATING_GRACE_MS in the store's root and keys/, and keys naming no
- * task dir. Every prune ends with it. */
+ * TFS__CREATING_GRACE_MS in the store's root and keys/, keys naming no
+ * task dir, and task dirs a killed remover left half removed. Every prune
+ * ends with it. */
 int tfs__sweep_litter(tfs_store_t *store);
 
 /* A task dir without record.json younger than this is being created. */

@@ -52,19 +52,6 @@ static int have_strace(void) {
   return access("/usr/bin/strace", X_OK) == 0;
 }
 
-/* Mounts a tmpfs of size (mount options) at root/fs, registered so the
- * teardown unmounts it even when the test fails, and puts the store on it. */
-static char *store_on_tmpfs(const char *opts) {
-  char *fs = hh_strdupf("%s/fs", hh.root);
-  cr_assert_eq(mkdir(fs, 0700), 0);
-  cr_assert_eq(mount("tmpfs", fs, "tmpfs", 0, opts), 0, "mount tmpfs: %s", strerror(errno));
-  hh_register_mount(fs);
-  free(hh.store);
-  hh.store = hh_strdupf("%s/store", fs);
-  setenv("TASKFS_STATE_DIR", hh.store, 1);
-  return fs;
-}
-
 /* ---- 1. a full disk tears no line ------------------------------------------- */
 
 typedef struct {
@@ -111,7 +98,7 @@ static void wait_count(const char *cnt, long want, const char *what) {
 }
 
 Test(hard_findings, a_full_disk_tears_no_line) {
-  char *fs = store_on_tmpfs("size=4m,mode=0700");
+  char *fs = hh_store_on_tmpfs("size=4m,mode=0700");
   char *cnt = hh_strdupf("%s/count", hh.root), *stop = hh_strdupf("%s/stop", hh.root);
   char id[TFS_ID_MAX + 1];
   const char *cmd[] = {hh.self, "--hf-lines", cnt, stop, NULL};
@@ -308,7 +295,7 @@ static void find_litter(const char *dir, int depth, size_t *n, hh_buf_t *what) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
       continue;
     char *p = hh_strdupf("%s/%s", dir, e->d_name);
-    if (strstr(e->d_name, ".tmp")) {
+    if (strstr(e->d_name, ".tmp") || !strncmp(e->d_name, ".gone.", 6)) {
       (*n)++;
       hh_buf_add(what, p, strlen(p));
       hh_buf_add(what, "\n", 1);

@@ -70,12 +70,7 @@ Test(hard_matrix, a_killed_sentinel_is_replaced_and_its_group_still_goes) {
   cr_assert(sup > 0);
   pid_t s1 = wait_child_named(sup, "taskfs-sentinel", 0);
   cr_assert(s1 > 0, "no sentinel under supervisor %d", (int)sup);
-  tfs_record_t rec;
-  char err[256];
-  cr_assert_eq(hh_record_raw(id, &rec, err, sizeof err), 0, "%s", err);
-  pid_t pgid = rec.worker_pgid;
-  tfs_record_free(&rec);
-  cr_assert(pgid > 1);
+  pid_t pgid = hh_worker_pgid(id);
 
   kill(s1, SIGKILL);
   pid_t s2 = wait_child_named(sup, "taskfs-sentinel", s1);
@@ -222,14 +217,7 @@ static int names_space(const char *s) {
 }
 
 Test(hard_matrix, a_store_out_of_inodes) {
-  char *fs = hh_strdupf("%s/fs", hh.root);
-  cr_assert_eq(mkdir(fs, 0700), 0);
-  cr_assert_eq(mount("tmpfs", fs, "tmpfs", 0, "size=64m,nr_inodes=400,mode=0700"), 0, "%s",
-               strerror(errno));
-  hh_register_mount(fs);
-  free(hh.store);
-  hh.store = hh_strdupf("%s/store", fs);
-  setenv("TASKFS_STATE_DIR", hh.store, 1);
+  char *fs = hh_store_on_tmpfs("size=64m,nr_inodes=400,mode=0700");
   char t1[TFS_ID_MAX + 1];
   hh_run_worker("inodes", 20000, NULL, t1);
   hh_wait_running(t1);

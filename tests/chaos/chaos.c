@@ -575,13 +575,7 @@ static int cond_no_ours(void *arg) {
 Test(chaos, mixed_faults) {
   const char *secs = getenv("CHAOS_SECONDS");
   int seconds = secs && atoi(secs) > 0 ? atoi(secs) : 90;
-  g_fs = hh_strdupf("%s/fs", hh.root);
-  cr_assert_eq(mkdir(g_fs, 0700), 0);
-  cr_assert_eq(mount("tmpfs", g_fs, "tmpfs", 0, "size=16m,nr_inodes=4000,mode=0700"), 0);
-  hh_register_mount(g_fs);
-  free(hh.store);
-  hh.store = hh_strdupf("%s/store", g_fs);
-  setenv("TASKFS_STATE_DIR", hh.store, 1);
+  g_fs = hh_store_on_tmpfs("size=16m,nr_inodes=4000,mode=0700");
   g_stop = hh_strdupf("%s/stop", hh.root);
   g_mnt = hh_strdupf("%s/mnt", hh.root);
   hh_res_t r = hh_tfs("ls", NULL); /* makes the store */
