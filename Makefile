@@ -252,6 +252,15 @@ FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZERS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 HARD_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_hard_*.c)))
 
+# `make chaos`: the mixed-fault run of issue 13 (tests/chaos/chaos.c), for
+# CHAOS_SECONDS: MCP servers, a mount with readers, CLI actors, and kill -9,
+# SIGSTOP and a full disk throughout; prints the invariant table. Long and
+# random, so not part of `make test` or CI. Needs root (tmpfs, FUSE).
+CHAOS_SECONDS ?= 90
+.PHONY: chaos
+chaos: $(BIN) $(BUILD)/tests/chaos/chaos
+	CHAOS_SECONDS=$(CHAOS_SECONDS) TASKFS_BIN=$(abspath $(BIN)) $(BUILD)/tests/chaos/chaos --jobs 1
+
 .PHONY: fuzz fuzzers valgrind hardening
 asan:
 	SAN_CC='$(SAN_CC)' SAN_FLAGS='$(SAN_FLAGS)' MAKE='$(MAKE)' tests/hardening/asan.sh

@@ -91,6 +91,12 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
     goto out;
   }
   rec.created_ms = tfs_now_ms();
+  /* Who launches it: a task whose creator dies before any supervisor takes
+   * it is settled lost (tfs__record_abandoned). */
+  if ((err = tfs__process_self(&rec.creator_pid, &rec.creator_start_ticks, rec.creator_boot))) {
+    unlinkat(store->tasks_fd, rec.id, AT_REMOVEDIR);
+    goto out;
+  }
   if (key) {
     err = tfs__create_keyed(store, &rec, spec->rerun, id_out, existed);
   } else if ((err = tfs_task_save(store, &rec))) {

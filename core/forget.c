@@ -1,4 +1,5 @@
-/* Forgetting tasks: one at a time, or the oldest ones (prune).
+/* Forgetting tasks: one at a time, or the oldest ones (prune), and the
+ * litter killed creators leave (swept by every prune).
  *
  * Only a task that has ended goes, and only while the forgetter holds its
  * lock. A task still queued may have a supervisor on its way (exec'ed, not
@@ -13,12 +14,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Removes the key of rec if it still names id (a rerun may have moved it).
- * The key goes before the directory, so no key ever names a half-deleted
- * task. */
+/* Removes the key of rec if it still names id (a rerun, or a creator that
+ * found id gone and took the key over, may have moved it). */
 static void drop_key(tfs_store_t *store, const tfs_record_t *rec, const char *id) {
   char cur[TFS_ID_MAX + 1];
   if (!rec->key[0])
@@ -40,20 +42,27 @@ static int remove_ended(tfs_store_t *store, const char *id) {
   tfs_record_t rec;
   int err = tfs__load_raw(store, id, &rec);
   if (err == -ENOENT) /* no record yet: being created, unless that is old */
-    return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS
-               ? -EBUSY
-               : tfs__rm_task(store, id);
+    return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS ? -EBUSY
+                                                                       : tfs__rm_task(store, id);
   if (err == TFS_ENOTASK || err == -ENOMEM)
     return err;
-  if (!err) {
-    int ended = tfs_state_terminal(rec.state) || tfs__record_claims_live(&rec);
-    if (ended)
-      drop_key(store, &rec, id);
+  if (err) /* corrupt: it goes, and with it no key we could read */
+    return tfs__rm_task(store, id);
+  int ended = tfs_state_terminal(rec.state) || tfs__record_lost_if_unlocked(&rec);
+  if (!ended) {
     tfs_record_free(&rec);
-    if (!ended)
-      return -EBUSY; /* queued: a supervisor may be on its way */
+    return -EBUSY; /* queued: its creator or a supervisor is on its way */
   }
-  return tfs__rm_task(store, id);
+  /* The task goes first, whole (tfs__rm_task), then its key: a forgetter
+   * killed in between leaves a key naming no task, which is stale (the
+   * next creator of the key takes it over; prune's sweep removes it), never
+   * a task without its key, for which a second task of the same key could
+   * be made. */
+  err = tfs__rm_task(store, id);
+  if (!err)
+    drop_key(store, &rec, id);
+  tfs_record_free(&rec);
+  return err;
 }
 
 int tfs_task_forget(tfs_store_t *store, const char *id) {
@@ -77,6 +86,80 @@ int tfs_task_forget(tfs_store_t *store, const char *id) {
   return remove_ended(store, id); /* the lock goes with the directory */
 }
 
+/* ---- litter ------------------------------------------------------------- */
+
+/* A temp file of an atomic write (".<name>.tmp.<pid>.<rnd>") or of a key
+ * (".tmp.<id>.<rnd>"): what a writer killed between creating it and its
+ * rename or link leaves. */
+static int is_temp_name(const char *name) {
+  return name[0] == '.' && (!strncmp(name, ".tmp.", 5) || strstr(name, ".tmp."));
+}
+
+/* Removes the temp files in dir older than TFS__CREATING_GRACE_MS (one
+ * younger may be a writer's, mid-write). */
+static void sweep_temps(int dirfd) {
+  DIR *d = tfs__dir_open(dirfd);
+  struct dirent *e;
+  struct stat st;
+  if (!d)
+    return;
+  int64_t now = tfs_now_ms();
+  while ((e = readdir(d)))
+    if (is_temp_name(e->d_name) && fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) &&
+        now - (int64_t)st.st_mtim.tv_sec * 1000 - st.st_mtim.tv_nsec / 1000000 >=
+            TFS__CREATING_GRACE_MS)
+      unlinkat(dirfd, e->d_name, 0);
+  closedir(d);
+}
+
+/* Removes the keys that name no task directory: a creator that linked its
+ * key and then failed or died before it could keep the task (its dir went:
+ * removed by itself, or later as a dir without a record). A creator links
+ * its key only once its dir exists, and a dir goes only after its key
+ * (drop_key), so under the key lock a key naming no dir is stale for good. */
+static void sweep_keys(tfs_store_t *store) {
+  char id[TFS_ID_MAX + 1];
+  struct stat st;
+  DIR *d = tfs__dir_open(store->keys_fd);
+  struct dirent *e;
+  if (!d)
+    return;
+  int lk = tfs__keys_lock(store);
+  while (lk >= 0 && (e = readdir(d)))
+    if (e->d_name[0] != '.' && tfs__key_read(store, e->d_name, id) == 0 &&
+        fstatat(store->tasks_fd, id, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)
+      unlinkat(store->keys_fd, e->d_name, 0);
+  if (lk >= 0)
+    tfs__keys_unlock(lk);
+  closedir(d);
+}
+
+/* Removes what removers killed half way left in tasks/ (tfs__rm_task
+ * renames a task out of the tasks' names first): no task any more, and
+ * nobody's. */
+static void sweep_gone(tfs_store_t *store) {
+  DIR *d = tfs__dir_open(store->tasks_fd);
+  struct dirent *e;
+  if (!d)
+    return;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, TFS__GONE_PREFIX, strlen(TFS__GONE_PREFIX)))
+      tfs__rm_tree_at(store->tasks_fd, e->d_name);
+  closedir(d);
+}
+
+int tfs__sweep_litter(tfs_store_t *store) {
+  int err = tfs__writable(store);
+  if (err)
+    return err;
+  sweep_temps(store->fd);
+  sweep_temps(store->keys_fd);
+  sweep_keys(store);
+  sweep_gone(store);
+  return 0;
+}
+
 int tfs_task_prune(tfs_store_t *store, size_t keep) {
   tfs__idbuf_t *ids;
   size_t n;
@@ -90,5 +173,7 @@ int tfs_task_prune(tfs_store_t *store, size_t keep) {
     if (tfs_task_forget(store, ids[i]) == 0)
       removed++;
   free(ids);
+  /* After the tasks, so the keys of removed half-made tasks go too. */
+  tfs__sweep_litter(store);
   return removed;
 }

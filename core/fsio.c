@@ -266,14 +266,25 @@ int tfs__rm_tree_at(int dirfd, const char *name) {
   return rm_tree(dirfd, name, NULL);
 }
 
-/* The record goes last: a removal that fails half way (a file that cannot
- * be removed, a mount point inside) leaves the task readable as it was,
- * ended, and a later forget finishes it. */
+/* A task goes whole or not at all. It is first renamed out of the tasks'
+ * names (TFS__GONE_PREFIX, which no id can start with), so a remover
+ * killed half way leaves no task with half its files, only a directory
+ * the next prune's sweep removes. The record goes last, and a removal that
+ * fails (a file that cannot be removed, a mount point inside) is renamed
+ * back: the task stays readable as it was, ended, and a later forget
+ * finishes it. */
 int tfs__rm_task(const tfs_store_t *store, const char *id) {
+  char gone[TFS_ID_MAX + sizeof TFS__GONE_PREFIX];
   int err = tfs__writable(store);
   if (err)
     return err;
-  return rm_tree(store->tasks_fd, id, TFS__FILE(RECORD));
+  snprintf(gone, sizeof gone, "%s%s", TFS__GONE_PREFIX, id);
+  if (renameat(store->tasks_fd, id, store->tasks_fd, gone))
+    return rm_tree(store->tasks_fd, id, TFS__FILE(RECORD));
+  err = rm_tree(store->tasks_fd, gone, TFS__FILE(RECORD));
+  if (err)
+    renameat(store->tasks_fd, gone, store->tasks_fd, id);
+  return err;
 }
 
 int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first) {

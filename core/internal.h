@@ -96,9 +96,12 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
-/* Removes tasks/<id> so, with its record last: a removal that fails half
- * way leaves the task as it was (readable, ended). */
+/* Removes tasks/<id> whole (renamed out of the tasks' names first), its
+ * record last: a removal that fails half way leaves the task as it was
+ * (readable, ended). */
 int tfs__rm_task(const tfs_store_t *store, const char *id);
+/* What a task dir is renamed to while it is removed (tfs__rm_task). */
+#define TFS__GONE_PREFIX ".gone."
 
 /* Opens (with create: makes, 0700) the directory name inside dirfd
  * without following a symlink, checked as the store's own directories are
@@ -133,6 +136,22 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
  * with a supervisor pid: one waiting for its queue, a dependency or its
  * start time). */
 int tfs__record_claims_live(const tfs_record_t *rec);
+/* 1 if the record is queued, no supervisor ever took it, it is older than
+ * TFS__QUEUED_GRACE_MS and its creator no longer lives: nobody will launch
+ * it. */
+int tfs__record_abandoned(const tfs_record_t *rec);
+/* 1 if the record reads lost once its lock is found free: it claims a
+ * supervisor, or it is abandoned. The one rule of every settler. */
+int tfs__record_lost_if_unlocked(const tfs_record_t *rec);
+/* A queued task whose creator died is abandoned after this long. */
+#define TFS__QUEUED_GRACE_MS 5000
+
+/* 1 if the process pid, started at start_ticks (clock ticks after boot,
+ * /proc/<pid>/stat) under the boot id boot, still lives: a recycled pid or
+ * another boot never reads as alive. */
+int tfs__process_alive(pid_t pid, uint64_t start_ticks, const char *boot);
+/* The calling process as tfs__process_alive() identifies it. */
+int tfs__process_self(pid_t *pid, uint64_t *start_ticks, char boot[40]);
 
 /* 1 if s[0..len) is valid UTF-8 without NUL bytes: what
  * tfs_utf8_sanitize() would return unchanged. */
@@ -142,6 +161,12 @@ int tfs__utf8_valid(const char *s, size_t len);
 /* Makes room for at least need elements of size bytes in the array *v of
  * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
 int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
+
+/* Removes what killed writers left: temp files older than
+ * TFS__CREATING_GRACE_MS in the store's root and keys/, keys naming no
+ * task dir, and task dirs a killed remover left half removed. Every prune
+ * ends with it. */
+int tfs__sweep_litter(tfs_store_t *store);
 
 /* A task dir without record.json younger than this is being created. */
 #define TFS__CREATING_GRACE_MS 5000
@@ -180,8 +205,6 @@ typedef char tfs__idbuf_t[16];
 /* Reads tasks/ once (readdir only, no stat) and returns the well-formed
  * ids, sorted when sort is set, in one malloc'ed array. */
 int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort);
-
-
 
 /* The store's directory fds and files by name: the disk layout, for core
  * (and its tests and the bench's store generator) only; faces use the
@@ -234,6 +257,5 @@ enum {
   TFS__CX_HINT,      /* advice of the tool ("note: run with RUST_BACKTRACE=1") */
 };
 int tfs__context_form(const char *line, size_t len);
-
 
 #endif

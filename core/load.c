@@ -17,6 +17,24 @@ int tfs__record_claims_live(const tfs_record_t *rec) {
          (rec->state == TFS_QUEUED && rec->supervisor_pid > 0);
 }
 
+/* A task no supervisor ever took is launched by its creator: between
+ * tfs_task_create() and the supervisor's lock, nothing but the creator
+ * stands for it. When that process is gone (its start time and the boot id
+ * tell a recycled pid apart) and the task is older than the grace, the
+ * launch cannot come any more. The grace covers a creator killed just
+ * after it forked the supervisor, which then takes the lock within it. */
+int tfs__record_abandoned(const tfs_record_t *rec) {
+  if (rec->state != TFS_QUEUED || rec->supervisor_pid > 0)
+    return 0;
+  if (tfs_now_ms() - rec->created_ms < TFS__QUEUED_GRACE_MS)
+    return 0;
+  return !tfs__process_alive(rec->creator_pid, rec->creator_start_ticks, rec->creator_boot);
+}
+
+int tfs__record_lost_if_unlocked(const tfs_record_t *rec) {
+  return tfs__record_claims_live(rec) || tfs__record_abandoned(rec);
+}
+
 /* ---- records --------------------------------------------------------------- */
 
 /* Records up to this size are read into a stack buffer with one read(). */
@@ -187,6 +205,12 @@ int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned fl
  * recording an end. The end time is the last moment it was known alive. */
 static void mark_lost(tfs_record_t *rec) {
   char t[TFS_TIME_BUF];
+  if (rec->state == TFS_QUEUED && rec->supervisor_pid <= 0) {
+    rec->state = TFS_LOST;
+    rec->ended_ms = rec->created_ms + TFS__QUEUED_GRACE_MS;
+    tfs_record_set_reason(rec, "its launcher died before starting it");
+    return;
+  }
   rec->state = TFS_LOST;
   if (!rec->ended_ms)
     rec->ended_ms = rec->alive_ms ? rec->alive_ms : tfs_now_ms();
@@ -200,7 +224,7 @@ static void mark_lost(tfs_record_t *rec) {
 /* Loads with the liveness check. -ENOENT: the dir has no record yet. */
 int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec) {
   int err = tfs__load_raw(store, id, rec);
-  if (err || !tfs__record_claims_live(rec))
+  if (err || !tfs__record_lost_if_unlocked(rec))
     return err;
   int alive = tfs_task_alive(store, id);
   if (alive != 0)
@@ -210,7 +234,7 @@ int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec) {
   tfs_record_free(rec);
   if ((err = tfs__load_raw(store, id, rec)))
     return err;
-  if (tfs__record_claims_live(rec))
+  if (tfs__record_lost_if_unlocked(rec))
     mark_lost(rec);
   return 0;
 }
@@ -256,7 +280,7 @@ int tfs_task_settle_lost(tfs_store_t *store, const char *id) {
   if (err)
     return err == -ENOENT ? 0 : err;
   int wrote = 0;
-  if (tfs__record_claims_live(&rec)) {
+  if (tfs__record_lost_if_unlocked(&rec)) {
     mark_lost(&rec);
     err = tfs_task_save(store, &rec);
     wrote = !err;

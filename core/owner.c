@@ -54,27 +54,35 @@ static void boot_id(char out[40]) {
     *nl = '\0';
 }
 
-static int owner_alive(const tfs_owner_t *o) {
+int tfs__process_alive(pid_t pid, uint64_t start_ticks, const char *boot) {
   char bid[40];
   uint64_t ticks;
-  if (o->pid <= 0)
+  if (pid <= 0)
     return 0;
   boot_id(bid);
-  if (strcmp(bid, o->boot_id))
+  if (strcmp(bid, boot))
     return 0;
-  if (proc_start_ticks(o->pid, &ticks))
+  if (proc_start_ticks(pid, &ticks))
     return 0;
-  return ticks == o->start_ticks;
+  return ticks == start_ticks;
+}
+
+int tfs__process_self(pid_t *pid, uint64_t *start_ticks, char boot[40]) {
+  *pid = getpid();
+  boot_id(boot);
+  return proc_start_ticks(*pid, start_ticks);
+}
+
+static int owner_alive(const tfs_owner_t *o) {
+  return tfs__process_alive(o->pid, o->start_ticks, o->boot_id);
 }
 
 int tfs_owner_self(tfs_owner_t *out, const char *role) {
   memset(out, 0, sizeof *out);
-  out->pid = getpid();
   out->started_ms = tfs_now_ms();
-  int err = proc_start_ticks(out->pid, &out->start_ticks);
+  int err = tfs__process_self(&out->pid, &out->start_ticks, out->boot_id);
   if (err)
     return err;
-  boot_id(out->boot_id);
   ssize_t n = readlink("/proc/self/exe", out->exe, sizeof out->exe - 1);
   out->exe[n > 0 ? n : 0] = '\0';
   if (gethostname(out->host, sizeof out->host - 1))

@@ -49,5 +49,7 @@ int tfs_task_prune_opts(tfs_store_t *store, const tfs_prune_opts_t *o) {
     if (tfs_task_forget(store, p.ids[i]) == 0)
       removed++;
   free(p.ids);
+  /* As tfs_task_prune(): after the tasks, so their litter goes too. */
+  tfs__sweep_litter(store);
   return removed;
 }

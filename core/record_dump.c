@@ -287,6 +287,19 @@ static void dump_processes(jw_t *w, const tfs_record_t *rec) {
   } else {
     puts_(w, "null");
   }
+  key(w, "creator");
+  if (rec->creator_pid > 0) {
+    open_(w, '{');
+    key(w, "pid");
+    num(w, rec->creator_pid);
+    key(w, "startTicks");
+    num(w, (int64_t)rec->creator_start_ticks);
+    key(w, "bootId");
+    str(w, rec->creator_boot);
+    close_(w, '}');
+  } else {
+    puts_(w, "null");
+  }
   key(w, "worker");
   if (rec->worker_pid > 0) {
     open_(w, '{');
@@ -479,6 +492,16 @@ static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   num(w, rec->bytes);
   key(w, "stderr");
   str(w, tfs_stderr_name(rec->stderr_mode));
+  if (rec->lost_bytes > 0) {
+    key(w, "lostBytes");
+    num(w, rec->lost_bytes);
+    key(w, "lostLines");
+    num(w, rec->lost_lines);
+    key(w, "lostFirst");
+    when(w, rec->lost_first_ms);
+    key(w, "lostLast");
+    when(w, rec->lost_last_ms);
+  }
   close_(w, '}');
   dump_usage(w, rec);
   key(w, "important");

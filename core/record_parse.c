@@ -307,7 +307,25 @@ static int parse_outcome(perr_t *p, int j, tfs_record_t *rec) {
   return get_time(p, j, "aliveAt", &rec->alive_ms);
 }
 
-/* supervisor {pid, started, exe, host} and worker {pid, pgid}. */
+/* creator {pid, startTicks, bootId}: who will launch a queued task. */
+static int parse_creator(perr_t *p, int j, tfs_record_t *rec) {
+  int o, err, pid = 0;
+  int64_t ticks = 0;
+  char *boot = NULL;
+  if ((err = get_obj(p, j, "creator", &o)) || o < 0)
+    return err;
+  if ((err = get_int32(p, o, "pid", 0, INT32_MAX, &pid)) ||
+      (err = get_int(p, o, "startTicks", 0, INT64_MAX, &ticks)) ||
+      (err = get_str(p, o, "bootId", &boot)))
+    return err;
+  rec->creator_pid = (pid_t)pid;
+  rec->creator_start_ticks = (uint64_t)ticks;
+  snprintf(rec->creator_boot, sizeof rec->creator_boot, "%s", boot ? boot : "");
+  free(boot);
+  return 0;
+}
+
+/* supervisor {pid, started, exe, host}, creator and worker {pid, pgid}. */
 static int parse_processes(perr_t *p, int j, tfs_record_t *rec) {
   int o, err, pid = 0, pgid = 0;
   if ((err = get_obj(p, j, "supervisor", &o)))
@@ -320,6 +338,8 @@ static int parse_processes(perr_t *p, int j, tfs_record_t *rec) {
       return err;
     rec->supervisor_pid = (pid_t)pid;
   }
+  if ((err = parse_creator(p, j, rec)))
+    return err;
   if ((err = get_obj(p, j, "worker", &o)))
     return err;
   if (o >= 0) {
@@ -488,7 +508,11 @@ static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   if ((err = get_obj(p, j, "transcript", &o)))
     return err;
   if (o >= 0 && ((err = get_int(p, o, "lines", 0, INT64_MAX, &rec->lines)) ||
-                 (err = get_int(p, o, "bytes", 0, INT64_MAX, &rec->bytes))))
+                 (err = get_int(p, o, "bytes", 0, INT64_MAX, &rec->bytes)) ||
+                 (err = get_int(p, o, "lostBytes", 0, INT64_MAX, &rec->lost_bytes)) ||
+                 (err = get_int(p, o, "lostLines", 0, INT64_MAX, &rec->lost_lines)) ||
+                 (err = get_time(p, o, "lostFirst", &rec->lost_first_ms)) ||
+                 (err = get_time(p, o, "lostLast", &rec->lost_last_ms))))
     return err;
   /* Records from before the merged stream had two pipes: split. */
   int v = o >= 0 ? opt(p, o, "stderr") : -1;

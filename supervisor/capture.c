@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +46,12 @@ int sup_capture_init(sup_capture_t *c, int fd, int side_fd, tfs_important_t *imp
   c->imp = imp;
   c->lines = lines;
   c->bytes = c->line_end = bytes;
+  /* What is there already is never truncated (lose() cuts back to
+   * line_end only), whatever the record counted. */
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_size > bytes)
+    c->bytes = c->line_end = st.st_size;
+  c->alloc_end = c->bytes;
   c->open_stream = -1;
   for (int i = 0; i < 2; i++) {
     c->s[i].buf = malloc(SUP_CAPTURE_BUF);
@@ -100,29 +107,93 @@ static void note_boundary(sup_capture_t *c, int64_t at, const char *data, size_t
     c->line_end = at + (nl - data) + 1;
 }
 
+/* Room for the next write, taken before it: fallocate() with KEEP_SIZE
+ * gives the blocks without changing the file's size, so a write into them
+ * cannot run out of space half way and no reader ever sees the first bytes
+ * of a line whose write then failed. Taken SUP_CAPTURE_AHEAD at a time
+ * (one call per that much output), or exactly what this write needs when
+ * the disk is too full for more. A file system without fallocate (-ENOTSUP)
+ * is not asked again; the truncation in lose() then still keeps the lines
+ * whole, though a reader may glimpse the partial bytes before it. */
+static int reserve(sup_capture_t *c, size_t len) {
+  int64_t need = c->bytes + (int64_t)len;
+  if (c->no_fallocate || need <= c->alloc_end)
+    return 0;
+  if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, c->bytes, (off_t)len + SUP_CAPTURE_AHEAD) == 0) {
+    c->alloc_end = need + SUP_CAPTURE_AHEAD;
+    return 0;
+  }
+  if (errno == ENOSPC || errno == EDQUOT) {
+    if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, c->bytes, (off_t)len) == 0) {
+      c->alloc_end = need;
+      return 0;
+    }
+    if (errno == ENOSPC || errno == EDQUOT)
+      return -errno;
+  }
+  if (errno == EOPNOTSUPP || errno == ENOSYS)
+    c->no_fallocate = 1;
+  return 0; /* anything else: the write itself will tell */
+}
+
+/* A write of data (len bytes) failed with err: nothing of it stays. What
+ * landed, and the start of a line left open at the transcript's end (the
+ * earlier pieces of a long line), are truncated away to the last line
+ * boundary, so the transcript ends with a whole line and the next write
+ * starts one. Everything dropped is counted (bytes and lines: a line
+ * counts once however much of it went), with the time. */
+static void lose(sup_capture_t *c, const char *data, size_t len, int err) {
+  int64_t open_len = c->bytes - c->line_end; /* a counted line still open */
+  int starts = open_len == 0 ? 1 : 0;        /* data begins a new line */
+  for (const char *p = data, *stop = data + len; (p = memchr(p, '\n', (size_t)(stop - p)));)
+    if (++p < stop)
+      starts++;
+  if (open_len > 0) {
+    c->lines--;
+    starts++;
+  }
+  if (ftruncate(c->fd, c->line_end) == 0) {
+    c->bytes = c->line_end;
+  } else { /* cannot happen on a regular file; keep the count true */
+    struct stat st;
+    if (fstat(c->fd, &st) == 0)
+      c->bytes = st.st_size;
+  }
+  c->alloc_end = c->bytes;
+  c->lost_bytes += (int64_t)len + open_len;
+  c->lost_lines += len ? starts : open_len > 0;
+  int64_t now = tfs_now_ms();
+  if (!c->lost_first_ms)
+    c->lost_first_ms = now;
+  c->lost_last_ms = now;
+  c->last_err = err;
+  c->open_stream = -1;
+}
+
 /* The one place bytes go into the transcript: data is whole lines, or a
  * piece of one long line (see write_lines and write_piece). A short write
- * is completed (tfs_transcript_append goes on from where it stopped); one
- * that fails part way (a full disk) leaves the bytes that landed, measured
- * with fstat since only this process appends, and counts the rest as
- * dropped. The transcript's last line boundary is kept in line_end, so
- * what a failed write left of a line, [line_end, bytes), is known exactly
- * and can be truncated away. Returns 0 or the negative errno. */
+ * is completed (tfs_transcript_append goes on from where it stopped); a
+ * write that cannot land whole (a full disk) leaves nothing (lose). The
+ * transcript's last line boundary is kept in line_end. Returns 0 or the
+ * negative errno. */
 static int put(sup_capture_t *c, const char *data, size_t len) {
   int64_t at = c->bytes;
-  int err = tfs_transcript_append(c->fd, data, len, 0);
-  int64_t landed = (int64_t)len;
+  int err = reserve(c, len);
+  if (!err)
+    err = tfs_transcript_append(c->fd, data, len, 0);
   if (err) {
-    struct stat st;
-    landed = 0;
-    if (fstat(c->fd, &st) == 0 && st.st_size >= c->bytes && st.st_size - c->bytes <= (int64_t)len)
-      landed = st.st_size - c->bytes;
-    c->dropped += (int64_t)len - landed;
-    c->last_err = err;
+    lose(c, data, len, err);
+    return err;
   }
-  c->bytes += landed;
-  note_boundary(c, at, data, (size_t)landed);
-  return err;
+  c->bytes += (int64_t)len;
+  note_boundary(c, at, data, len);
+  return 0;
+}
+
+void sup_capture_release(sup_capture_t *c) {
+  /* Blocks taken ahead of the end go back (a truncation to the size). */
+  if (c->alloc_end > c->bytes && ftruncate(c->fd, c->bytes) == 0)
+    c->alloc_end = c->bytes;
 }
 
 /* Before stream st writes: if the other stream left a line open (it ended
@@ -255,15 +326,33 @@ static void write_piece(sup_capture_t *c, int st) {
   sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
   int starts = c->open_stream != st;
-  if (put(c, s->buf, s->len) == 0 && starts)
-    note_line(c, st, ++c->lines, s->buf, s->len);
-  c->open_stream = st;
+  if (put(c, s->buf, s->len) == 0) {
+    if (starts)
+      note_line(c, st, ++c->lines, s->buf, s->len);
+    c->open_stream = st;
+  } else if (!s->eof) {
+    s->skip = 1; /* the rest of this line is lost too: resume at the next */
+  }
   s->len = s->clean = 0;
+}
+
+/* Drops what a skipping stream holds up to and including its next newline
+ * (the rest of a line whose start was lost). */
+static void skip_rest(sup_capture_t *c, sup_cap_stream_t *s) {
+  const char *nl = memchr(s->buf, '\n', s->len);
+  size_t drop = nl ? (size_t)(nl - s->buf) + 1 : s->len;
+  c->lost_bytes += (int64_t)drop;
+  memmove(s->buf, s->buf + drop, s->len - drop);
+  s->len -= drop;
+  s->clean = 0;
+  s->skip = !nl;
 }
 
 void sup_capture_commit(sup_capture_t *c, int st, size_t n) {
   sup_cap_stream_t *s = &c->s[st];
   s->len += n;
+  if (s->skip)
+    skip_rest(c, s);
   int holder = sup_capture_holder(c);
   if (holder >= 0 && holder != st)
     return; /* the other stream is mid-line: keep this data for later */
@@ -306,6 +395,6 @@ void sup_capture_restart(sup_capture_t *c) {
   }
   for (int i = 0; i < 2; i++) {
     c->s[i].len = c->s[i].clean = 0;
-    c->s[i].eof = 0;
+    c->s[i].eof = c->s[i].skip = 0;
   }
 }

@@ -17,6 +17,9 @@
 #define SUP_CAPTURE_BUF (64 * 1024)
 /* Bytes of a line that are given to the important-line classifier. */
 #define SUP_CAPTURE_FEED_MAX 4096
+/* Transcript blocks reserved ahead of the output (see reserve() in
+ * capture.c), given back when the task ends. */
+#define SUP_CAPTURE_AHEAD (64 * 1024)
 
 enum { SUP_STDOUT = 0, SUP_STDERR = 1 };
 
@@ -25,6 +28,7 @@ typedef struct {
   size_t len;
   size_t clean; /* the first clean bytes are known to hold no '\n' */
   int eof;
+  int skip; /* the start of the current line was lost: drop to its end */
 } sup_cap_stream_t;
 
 typedef struct {
@@ -34,12 +38,16 @@ typedef struct {
   int64_t lines;        /* lines in the transcript (a final partial one counts) */
   int64_t bytes;        /* bytes in the transcript */
   int64_t line_end;     /* offset after its last '\n' (or where it began) */
-  int64_t dropped;      /* bytes lost to write errors */
-  int last_err;         /* the last write error (negative errno), 0 if none */
-  int open_stream;      /* stream whose line is open at the transcript's end, or -1 */
-  int64_t err_first;    /* stderr line range not yet written to the sidecar */
-  int64_t err_last;     /* (0, 0): none */
-  int64_t cuts;         /* long lines ended early by sup_capture_cut */
+  int64_t alloc_end;    /* blocks are reserved up to here (fallocate) */
+  int no_fallocate;     /* the file system has no fallocate */
+  int64_t lost_bytes;   /* output lost to write errors, in whole lines */
+  int64_t lost_lines;
+  int64_t lost_first_ms, lost_last_ms;
+  int last_err;      /* the last write error (negative errno), 0 if none */
+  int open_stream;   /* stream whose line is open at the transcript's end, or -1 */
+  int64_t err_first; /* stderr line range not yet written to the sidecar */
+  int64_t err_last;  /* (0, 0): none */
+  int64_t cuts;      /* long lines ended early by sup_capture_cut */
   sup_cap_stream_t s[2];
 } sup_capture_t;
 
@@ -72,6 +80,8 @@ void sup_capture_cut(sup_capture_t *c);
 /* Before a new worker starts: ends an open last line with a '\n' so the next
  * worker's first line is a line of its own; resets both streams. */
 void sup_capture_restart(sup_capture_t *c);
+/* Gives back the blocks reserved past the transcript's end. */
+void sup_capture_release(sup_capture_t *c);
 /* Writes the pending stderr range to the sidecar. */
 void sup_capture_flush_side(sup_capture_t *c);
 

@@ -20,6 +20,7 @@
  * the worker is reaped and the sentinel is all that is left, its job is
  * done; it is ended and the wait goes round again. */
 static void reap_children(sup_t *s) {
+  int sentinel_died = 0;
   for (;;) {
     int st;
     struct rusage ru;
@@ -29,9 +30,10 @@ static void reap_children(sup_t *s) {
       sup_usage_reaped(s, p, &ru);
     if (p > 0) {
       if (p == s->sentinel) {
-        /* Not a worker exit: killed by us, or by someone else (then the
-         * group is unguarded should this process die). */
+        /* Not a worker exit: killed by someone else (we reap our own
+         * kills in sup_sentinel_end), or by the group's SIGKILL. */
         s->sentinel = 0;
+        sentinel_died = 1;
       } else if (p == s->worker && !s->worker_reaped) {
         s->worker_reaped = 1;
         s->worker_status = st;
@@ -49,6 +51,16 @@ static void reap_children(sup_t *s) {
       continue;
     }
     break;
+  }
+  /* A sentinel killed while its worker runs would leave the group
+   * unguarded should this process die next: a new one takes its place.
+   * The unreaped worker still holds the group id, so the new one can join
+   * it. Not while a stop is killing the tree (its SIGKILL rounds end the
+   * sentinel on purpose). */
+  if (sentinel_died && !s->worker_reaped && s->worker > 0 && !s->stopping &&
+      s->phase == PH_RUNNING) {
+    sup_log(s, "the sentinel of worker %d was killed; starting a new one", (int)s->worker);
+    sup_sentinel_start(s);
   }
 }
 

@@ -36,6 +36,10 @@ void sup_save_flags(sup_t *s, unsigned flags) {
   int64_t now = tfs_now_ms();
   s->rec.lines = s->cap.lines;
   s->rec.bytes = s->cap.bytes;
+  s->rec.lost_bytes = s->cap.lost_bytes;
+  s->rec.lost_lines = s->cap.lost_lines;
+  s->rec.lost_first_ms = s->cap.lost_first_ms;
+  s->rec.lost_last_ms = s->cap.lost_last_ms;
   s->rec.alive_ms = now;
   /* While a worker runs, the record shows what it used so far. */
   tfs_usage_t total = s->rec.usage;
@@ -110,14 +114,16 @@ static void release_reserve(sup_t *s) {
   tfs_task_file_remove(s->store, s->id, TFS_FILE_SPACE_RESERVE);
 }
 
-/* Adds to the reason what the transcript lost, if anything. */
+/* Adds to the reason what the transcript lost, if anything (the counts are
+ * in the record too: transcript.lostBytes, lostLines). */
 static void note_dropped(sup_t *s, char *reason, size_t size) {
-  if (!s->cap.dropped)
+  if (!s->cap.lost_bytes)
     return;
   size_t l = strlen(reason);
   snprintf(reason + l, size - l,
-           "; %" PRId64 " bytes of output were lost: the transcript could not be written (%s)",
-           s->cap.dropped,
+           "; %" PRId64 " bytes (%" PRId64 " lines) of output were lost: the transcript could "
+           "not be written (%s)",
+           s->cap.lost_bytes, s->cap.lost_lines,
            s->cap.last_err == -ENOSPC ? "the disk is full" : strerror(-s->cap.last_err));
 }
 
@@ -150,6 +156,7 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   sup_pipes_eof(s);
   sup_capture_flush_side(&s->cap);
   note_dropped(s, reason, sizeof reason);
+  sup_capture_release(&s->cap);
   s->rec.state = state;
   s->rec.ended_ms = tfs_now_ms();
   tfs_record_set_reason(&s->rec, "%s", reason);

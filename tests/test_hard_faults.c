@@ -130,14 +130,7 @@ static int write_file_in(const char *path, const char *data) {
 }
 
 Test(hard_faults, tiny_tmpfs_fills) {
-  char *fs = hh_strdupf("%s/fs", hh.root);
-  cr_assert_eq(mkdir(fs, 0700), 0);
-  cr_assert_eq(mount("tmpfs", fs, "tmpfs", 0, "size=2m,mode=0700"), 0, "mount tmpfs: %s",
-               strerror(errno));
-  hh_register_mount(fs);
-  free(hh.store);
-  hh.store = hh_strdupf("%s/store", fs);
-  setenv("TASKFS_STATE_DIR", hh.store, 1);
+  char *fs = hh_store_on_tmpfs("size=2m,mode=0700");
 
   /* A slow worker that must live through the fault. */
   char t1[TFS_ID_MAX + 1];

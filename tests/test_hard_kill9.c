@@ -791,12 +791,7 @@ Test(hard_kill9, a_killed_supervisor_takes_its_worker_along) {
     hh_run_task(NULL, cmds[i], id);
     pid_t sup = hh_supervisor_pid(id);
     cr_assert(sup > 0);
-    tfs_record_t rec;
-    char err[256];
-    cr_assert_eq(hh_record_raw(id, &rec, err, sizeof err), 0, "%s", err);
-    pid_t pgid = rec.worker_pgid;
-    tfs_record_free(&rec);
-    cr_assert(pgid > 1);
+    pid_t pgid = hh_worker_pgid(id);
     kill(sup, SIGKILL);
     wait_not_alive(id);
     cr_assert_eq(hh_state(id), TFS_LOST);

@@ -277,9 +277,20 @@ typedef struct {
   char *cancel_by;
   int64_t cancel_ms;
 
+  /* The process that created the task (tfs_task_create): while the task
+   * is queued and no supervisor has taken it, this is who will launch it.
+   * pid 0: not recorded (records from before). */
+  pid_t creator_pid;
+  uint64_t creator_start_ticks; /* its start time (/proc/<pid>/stat) */
+  char creator_boot[40];        /* the boot id it ran under */
+
   /* Transcript counters, as of the last record save. */
   int64_t lines;
   int64_t bytes;
+  /* Output the transcript could not keep (a full disk): whole lines are
+   * dropped, never a part of one. 0 when nothing was lost. */
+  int64_t lost_bytes, lost_lines;
+  int64_t lost_first_ms, lost_last_ms;
   tfs_stderr_t stderr_mode; /* how stderr was captured (records without it: split) */
   tfs_important_t important;
 
@@ -433,10 +444,10 @@ typedef struct {
   const char *key;        /* NULL or "" for none */
   char *const *env_names; /* NULL-terminated or NULL */
   tfs_restart_t restart;
-  int64_t min_uptime_ms; /* < 0: default */
-  int max_restarts;      /* restarts in all; < 0: default (no limit) */
-  int64_t grace_ms;      /* < 0: default */
-  int important_k;       /* <= 0: default */
+  int64_t min_uptime_ms;    /* < 0: default */
+  int max_restarts;         /* restarts in all; < 0: default (no limit) */
+  int64_t grace_ms;         /* < 0: default */
+  int important_k;          /* <= 0: default */
   tfs_stderr_t stderr_mode; /* 0: merged, the default */
   int rerun;             /* with a key whose task has ended: make a new task
                             and point the key at it */

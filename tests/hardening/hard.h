@@ -715,6 +715,33 @@ static HH_UNUSED hh_store_stats_t hh_check_store(const char *when) {
   return st;
 }
 
+/* The process group of id's worker, from its record; fails the test if it
+ * has none. */
+static HH_UNUSED pid_t hh_worker_pgid(const char *id) {
+  tfs_record_t rec;
+  char err[256];
+  cr_assert_eq(hh_record_raw(id, &rec, err, sizeof err), 0, "%s", err);
+  pid_t pgid = rec.worker_pgid;
+  tfs_record_free(&rec);
+  cr_assert(pgid > 1, "task %s has no worker group", id);
+  return pgid;
+}
+
+/* Mounts a tmpfs with the given options at root/fs (unmounted by the
+ * teardown, even when the test fails) and puts the store on it. Returns
+ * the mount point (malloc'ed). */
+static HH_UNUSED char *hh_store_on_tmpfs(const char *opts) {
+  char *fs = hh_strdupf("%s/fs", hh.root);
+  cr_assert_eq(mkdir(fs, 0700), 0);
+  cr_assert_eq(mount("tmpfs", fs, "tmpfs", 0, opts), 0, "mount tmpfs %s: %s", opts,
+               strerror(errno));
+  hh_register_mount(fs);
+  free(hh.store);
+  hh.store = hh_strdupf("%s/store", fs);
+  setenv("TASKFS_STATE_DIR", hh.store, 1);
+  return fs;
+}
+
 /* Loads one task through the library (lost computed); -1 if there is no
  * such task (or no record yet). */
 static HH_UNUSED int hh_state_opt(const char *id) {
