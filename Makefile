@@ -1,5 +1,6 @@
 # taskfs build. `make` builds build/taskfs; `make test` runs every test;
-# `make run` mounts the default store; `make bench` runs the benchmarks.
+# `make run` mounts the default store; `make bench` runs the benchmarks;
+# `make install` / `make uninstall` (PREFIX, DESTDIR); `make deb`.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -31,9 +32,13 @@ LIBS := $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
         $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
+# systemd user units: every contrib/systemd/*.in (taskfs-mount.service
+# today; taskfs-serve.service and .socket join when `taskfs serve` does),
+# made with the installed paths substituted (rule in the install section).
+UNITS := $(patsubst contrib/systemd/%.in,$(BUILD)/systemd/%,$(wildcard contrib/systemd/*.in))
 
-.PHONY: all test test-c test-mcp check run clean install bench bench-quick format asan
-all: $(BIN)
+.PHONY: all test test-c test-mcp test-mcp2 test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus format asan coverage api-reach
+all: $(BIN) $(UNITS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -63,13 +68,34 @@ test-c: $(BIN) $(TESTS)
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
+# The MCP node tests: tests/mcp with the 1.x SDK (revisions up to
+# 2025-11-25), tests/mcp2 with the v2 client pinned to 2026-07-28, each
+# pinned by its package-lock.json.
 test-mcp: $(BIN)
-	@if [ -d tests/mcp ]; then \
-	  cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
-	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs; \
-	fi
+	@cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
 
-test: test-c test-mcp
+test-mcp2: $(BIN)
+	@cd tests/mcp2 && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
+
+# The MCP conformance suite, both revisions, against expected-*.yml
+# (tests/conformance/run.sh; Node 22 and the bridge from npm).
+test-conformance: $(BIN)
+	tests/conformance/run.sh $(abspath $(BIN)) all
+
+
+# Shell tests (tests/test_*.sh): make install/uninstall, every user.
+SH_TESTS := $(sort $(wildcard tests/test_*.sh))
+test-sh: $(BIN) $(UNITS)
+	@failed=""; for t in $(SH_TESTS); do \
+	  echo "== $$t"; \
+	  MAKE='$(MAKE)' TASKFS_BIN=$(abspath $(BIN)) sh $$t || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
+
+
+test: test-c test-mcp test-mcp2 test-conformance test-sh
 
 # What CI runs: the tests, then the C tests again under ASan + UBSan, the
 # long-lived processes under valgrind, each fuzzer for FUZZ_SECONDS, and the
@@ -87,13 +113,14 @@ check:
 run: $(BIN)
 	./scripts/run-main.sh $(abspath $(BIN))
 
-# Benchmark helpers: bt needs only libc; tfsgen and classify_bench use the
-# core API.
-BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench
+# Benchmark helpers: bt needs only libc; tfsgen, classify_bench and corpus
+# use the core API.
+BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench \
+             $(BUILD)/bench/corpus
 $(BUILD)/bench/bt: bench/bt.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
-$(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench: $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
+$(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench $(BUILD)/bench/corpus: $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 bench: $(BIN) $(BENCH_BIN)
@@ -102,15 +129,105 @@ bench: $(BIN) $(BENCH_BIN)
 bench-quick: $(BIN) $(BENCH_BIN)
 	BUILD=$(BUILD) TASKFS_BIN=$(abspath $(BIN)) ./bench/run.sh quick
 
-install: $(BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/taskfs
+# Recall and precision of the important lines over tests/corpus.
+bench-corpus: $(BUILD)/bench/corpus
+	BUILD=$(BUILD) ./bench/corpus.sh
+
+# ---- install (scripts/install.sh) -------------------------------------------
+# `make install PREFIX=/usr DESTDIR=/tmp/x`, and `make uninstall` with the
+# same variables, which removes exactly what install put there (install
+# records it in $(DOCDIR)/install-manifest). Installing as a user:
+# `make install PREFIX=~/.local` (user units then go where systemd looks
+# in a home: ~/.local/share/systemd/user).
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/taskfs
+ifneq ($(filter $(HOME)/%,$(PREFIX)),)
+SYSTEMDUSERUNITDIR ?= $(DATADIR)/systemd/user
+else
+SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
+endif
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+
+# The systemd user units (UNITS, above) are made at every make: their
+# paths follow PREFIX, which may change between `make` and `make install`;
+# a unit is only rewritten when its text changes.
+$(BUILD)/systemd/%: contrib/systemd/%.in FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "made $@"; fi
+FORCE:
+
+# Man pages and completions are installed as soon as they exist: adding
+# the file is enough. MAN_PAGES are pages ready for man (man/NAME.SECTION,
+# mdoc or man); pages rendered from another source (scdoc, ...) go here as
+# their targets in $(BUILD)/man/, with their rule: install depends on them.
+MAN_PAGES := $(wildcard man/*.[1-8])
+BASH_COMPLETION := $(wildcard contrib/completion/taskfs.bash)
+ZSH_COMPLETION := $(wildcard contrib/completion/_taskfs)
+FISH_COMPLETION := $(wildcard contrib/completion/taskfs.fish)
+DOCS := README.md $(sort $(wildcard docs/*.md))
+MCP_CONFIGS := $(sort $(wildcard contrib/mcp/*))
+
+# MODE SRC DEST, one triple per installed file.
+INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
+  $(foreach f,$(UNITS),0644 $(f) $(SYSTEMDUSERUNITDIR)/$(notdir $(f))) \
+  $(foreach f,$(DOCS),0644 $(f) $(DOCDIR)/$(notdir $(f))) \
+  $(foreach f,$(MCP_CONFIGS),0644 $(f) $(DOCDIR)/mcp/$(notdir $(f))) \
+  $(foreach f,$(MAN_PAGES),0644 $(f) $(MANDIR)/man$(patsubst .%,%,$(suffix $(f)))/$(notdir $(f))) \
+  $(foreach f,$(BASH_COMPLETION),0644 $(f) $(BASHCOMPDIR)/taskfs) \
+  $(foreach f,$(ZSH_COMPLETION),0644 $(f) $(ZSHCOMPDIR)/_taskfs) \
+  $(foreach f,$(FISH_COMPLETION),0644 $(f) $(FISHCOMPDIR)/taskfs.fish)
+INSTALL_MANIFEST = $(DOCDIR)/install-manifest
+
+install: $(BIN) $(UNITS) $(MAN_PAGES)
+	@DESTDIR='$(DESTDIR)' sh scripts/install.sh install $(INSTALL_MANIFEST) $(INSTALL_LIST)
+
+uninstall:
+	@DESTDIR='$(DESTDIR)' sh scripts/install.sh uninstall $(INSTALL_MANIFEST) $(INSTALL_LIST)
+
+# ---- the Debian package (debian/) ----------------------------------------------
+# Built out of the tree: a copy of the sources in $(BUILD)/deb/src, so the
+# tree's own build/ is left alone; the .deb lands in $(BUILD)/deb/.
+DEB_DIR := $(BUILD)/deb
+deb:
+	sh scripts/deb.sh $(DEB_DIR)
 
 format:
 	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-cov build-reach
+
+# `make coverage`: line coverage of core/ and supervisor/ from the whole
+# suite (the C tests and the MCP node tests, which drive the binary). Built
+# in build-cov with --coverage: the taskfs binary, and so every supervisor
+# it starts, is instrumented; a supervisor writes its counts when it exits
+# (a normal exit; a SIGKILLed one cannot). Needs lcov (Debian package).
+# Report: build-cov/coverage.txt (per file) and build-cov/html/index.html.
+COV_BUILD := build-cov
+COV_MAKE = $(MAKE) BUILD=$(COV_BUILD) OPT="-O0 --coverage" LDFLAGS="--coverage"
+coverage:
+	$(COV_MAKE) -j2 all $(patsubst $(BUILD)/%,$(COV_BUILD)/%,$(TESTS))
+	lcov --quiet --zerocounters --directory $(COV_BUILD)
+	-$(COV_MAKE) test
+	lcov --quiet --capture --directory $(COV_BUILD) --base-directory . \
+	  --output-file $(COV_BUILD)/all.info --ignore-errors gcov,source
+	lcov --quiet --extract $(COV_BUILD)/all.info '$(abspath .)/core/*' \
+	  '$(abspath .)/supervisor/*' --output-file $(COV_BUILD)/coverage.info
+	lcov --list $(COV_BUILD)/coverage.info | tee $(COV_BUILD)/coverage.txt
+	genhtml --quiet --output-directory $(COV_BUILD)/html $(COV_BUILD)/coverage.info
+	@lcov --summary $(COV_BUILD)/coverage.info 2>&1 | grep -E 'lines|functions'
+
+# `make api-reach`: each public function of libtaskfs.a and
+# libtaskfs-supervisor.a, whether the shipped binary reaches it (a
+# --gc-sections link in build-reach), and who calls it; fails when one is
+# called by tests alone.
+api-reach:
+	./scripts/api-reach.sh build-reach
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -22,6 +22,8 @@
  *   bt pollread PATH COUNT OUT TIMEOUT_MS  the same for a file read with poll()
  *   bt stats [DIV]                       numbers on stdin -> "n median p99 min max mean"
  *   bt waitsize PATH BYTES TIMEOUT_MS    wait until a file has at least BYTES
+ *   bt cycle FILE                        write FILE to stdout again and again until
+ *                                        the reader goes (`bt cycle log | head -c N`)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -493,9 +495,44 @@ static int cmd_waitsize(int argc, char **argv) {
   return 0;
 }
 
+/* The producer of the replay rows: FILE's bytes, over and over, in writes
+ * of whole copies of it (at least 64 KiB each), until the reader closes
+ * the pipe. The output is then cut by `head -c N`, as `yes` is. */
+static int cmd_cycle(int argc, char **argv) {
+  if (argc != 3)
+    die("usage: bt cycle FILE%s", "");
+  int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 || st.st_size > (64 << 20))
+    die("cannot read %s (or it is empty or over 64 MiB)", argv[2]);
+  size_t unit = (size_t)st.st_size, copies = unit >= 65536 ? 1 : 65536 / unit + 1;
+  char *buf = malloc(unit * copies);
+  if (!buf)
+    die("out of memory for %s", argv[2]);
+  for (size_t got = 0; got < unit;) {
+    ssize_t r = read(fd, buf + got, unit - got);
+    if (r <= 0)
+      die("cannot read %s", argv[2]);
+    got += (size_t)r;
+  }
+  close(fd);
+  for (size_t i = 1; i < copies; i++)
+    memcpy(buf + i * unit, buf, unit);
+  signal(SIGPIPE, SIG_DFL);
+  for (;;)
+    for (size_t off = 0, len = unit * copies; off < len;) {
+      ssize_t w = write(1, buf + off, len - off);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0)
+        return 0; /* the reader is gone */
+      off += (size_t)w;
+    }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
-    die("usage: bt now|time|trapworker|stop|stamper|lat|pollread|stats|waitsize ...%s", "");
+    die("usage: bt now|time|trapworker|stop|stamper|lat|pollread|stats|waitsize|cycle ...%s", "");
   const char *c = argv[1];
   if (!strcmp(c, "now")) {
     printf("%" PRId64 "\n", real_ns());
@@ -517,6 +554,8 @@ int main(int argc, char **argv) {
     return cmd_stats(argc, argv);
   if (!strcmp(c, "waitsize"))
     return cmd_waitsize(argc, argv);
+  if (!strcmp(c, "cycle"))
+    return cmd_cycle(argc, argv);
   die("unknown subcommand %s", c);
   return 2;
 }

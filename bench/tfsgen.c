@@ -5,6 +5,9 @@
  *   tfsgen pids STATE            one line per task: id state supervisor_pid worker_pid
  *   tfsgen cancel-all STATE WHO  request a stop of every task not yet ended
  *   tfsgen count STATE           number of tasks (tfs_task_count)
+ *   tfsgen list STATE [json]     the core listing (tfs_task_list_opts), one id
+ *                                and state a line, or the records as a JSON
+ *                                array like `taskfs ls --json`
  *
  * fill makes one real task through tfs_task_create()/tfs_task_save() and
  * marks it completed, then writes N copies of its record (each with its own
@@ -21,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "taskfs/taskfs.h"
+#include "core/internal.h" /* the store generator writes the layout itself */
 
 static int fail(const char *what, int err) {
   fprintf(stderr, "tfsgen: %s: %s\n", what, tfs_strerror(err));
@@ -83,7 +86,7 @@ static int cmd_fill(tfs_store_t *store, long n) {
   /* The copies are older than the template, one ms apart, so that ids sort
    * in creation order like real ones. */
   int64_t ms0 = now - n - 1000;
-  int tasks = tfs_store_tasks_fd(store);
+  int tasks = tfs__store_tasks_fd(store);
   srand((unsigned)getpid() ^ (unsigned)now);
   for (long i = 0; i < n; i++) {
     char cid[TFS_ID_MAX + 1], rnd[8];
@@ -120,7 +123,7 @@ static int cmd_fill(tfs_store_t *store, long n) {
   return 0;
 }
 
-static int print_one(const tfs_record_t *rec, void *arg) {
+static int print_one(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   printf("%s %s %d %d\n", rec->id, tfs_state_name(rec->state), (int)rec->supervisor_pid,
          (int)rec->worker_pid);
   return 0;
@@ -133,7 +136,7 @@ typedef struct {
   int err;
 } cancel_ctx_t;
 
-static int cancel_one(const tfs_record_t *rec, void *arg) {
+static int cancel_one(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   cancel_ctx_t *c = arg;
   if (tfs_state_terminal(rec->state))
     return 0;
@@ -148,9 +151,33 @@ static int cancel_one(const tfs_record_t *rec, void *arg) {
   return 0;
 }
 
+static int list_one(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  int *n = arg;
+  if (json) {
+    fputs((*n)++ ? ",\n" : "\n", stdout);
+    fwrite(json, 1, len - 1, stdout); /* without its newline */
+  } else {
+    printf("%s %s\n", rec->id, tfs_state_name(rec->state));
+  }
+  return 0;
+}
+
+static int cmd_list(tfs_store_t *store, int json) {
+  static char obuf[1 << 16];
+  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  tfs_list_opts_t o = {.with_json = json};
+  int n = 0;
+  if (json)
+    fputs("[", stdout);
+  int err = tfs_task_list_opts(store, &o, list_one, &n, NULL);
+  if (json)
+    fputs(n ? "\n]\n" : "]\n", stdout);
+  return err < 0 ? fail("list", err) : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: tfsgen fill|pids|cancel-all|count STATE [ARG]\n");
+    fprintf(stderr, "usage: tfsgen fill|pids|cancel-all|count|list STATE [ARG]\n");
     return 100;
   }
   tfs_store_t *store = NULL;
@@ -161,18 +188,19 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "fill") && argc == 4) {
     rc = cmd_fill(store, atol(argv[3]));
   } else if (!strcmp(argv[1], "pids")) {
-    size_t corrupt = 0;
-    err = tfs_task_list(store, print_one, NULL, &corrupt);
+    err = tfs_task_list_opts(store, NULL, print_one, NULL, NULL);
     if (err < 0)
       rc = fail("list", err);
   } else if (!strcmp(argv[1], "cancel-all") && argc == 4) {
     cancel_ctx_t c = {store, argv[3], 0, 0};
-    err = tfs_task_list(store, cancel_one, &c, NULL);
+    err = tfs_task_list_opts(store, NULL, cancel_one, &c, NULL);
     if (err < 0)
       rc = fail("list", err);
     else if (c.err)
       rc = fail("request a stop", c.err);
     printf("%ld\n", c.n);
+  } else if (!strcmp(argv[1], "list")) {
+    rc = cmd_list(store, argc == 4 && !strcmp(argv[3], "json"));
   } else if (!strcmp(argv[1], "count")) {
     printf("%" PRId64 "\n", tfs_task_count(store));
   } else {

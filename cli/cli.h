@@ -1,5 +1,6 @@
 /* Shared pieces of the taskfs command line: exit codes, option parsing for
- * the options every verb takes, and error reporting. */
+ * the options every verb takes, error reporting, opening the store and the
+ * task an argument names (cli/common.c), and the waits (cli/follow.c). */
 #ifndef TASKFS_CLI_H
 #define TASKFS_CLI_H
 
@@ -7,10 +8,10 @@
 
 /* Exit codes, fixed and documented in docs/cli.md. */
 #define CLI_EXIT_OK 0
-#define CLI_EXIT_USAGE 100     /* bad command line */
-#define CLI_EXIT_NOTASK 101    /* no task with that id or key */
-#define CLI_EXIT_SYSTEM 111    /* system failure (I/O, out of memory, ...) */
-#define CLI_EXIT_TIMEOUT 124   /* taskfs wait --timeout ran out */
+#define CLI_EXIT_USAGE 100   /* bad command line */
+#define CLI_EXIT_NOTASK 101  /* no task with that id or key */
+#define CLI_EXIT_SYSTEM 111  /* system failure (I/O, out of memory, ...) */
+#define CLI_EXIT_TIMEOUT 124 /* taskfs wait --timeout ran out */
 
 /* How `wait`, `logs -f` and `run --wait/--follow` report a task's end:
  * completed 0; failed: the worker's exit code (at least 1), 128+N if killed
@@ -26,10 +27,14 @@ typedef int (*cli_verb_fn)(int argc, char **argv);
 /* Prints "taskfs <verb>: <message>\n" on stderr. */
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Resolves and opens the store named by --state-dir (may be NULL). With
+struct cli_opts;
+/* Resolves and opens the store named by o's --state-dir (may be NULL),
+ * checked as every open is (the caller's, writable by nobody else), or
+ * with --foreign-store (o->foreign) another user's, read-only. With
  * create = 0 a missing store is reported as empty (returns 0, *out NULL)
- * for read-only verbs. Prints the error and returns an exit code. */
-int cli_open_store(const char *verb, const char *state_dir, int create, tfs_store_t **out);
+ * for read-only verbs. A refused store is reported with what to do, exit
+ * CLI_EXIT_SYSTEM. Prints the error and returns an exit code. */
+int cli_open_store(const struct cli_opts *o, int create, tfs_store_t **out);
 
 /* Resolves an ID or KEY argument; prints a clear error (with what to do)
  * and returns an exit code (CLI_EXIT_NOTASK, CLI_EXIT_USAGE, ...). */
@@ -40,7 +45,7 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
  * checks the argument count, opens the store read-only (a missing store
  * means no such task) and resolves the task. Prints any error and returns
  * an exit code; on success *store is open and the caller closes it. */
-int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **argv, int first,
+int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first,
                       tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
 
 /* Maps a library error to an exit code. */
@@ -49,7 +54,76 @@ int cli_exit_for(int err);
 /* Parses a non-negative integer; returns 0 or -1. */
 int cli_parse_i64(const char *s, int64_t *out);
 
-/* ---- added by the cli engineer (additive) ------------------------------ */
+/* ---- options ------------------------------------------------------------ */
+
+#include <getopt.h>
+
+/* The option parser every verb shares: getopt_long() over the verb's own
+ * options plus --state-dir DIR and -h/--help, which it handles itself, with
+ * one way of reporting a bad option. A verb fills the first fields
+ * (CLI_OPTS below) and loops:
+ *
+ *   cli_opts_t o = CLI_OPTS("logs", usage_text, "n:f", opts);
+ *   while ((c = cli_getopt(&o, argc, argv)) > 0)
+ *     switch (c) { ... }
+ *   if (c < 0)
+ *     return o.code;
+ *
+ * after which optind names the first operand and o.state_dir holds
+ * --state-dir (NULL if not given). */
+#define CLI_OPT_IN_ORDER 1       /* options end at the first operand (run's CMD) */
+#define CLI_OPT_NO_STATE_DIR 2   /* the verb takes no --state-dir (umount) */
+#define CLI_OPT_FOREIGN 4        /* a reading verb: takes --foreign-store */
+#define CLI_OPT_STATE_DIR 0x1000 /* getopt value of --state-dir (internal) */
+#define CLI_OPT_FOREIGN_STORE 0x1001
+typedef struct cli_opts {
+  const char *verb;
+  const char *usage;             /* printed on stdout for --help */
+  const char *shortopts;         /* the verb's own, like "n:f"; never h */
+  const struct option *longopts; /* the verb's own, NULL-terminated, or NULL */
+  int flags;                     /* CLI_OPT_* */
+  const char *state_dir;         /* out: --state-dir DIR, or NULL */
+  int foreign;                   /* out: --foreign-store */
+  int code;                      /* out: the exit code once cli_getopt returns -1 */
+  char optstring[32];            /* internal */
+  struct option all[24];         /* internal: longopts + state-dir + help */
+} cli_opts_t;
+#define CLI_OPTS(verb_, usage_, short_, long_)                                                     \
+  { .verb = (verb_), .usage = (usage_), .shortopts = (short_), .longopts = (long_) }
+/* The same for a verb that only reads, and so takes --foreign-store. */
+#define CLI_OPTS_READ(verb_, usage_, short_, long_)                                                \
+  {                                                                                                \
+    .verb = (verb_), .usage = (usage_), .shortopts = (short_), .longopts = (long_),                \
+    .flags = CLI_OPT_FOREIGN                                                                       \
+  }
+
+/* Returns the next of the verb's own options (its getopt value), 0 once
+ * the options are read, or -1 when the verb must return o->code: 0 after
+ * printing --help, CLI_EXIT_USAGE after reporting a bad option. */
+int cli_getopt(cli_opts_t *o, int argc, char **argv);
+
+/* For verbs that take no operands: reports the first one (with a hint
+ * about what to do instead, or NULL) and returns CLI_EXIT_USAGE; 0 if
+ * there is none. */
+int cli_no_operands(const char *verb, int argc, char **argv, const char *hint);
+
+/* Flushes stdout; on failure says so and returns CLI_EXIT_SYSTEM, else
+ * code. */
+int cli_flush_stdout(const char *verb, int code);
+
+/* What `wait` and `run --wait` do: waits for the end of task id, settles
+ * a task read as lost, describes on stderr a task that did not complete,
+ * and returns the task's exit code (cli_exit_for_record); CLI_EXIT_TIMEOUT
+ * after timeout_ms, 130 if interrupted (only the wait stops; the task runs
+ * on). */
+int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms);
+
+/* The one report of a --timeout that ran out (wait, cancel --wait): "task
+ * ID is still STATE after 1s (--timeout); THEN". */
+void cli_timeout_error(const char *verb, const char *id, const tfs_record_t *rec,
+                       int64_t timeout_ms, const char *then);
+
+/* ---- errors and arguments ------------------------------------------------ */
 
 /* Prints "taskfs <verb>: <message>" and "try 'taskfs <verb> --help'" on
  * stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
@@ -59,31 +133,40 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
  * starts with ':'); prints the option and returns CLI_EXIT_USAGE. */
 int cli_bad_option(const char *verb, char **argv, int c);
 
-/* Parses seconds, integer or decimal ("30", "0.5"), into milliseconds;
- * returns 0 or -1 (negative, empty, trailing junk, overflow). */
-int cli_parse_seconds(const char *s, int64_t *ms_out);
+/* The one parser of durations, for every option that takes one (--timeout,
+ * --min-uptime, --grace, ...): a number, whole or decimal, with a unit ms,
+ * s, m or h; a bare number is seconds ("500ms", "10s", "1.5s", "5m", "1h",
+ * "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
+ * a duration ..." and returns CLI_EXIT_USAGE. */
+int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out);
+
+/* Writes ms in the syntax the parser reads ("500ms", "1.5s", "10s", "5m",
+ * "1h"); returns buf. */
+const char *cli_format_duration(int64_t ms, char *buf, size_t len);
 
 /* Copies s into buf for an error message: control and non-ASCII bytes as
  * \xNN, cut with "..." at about 60 bytes. Returns buf. */
 const char *cli_quote(const char *s, char *buf, size_t len);
 
+/* ---- waiting on a task (cli/follow.c) ------------------------------------ */
+
 /* Follows a task's transcript onto fd_out, like `taskfs logs -f`: prints
- * the last last_n complete lines (all of them if last_n < 0), then every
- * new line as it is written (inotify on the task directory, 1 s poll as a
- * fallback). Returns once the task has ended and its transcript is drained
- * (the final partial line included), with cli_exit_for_record() of the
- * final record (a lost task: a note on stderr and CLI_EXIT_LOST); on
- * EPIPE/a closed reader of fd_out with 0; on SIGINT/SIGTERM with 130;
- * on errors with an exit code after printing the error. SIGPIPE is
- * ignored while it runs. */
+ * the last last_n lines (all of them if last_n < 0; a line still being
+ * written is printed once complete), then every new line as it is written
+ * (a core watch and follower). Returns once the task has ended and its
+ * transcript is drained (the final partial line included), with
+ * cli_exit_for_record() of the final record (a lost task: a note on stderr
+ * and CLI_EXIT_LOST); on EPIPE/a closed reader of fd_out with 0; on
+ * SIGINT/SIGTERM with 130; on errors with an exit code after printing the
+ * error. SIGPIPE is ignored while it runs. */
 int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out);
 
-/* Waits until task id is in a terminal state (inotify on the task
- * directory, 1 s poll fallback), filling *rec (caller frees with
- * tfs_record_free). timeout_ms < 0: no limit. Returns 0 when ended,
- * 1 on timeout (rec holds the last record seen), 2 if SIGINT/SIGTERM
- * arrived, or a negative error (TFS_ENOTASK if the task vanished,
- * TFS_ECORRUPT, -errno). Prints nothing. */
+/* tfs_task_wait_end() with SIGINT and SIGTERM let through only while it
+ * sleeps: fills *rec (initialized by the call; free it with
+ * tfs_record_free on every path) with the record as last read, a lost
+ * task settled. Returns 0 when ended, -ETIMEDOUT, -EINTR after
+ * SIGINT/SIGTERM, or another negative error (TFS_ENOTASK if the task
+ * vanished). Prints nothing. */
 int cli_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec);
 
 #endif /* TASKFS_CLI_H */

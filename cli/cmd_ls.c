@@ -1,16 +1,10 @@
 /* taskfs ls: one line per task, oldest first, newest at the bottom like a
- * log. It must stay fast with 100,000 tasks: the ids come from one
- * directory listing, each record is read exactly once, rows are kept in a
- * compact form only so that the KEY column can be sized, and output goes
- * through one large stdio buffer. A full listing parses records on two
- * threads (load_all) and prints them in id order. With --limit N the ids are walked from
- * the newest end and the walk stops at the N-th match, so a small limit
- * reads only the records it shows. */
+ * log. The listing is core's (tfs_task_list_opts: ids from one readdir,
+ * records parsed on two threads, states, a limit that reads only the newest
+ * records it needs, the record text for --json); this verb keeps each text
+ * row in a compact form only so that the KEY column can be sized, streams
+ * --json as it comes, and writes through one large stdio buffer. */
 #include <errno.h>
-#include <getopt.h>
-#include <jansson.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +13,11 @@
 
 #include "cli/cli.h"
 #include "cli/verbs.h"
+#include "taskfs/text.h"
 
 static const char usage_text[] =
     "usage: taskfs ls [--json] [--state S[,S...]] [--limit N] [--all] [--state-dir DIR]\n"
+    "                 [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
     "AGE (since created), TIME (run time so far, or until it ended), EXIT (exit\n"
@@ -34,11 +30,15 @@ static const char usage_text[] =
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
     "  --all            every task (the default; cancels an earlier --limit)\n"
     "  --state-dir DIR  use the store in DIR\n"
+    "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
     "Unreadable records are skipped with a note on stderr. A store that does not\n"
     "exist yet lists as empty and is not created.\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+    "\n"
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 system failure (also: the store is refused, another\n"
+    "  user's or writable by others).\n";
 
 #define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
 #define CMD_MAX 1024 /* bytes of the command kept per row */
@@ -49,42 +49,57 @@ typedef struct {
   tfs_state_t state;
   char age[24];
   char time[32];
-  char exit[20];
-  char *key; /* NULL: none */
-  char *cmd;
+  char exit[TFS_SIGNAME_MAX];
+  size_t key, cmd; /* offsets of the texts in the pool; key NO_KEY: none */
 } row_t;
 
+#define NO_KEY ((size_t)-1)
+
+/* The rows, and their key and command texts in one pool: a listing of
+ * 100,000 tasks makes no allocation per row. */
 typedef struct {
   row_t *rows;
-  char **json; /* --json with --limit: dumps kept to print in order */
   size_t n, cap;
+  char *pool;
+  size_t plen, pcap;
 } rows_t;
 
-static int rows_grow(rows_t *r) {
-  if (r->n < r->cap)
-    return 0;
-  size_t cap = r->cap ? r->cap * 2 : 256;
-  void *a = realloc(r->rows, cap * sizeof *r->rows);
-  if (!a)
-    return -ENOMEM;
-  r->rows = a;
-  a = realloc(r->json, cap * sizeof *r->json);
-  if (!a)
-    return -ENOMEM;
-  r->json = a;
-  r->cap = cap;
-  return 0;
+static void rows_free(rows_t *r) {
+  free(r->rows);
+  free(r->pool);
 }
 
-static void rows_free(rows_t *r) {
-  for (size_t i = 0; i < r->n; i++) {
-    free(r->rows[i].key);
-    free(r->rows[i].cmd);
-    free(r->json[i]);
+/* Copies s (len bytes and a NUL) into the pool; its offset, or NO_KEY
+ * without memory. */
+static size_t pool_add(rows_t *r, const char *s, size_t len) {
+  if (r->pcap - r->plen < len + 1) {
+    size_t cap = r->pcap ? r->pcap : 1 << 16;
+    while (cap - r->plen < len + 1)
+      cap *= 2;
+    char *p = realloc(r->pool, cap);
+    if (!p)
+      return NO_KEY;
+    r->pool = p;
+    r->pcap = cap;
   }
-  free(r->rows);
-  free(r->json);
+  size_t at = r->plen;
+  memcpy(r->pool + at, s, len);
+  r->pool[at + len] = 0;
+  r->plen += len + 1;
+  return at;
 }
+
+/* What a listing is asked for, and what it has found so far. */
+typedef struct {
+  int json;
+  int64_t limit; /* -1: every task */
+  unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
+  int64_t now;
+  rows_t rows;  /* text rows, printed at the end (the KEY column is sized on them) */
+  size_t shown; /* --json records written */
+  int err;      /* -ENOMEM once a row could not be kept */
+  tfs_list_stats_t stats;
+} listing_t;
 
 /* Compact age: one unit, like "45s", "12m", "3h", "9d". */
 static void fmt_age(int64_t ms, char *buf, size_t len) {
@@ -114,8 +129,7 @@ static void fmt_dur(int64_t ms, char *buf, size_t len) {
 
 /* The command on one line: arguments joined by spaces, quoted with '...'
  * when they hold spaces or shell characters, control bytes shown as '?'. */
-static char *render_cmd(const tfs_record_t *rec) {
-  char out[CMD_MAX + 4];
+static size_t render_cmd(const tfs_record_t *rec, char out[CMD_MAX + 4]) {
   size_t o = 0;
   for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++) {
     const char *a = rec->argv[i];
@@ -144,11 +158,11 @@ static char *render_cmd(const tfs_record_t *rec) {
     }
   }
   out[o] = 0;
-  /* Rows are kept until the end: store only what the command needs. */
-  return strdup(out);
+  return o;
 }
 
-static void fill_row(row_t *row, const tfs_record_t *rec, int64_t now) {
+static int fill_row(rows_t *r, row_t *row, const tfs_record_t *rec, int64_t now) {
+  char cmd[CMD_MAX + 4];
   memcpy(row->id, rec->id, sizeof row->id);
   row->state = rec->state;
   fmt_age(now - rec->created_ms, row->age, sizeof row->age);
@@ -164,18 +178,16 @@ static void fill_row(row_t *row, const tfs_record_t *rec, int64_t now) {
       strcpy(row->time, "-");
   }
   if (rec->signal > 0) {
-    const char *abbrev = sigabbrev_np(rec->signal);
-    if (abbrev)
-      snprintf(row->exit, sizeof row->exit, "SIG%s", abbrev);
-    else
-      snprintf(row->exit, sizeof row->exit, "sig%d", rec->signal);
+    tfs_signal_name(rec->signal, row->exit);
   } else if (rec->exit_code >= 0 && tfs_state_terminal(rec->state)) {
     snprintf(row->exit, sizeof row->exit, "%d", rec->exit_code);
   } else {
     strcpy(row->exit, "-");
   }
-  row->key = rec->key[0] ? strdup(rec->key) : NULL;
-  row->cmd = render_cmd(rec);
+  /* Rows are kept until the end: the pool holds only what they show. */
+  row->key = rec->key[0] ? pool_add(r, rec->key, strlen(rec->key)) : NO_KEY;
+  row->cmd = pool_add(r, cmd, render_cmd(rec, cmd));
+  return row->cmd == NO_KEY || (rec->key[0] && row->key == NO_KEY) ? -ENOMEM : 0;
 }
 
 /* Display width of a UTF-8 string, roughly: one column per code point. */
@@ -210,20 +222,20 @@ static void put_cut(const char *cmd, size_t cols) {
   fputs("...", stdout);
 }
 
-static void print_rows(const rows_t *r, int reverse, size_t term_cols) {
+static void print_rows(const rows_t *r, size_t term_cols) {
   size_t keyw = 3;
   for (size_t i = 0; i < r->n; i++) {
-    size_t l = r->rows[i].key ? strlen(r->rows[i].key) : 1;
+    size_t l = r->rows[i].key != NO_KEY ? strlen(r->pool + r->rows[i].key) : 1;
     if (l > keyw)
       keyw = l > KEY_COL_MAX ? KEY_COL_MAX : l;
   }
   printf("%-15s %-9s %5s %8s %7s %-*s %s\n", "ID", "STATE", "AGE", "TIME", "EXIT", (int)keyw, "KEY",
          "COMMAND");
   for (size_t k = 0; k < r->n; k++) {
-    const row_t *row = &r->rows[reverse ? r->n - 1 - k : k];
+    const row_t *row = &r->rows[k];
+    const char *key = row->key != NO_KEY ? r->pool + row->key : "-", *cmd = r->pool + row->cmd;
     int w = printf("%-15s %-9s %5s %8s %7s %-*s ", row->id, tfs_state_name(row->state), row->age,
-                   row->time, row->exit, (int)keyw, row->key ? row->key : "-");
-    const char *cmd = row->cmd ? row->cmd : "?";
+                   row->time, row->exit, (int)keyw, key);
     if (term_cols && w > 0)
       put_cut(cmd, term_cols > (size_t)w + 10 ? term_cols - (size_t)w : 10);
     else
@@ -232,162 +244,35 @@ static void print_rows(const rows_t *r, int reverse, size_t term_cols) {
   }
 }
 
-/* Writes one dumped record without its trailing newline, so the array's
- * separators stay in their place. */
-static void put_json(const char *dump) {
-  size_t n = strlen(dump);
-  while (n && dump[n - 1] == '\n')
-    n--;
-  fwrite(dump, 1, n, stdout);
-}
-
-/* One loaded id of a chunk: what the loader found, in id order, so that
- * the chunk can be printed in order whatever thread loaded it. */
-enum { SLOT_SKIP, SLOT_OK, SLOT_BAD, SLOT_NOMEM };
-
-typedef struct {
-  int status;
-  row_t row;  /* text listing */
-  char *dump; /* --json */
-} slot_t;
-
-/* A per-thread bump arena for jansson while the text listing parses: a
- * record's parse allocates dozens of small nodes that are all freed before
- * tfs_task_load returns, so they are carved from one buffer that is reset
- * after each record instead of going through malloc and free. Anything
- * bigger than what is left goes to malloc; free tells the two apart by
- * address. Only for the text listing: --json hands out json_dumps strings
- * that callers free() themselves. */
-#define ARENA_SIZE (256 * 1024)
-
-static __thread char *arena_base;
-static __thread size_t arena_used;
-
-static void *arena_malloc(size_t n) {
-  n = (n + 15) & ~(size_t)15;
-  if (arena_base && n <= ARENA_SIZE - arena_used) {
-    void *p = arena_base + arena_used;
-    arena_used += n;
-    return p;
+/* One record of the listing, oldest first: --json writes its text at once
+ * (without the final newline, so the array's separators stay in their
+ * place), the text listing keeps its row. */
+static int take_record(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  listing_t *l = arg;
+  if (l->json) {
+    fputs(l->shown++ ? ",\n" : "\n", stdout);
+    fwrite(json, 1, len && json[len - 1] == '\n' ? len - 1 : len, stdout);
+    return 0;
   }
-  return malloc(n);
-}
-
-static void arena_free(void *p) {
-  if (arena_base && (char *)p >= arena_base && (char *)p < arena_base + ARENA_SIZE)
-    return;
-  free(p);
-}
-
-typedef struct {
-  char *arena; /* NULL: plain malloc */
-  tfs_store_t *store;
-  char **ids;
-  slot_t *slots;
-  size_t from, to;
-  unsigned mask;
-  int json;
-  int64_t now;
-} job_t;
-
-/* Loads ids[from, to) into their slots. Runs on two threads at once over
- * the halves of a chunk: the store is only read, and each thread writes
- * only its own slots. */
-static void *load_range(void *arg) {
-  job_t *j = arg;
-  arena_base = j->arena;
-  for (size_t k = j->from; k < j->to; k++) {
-    arena_used = 0;
-    slot_t *s = &j->slots[k - j->from];
-    tfs_record_t rec;
-    memset(&rec, 0, sizeof rec);
-    int rc = tfs_task_load(j->store, j->ids[k], &rec);
-    if (rc == TFS_ENOTASK || (rc >= 0 && !(j->mask & (1u << rec.state))))
-      s->status = SLOT_SKIP; /* pruned while we listed, or filtered out */
-    else if (rc < 0)
-      s->status = SLOT_BAD;
-    else if (j->json)
-      s->status = (s->dump = tfs_record_dump(&rec)) ? SLOT_OK : SLOT_NOMEM;
-    else {
-      fill_row(&s->row, &rec, j->now);
-      s->status = SLOT_OK;
+  rows_t *r = &l->rows;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 256;
+    row_t *v = realloc(r->rows, cap * sizeof *v);
+    if (!v) {
+      l->err = -ENOMEM;
+      return 1;
     }
-    tfs_record_free(&rec);
+    r->rows = v;
+    r->cap = cap;
   }
-  arena_base = NULL;
-  return NULL;
-}
-
-#define LS_CHUNK 2048
-
-/* Loads every id in order, in chunks of LS_CHUNK: the second half of each
- * chunk on a second thread while this one loads the first half, since the
- * JSON parse, not the disk, is what a full listing waits on. Memory stays
- * bounded by a chunk of dumps for --json; text rows are kept compact.
- * TASKFS_LS_THREADS=1 forces one thread (the tests compare both). */
-static int load_all(tfs_store_t *store, char **ids, size_t nids, unsigned mask, int json,
-                    int64_t now, rows_t *rows, size_t *shown, size_t *corrupt, char *first_bad,
-                    size_t first_bad_len) {
-  const char *env = getenv("TASKFS_LS_THREADS");
-  int threads = (env && !strcmp(env, "1")) || sysconf(_SC_NPROCESSORS_ONLN) < 2 ? 1 : 2;
-  slot_t *slots = calloc(LS_CHUNK, sizeof *slots);
-  if (!slots)
-    return -ENOMEM;
-  /* Set before the worker threads exist and kept: the arena functions fall
-   * back to malloc on any thread that has no arena. */
-  char *arenas = json ? NULL : malloc(2 * (size_t)ARENA_SIZE);
-  if (arenas)
-    json_set_alloc_funcs(arena_malloc, arena_free);
-  /* jansson seeds its hash on the first object; do it here, on one thread. */
-  json_object_seed(0);
-  int err = 0;
-  for (size_t base = 0; base < nids && !err; base += LS_CHUNK) {
-    size_t end = nids - base > LS_CHUNK ? base + LS_CHUNK : nids;
-    size_t mid = threads > 1 && end - base >= 64 ? base + (end - base) / 2 : end;
-    job_t a = {arenas, store, ids, slots, base, mid, mask, json, now};
-    job_t b = {arenas ? arenas + ARENA_SIZE : NULL,
-               store,
-               ids,
-               slots + (mid - base),
-               mid,
-               end,
-               mask,
-               json,
-               now};
-    pthread_t t;
-    int spawned = mid < end && pthread_create(&t, NULL, load_range, &b) == 0;
-    load_range(&a);
-    if (spawned)
-      pthread_join(t, NULL);
-    else if (mid < end)
-      load_range(&b);
-    for (size_t k = base; k < end; k++) {
-      slot_t *s = &slots[k - base];
-      if (s->status == SLOT_BAD && !(*corrupt)++)
-        snprintf(first_bad, first_bad_len, "%s", ids[k]);
-      if (s->status == SLOT_NOMEM ||
-          (s->status == SLOT_OK && !err && !json && (err = rows_grow(rows)) < 0)) {
-        err = -ENOMEM;
-      } else if (s->status == SLOT_OK && !err) {
-        if (json) {
-          fputs(*shown ? ",\n" : "\n", stdout);
-          put_json(s->dump);
-        } else {
-          rows->json[rows->n] = NULL;
-          rows->rows[rows->n++] = s->row;
-          s->row.key = s->row.cmd = NULL;
-        }
-        (*shown)++;
-      }
-      free(s->dump);
-      free(s->row.key);
-      free(s->row.cmd);
-      memset(s, 0, sizeof *s);
-    }
+  row_t *row = &r->rows[r->n];
+  memset(row, 0, sizeof *row);
+  if (fill_row(r, row, rec, l->now)) {
+    l->err = -ENOMEM;
+    return 1;
   }
-  free(slots);
-  free(arenas); /* the arena functions stay set but see no arena from now on */
-  return err;
+  r->n++;
+  return 0;
 }
 
 static int parse_states(const char *arg, unsigned *mask) {
@@ -401,7 +286,7 @@ static int parse_states(const char *arg, unsigned *mask) {
       rc = -1;
       break;
     }
-    *mask |= 1u << s;
+    *mask |= TFS_STATE_BIT(s);
     n++;
   }
   if (!n)
@@ -410,181 +295,108 @@ static int parse_states(const char *arg, unsigned *mask) {
   return rc;
 }
 
+/* Takes one of the verb's own options into the listing; returns an exit
+ * code (0: go on). */
+static int ls_option(listing_t *l, int c, const char *arg) {
+  char q[96];
+  switch (c) {
+  case 'j':
+    l->json = 1;
+    break;
+  case 's':
+    if (parse_states(arg, &l->mask))
+      return cli_usage_error("ls", "unknown state '%s'; the states are " STATE_NAMES,
+                             cli_quote(arg, q, sizeof q));
+    break;
+  case 'l':
+    if (cli_parse_i64(arg, &l->limit))
+      return cli_usage_error("ls", "--limit wants a whole number >= 0, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    break;
+  case 'a':
+    l->limit = -1;
+    break;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* The width to cut the COMMAND column at, 0 when stdout is no terminal. */
+static size_t terminal_cols(void) {
+  struct winsize ws;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return 0;
+}
+
+/* Lists through the core and prints. --limit 0 shows nothing. */
+static int ls_load(listing_t *l, tfs_store_t *store) {
+  const char *env = getenv("TASKFS_LS_THREADS"); /* 1: one thread (the tests compare) */
+  tfs_list_opts_t o = {
+      .states = l->mask,
+      .limit = l->limit > 0 ? (size_t)l->limit : 0,
+      .with_json = l->json,
+      .threads = env && !strcmp(env, "1") ? 1 : 0,
+  };
+  if (!store || l->limit == 0)
+    return 0;
+  int err = tfs_task_list_opts(store, &o, take_record, l, &l->stats);
+  return err ? err : l->err;
+}
+
+static int ls_print(listing_t *l, tfs_store_t *store) {
+  static char obuf[1 << 16];
+  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  size_t term_cols = l->json ? 0 : terminal_cols();
+  int code = CLI_EXIT_OK;
+  l->now = tfs_now_ms();
+  if (l->json)
+    fputs("[", stdout);
+  int err = ls_load(l, store);
+  if (err) {
+    code = CLI_EXIT_SYSTEM;
+    cli_error("ls", "cannot list the tasks of %s: %s", tfs_store_path(store), tfs_strerror(err));
+  }
+  if (l->json)
+    fputs(l->shown ? "\n]\n" : "]\n", stdout);
+  else
+    print_rows(&l->rows, term_cols);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    cli_error("ls", "cannot write the listing: %s", strerror(errno));
+    code = CLI_EXIT_SYSTEM;
+  }
+  return code;
+}
+
 int cmd_ls(int argc, char **argv) {
   static const struct option opts[] = {
       {"json", no_argument, NULL, 'j'},
       {"state", required_argument, NULL, 's'},
       {"limit", required_argument, NULL, 'l'},
       {"all", no_argument, NULL, 'a'},
-      {"state-dir", required_argument, NULL, 'S'},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *state_dir = NULL;
-  int json = 0;
-  int64_t limit = -1;
-  unsigned mask = 0;
-  char q[96];
-  int c, code = CLI_EXIT_OK;
+  cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
+  listing_t l = {.limit = -1};
   tfs_store_t *store = NULL;
-  char **ids = NULL;
-  size_t nids = 0, corrupt = 0, shown = 0;
-  char first_bad[TFS_ID_MAX + 1] = "";
-  rows_t rows = {0};
-
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'j':
-      json = 1;
-      break;
-    case 's':
-      if (parse_states(optarg, &mask))
-        return cli_usage_error("ls", "unknown state '%s'; the states are " STATE_NAMES,
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case 'l':
-      if (cli_parse_i64(optarg, &limit))
-        return cli_usage_error("ls", "--limit wants a whole number >= 0, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case 'a':
-      limit = -1;
-      break;
-    case 'S':
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      return CLI_EXIT_OK;
-    default:
-      return cli_bad_option("ls", argv, c);
-    }
-  }
-  if (optind < argc)
-    return cli_usage_error("ls", "unexpected argument '%s' ('taskfs show ID' shows one task)",
-                           cli_quote(argv[optind], q, sizeof q));
-  if (!mask)
-    mask = ~0u;
-
-  code = cli_open_store("ls", state_dir, 0, &store);
+  int c, code;
+  while ((c = cli_getopt(&o, argc, argv)) > 0)
+    if ((code = ls_option(&l, c, optarg)))
+      return code;
+  if (c < 0)
+    return o.code;
+  if ((code = cli_no_operands("ls", argc, argv, "('taskfs show ID' shows one task)")))
+    return code;
+  code = cli_open_store(&o, 0, &store);
   if (code)
     return code;
-  if (store) {
-    int rc = tfs_task_ids(store, &ids, &nids);
-    if (rc < 0) {
-      cli_error("ls", "cannot list %s/tasks: %s", tfs_store_path(store), tfs_strerror(rc));
-      tfs_store_close(store);
-      return CLI_EXIT_SYSTEM;
-    }
-  }
-
-  static char obuf[1 << 16];
-  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-  size_t term_cols = 0;
-  if (!json && isatty(STDOUT_FILENO)) {
-    struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-      term_cols = ws.ws_col;
-  }
-  /* Without a limit, --json streams: nothing is kept. */
-  int stream_json = json && limit < 0;
-  int64_t now = tfs_now_ms();
-  if (stream_json)
-    fputs("[", stdout);
-
-  size_t total = nids;
-  if (limit < 0 && nids) {
-    /* The whole listing: loaded in parallel, printed in order. */
-    if (load_all(store, ids, nids, mask, json, now, &rows, &shown, &corrupt, first_bad,
-                 sizeof first_bad) < 0) {
-      code = CLI_EXIT_SYSTEM;
-      cli_error("ls", "out of memory");
-    }
-    total = 0;
-  }
-  for (size_t k = 0; k < total; k++) {
-    if (limit >= 0 && shown >= (size_t)limit)
-      break;
-    const char *id = ids[limit >= 0 ? total - 1 - k : k];
-    tfs_record_t rec;
-    memset(&rec, 0, sizeof rec); /* the loader initializes it */
-    int rc = tfs_task_load(store, id, &rec);
-    if (rc == TFS_ENOTASK) { /* pruned while we listed */
-      tfs_record_free(&rec);
-      continue;
-    }
-    if (rc < 0) {
-      if (!corrupt++)
-        snprintf(first_bad, sizeof first_bad, "%s", id);
-      tfs_record_free(&rec);
-      continue;
-    }
-    if (!(mask & (1u << rec.state))) {
-      tfs_record_free(&rec);
-      continue;
-    }
-    if (json) {
-      char *dump = tfs_record_dump(&rec);
-      if (!dump) {
-        tfs_record_free(&rec);
-        code = CLI_EXIT_SYSTEM;
-        cli_error("ls", "out of memory");
-        break;
-      }
-      if (stream_json) {
-        fputs(shown ? ",\n" : "\n", stdout);
-        put_json(dump);
-        free(dump);
-      } else {
-        if (rows_grow(&rows) < 0) {
-          free(dump);
-          tfs_record_free(&rec);
-          code = CLI_EXIT_SYSTEM;
-          cli_error("ls", "out of memory");
-          break;
-        }
-        memset(&rows.rows[rows.n], 0, sizeof rows.rows[0]);
-        rows.json[rows.n++] = dump;
-      }
-    } else {
-      if (rows_grow(&rows) < 0) {
-        tfs_record_free(&rec);
-        code = CLI_EXIT_SYSTEM;
-        cli_error("ls", "out of memory");
-        break;
-      }
-      rows.json[rows.n] = NULL;
-      fill_row(&rows.rows[rows.n++], &rec, now);
-    }
-    shown++;
-    tfs_record_free(&rec);
-  }
-
-  if (stream_json) {
-    fputs(shown ? "\n]\n" : "]\n", stdout);
-  } else if (json) {
-    fputs("[", stdout);
-    for (size_t k = 0; k < rows.n; k++) {
-      fputs(k ? ",\n" : "\n", stdout);
-      put_json(rows.json[rows.n - 1 - k]);
-    }
-    fputs(rows.n ? "\n]\n" : "]\n", stdout);
-  } else {
-    print_rows(&rows, limit >= 0, term_cols);
-  }
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    cli_error("ls", "cannot write the listing: %s", strerror(errno));
-    code = CLI_EXIT_SYSTEM;
-  }
-  if (corrupt)
+  code = ls_print(&l, store);
+  if (l.stats.corrupt)
     cli_error("ls",
               "%zu unreadable record%s skipped; run 'taskfs show %s' to see what is wrong; "
               "'taskfs prune' or deleting the task directory removes %s",
-              corrupt, corrupt == 1 ? "" : "s", first_bad, corrupt == 1 ? "it" : "them");
-  rows_free(&rows);
-  if (ids)
-    tfs_ids_free(ids, nids);
+              l.stats.corrupt, l.stats.corrupt == 1 ? "" : "s", l.stats.first_corrupt,
+              l.stats.corrupt == 1 ? "it" : "them");
+  rows_free(&l.rows);
   if (store)
     tfs_store_close(store);
   return code;

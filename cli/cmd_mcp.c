@@ -1,6 +1,5 @@
 /* taskfs mcp: serves the store to an MCP host over stdio (see docs/mcp.md).
  * Everything but protocol messages goes to stderr. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,45 +7,33 @@
 #include "cli/verbs.h"
 #include "mcp/mcp.h"
 
-static void mcp_usage(FILE *out) {
-  fprintf(out,
-          "usage: taskfs mcp [--state-dir DIR]\n\n"
-          "Serves the task store to an MCP host (Claude Desktop, Claude Code, Cursor, ...) over\n"
-          "stdio: newline-delimited JSON-RPC 2.0 on stdin/stdout, logs on stderr. Tools:\n"
-          "start_managed_task, read_managed_task, list_managed_tasks, cancel_managed_task;\n"
-          "the MCP Tasks utility; resources taskfs://tasks/<id>/record and .../transcript.\n"
-          "Exits when stdin ends or on SIGTERM/SIGINT. Host configuration: contrib/mcp/.\n");
-}
+static const char usage_text[] =
+    "usage: taskfs mcp [--state-dir DIR]\n\n"
+    "Serves the task store to an MCP host (Claude Desktop, Claude Code, Cursor, ...) over\n"
+    "stdio: newline-delimited JSON-RPC 2.0 on stdin/stdout, logs on stderr. Tools:\n"
+    "start_managed_task, read_managed_task, list_managed_tasks, cancel_managed_task;\n"
+    "the MCP Tasks utility; resources taskfs://tasks/<id>/record and .../transcript.\n"
+    "Exits when stdin ends or on SIGTERM/SIGINT. Host configurations: contrib/mcp/\n"
+    "in the source, share/doc/taskfs/mcp/ once installed.\n"
+    "\n"
+    "  --state-dir DIR  serve the store in DIR\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 stdin ended or a signal stopped it, 100 usage, 111 system failure (the\n"
+    "  store cannot be opened, stdin or stdout failed).\n";
 
 int cmd_mcp(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"state-dir", required_argument, NULL, 's'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  const char *state_dir = NULL;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-    switch (c) {
-    case 's':
-      state_dir = optarg;
-      break;
-    case 'h':
-      mcp_usage(stdout);
-      return CLI_EXIT_OK;
-    default:
-      mcp_usage(stderr);
-      return CLI_EXIT_USAGE;
-    }
+  cli_opts_t o = CLI_OPTS("mcp", usage_text, "", NULL);
+  o.flags = CLI_OPT_IN_ORDER;
+  int c, code;
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
   }
-  if (optind < argc) {
-    cli_error("mcp",
-              "unexpected argument '%s'; the server takes no arguments besides "
-              "--state-dir (run 'taskfs mcp --help')",
-              argv[optind]);
-    return CLI_EXIT_USAGE;
-  }
-  mcp_opts_t opts = {.state_dir = state_dir};
+  if (c < 0)
+    return o.code;
+  if ((code = cli_no_operands("mcp", argc, argv,
+                              "(the server takes no arguments besides --state-dir)")))
+    return code;
+  mcp_opts_t opts = {.state_dir = o.state_dir};
   return mcp_serve(&opts);
 }

@@ -6,7 +6,6 @@
  * before the shell prompt returns. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,17 +18,26 @@
 #include "cli/verbs.h"
 #include "taskfs/mount.h"
 
-static void usage(FILE *out) {
-  fprintf(
-      out,
-      "usage: taskfs mount [--state-dir DIR] [--foreground|-f] [--allow-other] [MOUNTPOINT]\n"
-      "\n"
-      "Mounts the store as files: MOUNTPOINT/tasks/<id>/{record.json,transcript,cancel,owner},\n"
-      "MOUNTPOINT/by-key/<key>, MOUNTPOINT/owner. The default mount point is\n"
-      "$XDG_RUNTIME_DIR/taskfs, else $HOME/taskfs (created if missing). Runs in the\n"
-      "background (logging to syslog) unless --foreground (logging to stderr).\n"
-      "Unmount with 'taskfs umount MOUNTPOINT'.\n");
-}
+static const char usage_text[] =
+    "usage: taskfs mount [--state-dir DIR] [--foreground|-f] [--allow-other] [MOUNTPOINT]\n"
+    "\n"
+    "Mounts the store as files: MOUNTPOINT/tasks/<id>/{record.json,transcript,cancel,owner},\n"
+    "MOUNTPOINT/by-key/<key>, MOUNTPOINT/owner. The default mount point is\n"
+    "$XDG_RUNTIME_DIR/taskfs, else $HOME/taskfs (created if missing). Runs in the\n"
+    "background (logging to syslog) unless --foreground (logging to stderr).\n"
+    "A dead taskfs mount left on MOUNTPOINT (its mount process was killed) is\n"
+    "cleared first. Unmount with 'taskfs umount MOUNTPOINT'.\n"
+    "\n"
+    "  -f, --foreground  serve in this process until unmounted or signalled\n"
+    "  --allow-other     let other users in (needs user_allow_other in\n"
+    "                    /etc/fuse.conf unless run by root)\n"
+    "  --state-dir DIR   mount the store in DIR\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 mounted (--foreground: unmounted cleanly), 100 usage (also: MOUNTPOINT\n"
+    "  does not exist or is not a directory), 111 the mount failed (a live mount is\n"
+    "  already there, no usable /dev/fuse, no fusermount3, ...).\n";
 
 /* Makes path absolute against the current directory (the daemon chdirs to
  * /), without requiring it to exist. */
@@ -56,89 +64,71 @@ static int mkdir_p(const char *path) {
   return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
 }
 
-int cmd_mount(int argc, char **argv) {
-  static const struct option longopts[] = {{"state-dir", required_argument, NULL, 's'},
-                                           {"foreground", no_argument, NULL, 'f'},
-                                           {"allow-other", no_argument, NULL, 'a'},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {NULL, 0, NULL, 0}};
-  const char *state_opt = NULL;
-  int foreground = 0, allow_other = 0, c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
-    switch (c) {
-    case 's':
-      state_opt = optarg;
-      break;
-    case 'f':
-      foreground = 1;
-      break;
-    case 'a':
-      allow_other = 1;
-      break;
-    case 'h':
-      usage(stdout);
-      return CLI_EXIT_OK;
-    default:
-      usage(stderr);
-      return CLI_EXIT_USAGE;
-    }
-  }
-  if (argc - optind > 1) {
-    fprintf(stderr, "taskfs mount: too many arguments\n");
-    usage(stderr);
-    return CLI_EXIT_USAGE;
-  }
-
-  char state[PATH_MAX], state_abs[PATH_MAX], mnt[PATH_MAX], mnt_abs[PATH_MAX], msg[1024];
+/* The two absolute paths the mount needs: the store's, and the mount
+ * point's (the default one is created if missing; a named one must
+ * exist). Prints any error and returns an exit code. */
+static int mount_paths(const char *state_opt, const char *point, char state_abs[PATH_MAX],
+                       char mnt_abs[PATH_MAX]) {
+  char state[PATH_MAX], mnt[PATH_MAX], msg[1024];
   int err = tfs_store_resolve(state_opt, state, sizeof state);
-  if (err || absolutize(state, state_abs, sizeof state_abs)) {
-    fprintf(stderr, "taskfs mount: cannot resolve the state directory: %s\n",
-            err ? tfs_strerror(err) : "path too long");
+  if (err || absolutize(state, state_abs, PATH_MAX)) {
+    cli_error("mount", "cannot resolve the state directory: %s",
+              err ? tfs_strerror(err) : "path too long");
     return CLI_EXIT_USAGE;
   }
-  if (optind < argc) {
-    snprintf(mnt, sizeof mnt, "%s", argv[optind]);
+  if (point) {
+    snprintf(mnt, sizeof mnt, "%s", point);
   } else {
-    if (tfs_mount_default_point(mnt, sizeof mnt)) {
-      fprintf(stderr, "taskfs mount: no default mount point (neither XDG_RUNTIME_DIR nor HOME "
-                      "is set); name one: taskfs mount DIR\n");
+    if (fs_mount_default_point(mnt, sizeof mnt)) {
+      cli_error("mount", "no default mount point (neither XDG_RUNTIME_DIR nor HOME is set); "
+                         "name one: taskfs mount DIR");
       return CLI_EXIT_USAGE;
     }
     /* The default mount point is ours to create; a named one is not. */
     struct stat st;
     if (stat(mnt, &st) && errno == ENOENT && mkdir_p(mnt)) {
-      fprintf(stderr, "taskfs mount: cannot create the mount point %s: %s\n", mnt, strerror(errno));
+      cli_error("mount", "cannot create the mount point %s: %s", mnt, strerror(errno));
       return CLI_EXIT_SYSTEM;
     }
   }
-  if (absolutize(mnt, mnt_abs, sizeof mnt_abs)) {
-    fprintf(stderr, "taskfs mount: mount point path too long\n");
+  if (absolutize(mnt, mnt_abs, PATH_MAX)) {
+    cli_error("mount", "mount point path too long");
     return CLI_EXIT_USAGE;
   }
-  if ((err = tfs_mount_check_point(mnt_abs, msg, sizeof msg))) {
-    fprintf(stderr, "taskfs mount: %s\n", msg);
+  int cleared = 0;
+  if ((err = fs_mount_check_point(mnt_abs, &cleared, msg, sizeof msg))) {
+    cli_error("mount", "%s", msg);
     return err == -ENOENT || err == -ENOTDIR ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
   }
+  if (cleared)
+    cli_error("mount", "cleared the dead mount on %s (its mount process had died)", mnt_abs);
+  return CLI_EXIT_OK;
+}
 
-  tfs_mount_opts_t opts = {.state_dir = state_abs,
-                           .mountpoint = mnt_abs,
-                           .allow_other = allow_other,
-                           .use_syslog = 0,
-                           .ready_fd = -1,
-                           .detach = 0};
-  if (foreground)
-    return tfs_mount_run(&opts) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK;
+/* Reads the child's one-line report ("ok" or "error: ...") until it
+ * closes the pipe. */
+static void read_report(int fd, char *line, size_t size) {
+  size_t len = 0;
+  ssize_t n;
+  while (len < size - 1 &&
+         ((n = read(fd, line + len, size - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
+    if (n > 0)
+      len += (size_t)n;
+  line[len] = 0;
+}
 
+/* Forks the daemon that mounts and serves, and returns once it has
+ * reported: "ok" (the mount is in place) or an error, printed here. */
+static int mount_background(fs_mount_opts_t *opts) {
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC)) {
-    fprintf(stderr, "taskfs mount: cannot create a pipe: %s\n", strerror(errno));
+    cli_error("mount", "cannot create a pipe: %s", strerror(errno));
     return CLI_EXIT_SYSTEM;
   }
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "taskfs mount: cannot fork: %s\n", strerror(errno));
+    cli_error("mount", "cannot fork: %s", strerror(errno));
     return CLI_EXIT_SYSTEM;
   }
   if (pid == 0) {
@@ -148,30 +138,56 @@ int cmd_mount(int argc, char **argv) {
     setsid();
     if (chdir("/"))
       _exit(CLI_EXIT_SYSTEM); /* "/" always exists; the parent reports the death */
-    opts.ready_fd = pfd[1];
-    opts.use_syslog = 1;
-    opts.detach = 1;
-    _exit(tfs_mount_run(&opts) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK);
+    opts->ready_fd = pfd[1];
+    opts->use_syslog = 1;
+    opts->detach = 1;
+    _exit(fs_mount_run(opts) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK);
   }
   close(pfd[1]);
   char line[1024];
-  size_t len = 0;
-  ssize_t n;
-  while (len < sizeof line - 1 &&
-         ((n = read(pfd[0], line + len, sizeof line - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
-    if (n > 0)
-      len += (size_t)n;
+  read_report(pfd[0], line, sizeof line);
   close(pfd[0]);
-  line[len] = 0;
   if (!strncmp(line, "ok", 2)) {
-    printf("taskfs mount: %s mounted on %s (pid %d); unmount with: taskfs umount %s\n", state_abs,
-           mnt_abs, (int)pid, mnt_abs);
+    printf("taskfs mount: %s mounted on %s (pid %d); unmount with: taskfs umount %s\n",
+           opts->state_dir, opts->mountpoint, (int)pid, opts->mountpoint);
     return CLI_EXIT_OK;
   }
   int st;
   waitpid(pid, &st, 0);
   line[strcspn(line, "\n")] = 0;
-  fprintf(stderr, "taskfs mount: %s\n",
-          !strncmp(line, "error: ", 7) ? line + 7 : "the mount process died before mounting");
+  cli_error("mount", "%s",
+            !strncmp(line, "error: ", 7) ? line + 7 : "the mount process died before mounting");
   return CLI_EXIT_SYSTEM;
+}
+
+int cmd_mount(int argc, char **argv) {
+  static const struct option opts[] = {{"foreground", no_argument, NULL, 'f'},
+                                       {"allow-other", no_argument, NULL, 'a'},
+                                       {NULL, 0, NULL, 0}};
+  cli_opts_t o = CLI_OPTS("mount", usage_text, "f", opts);
+  o.flags = CLI_OPT_IN_ORDER;
+  char state_abs[PATH_MAX], mnt_abs[PATH_MAX];
+  int foreground = 0, allow_other = 0, c;
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
+    if (c == 'f')
+      foreground = 1;
+    else
+      allow_other = 1; /* --allow-other */
+  }
+  if (c < 0)
+    return o.code;
+  if (argc - optind > 1)
+    return cli_usage_error("mount", "too many arguments; give at most one MOUNTPOINT");
+  int code = mount_paths(o.state_dir, optind < argc ? argv[optind] : NULL, state_abs, mnt_abs);
+  if (code)
+    return code;
+  fs_mount_opts_t mo = {.state_dir = state_abs,
+                        .mountpoint = mnt_abs,
+                        .allow_other = allow_other,
+                        .use_syslog = 0,
+                        .ready_fd = -1,
+                        .detach = 0};
+  if (foreground)
+    return fs_mount_run(&mo) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK;
+  return mount_background(&mo);
 }

@@ -1,7 +1,6 @@
 /* taskfs prune --keep N: deletes the oldest tasks so that at most N remain.
  * A task whose supervisor is alive is never deleted, so more than N may
  * remain while tasks run. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -17,51 +16,37 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 111 system failure.\n";
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 111 system failure.\n";
 
 int cmd_prune(int argc, char **argv) {
   static const struct option opts[] = {
       {"keep", required_argument, NULL, 'k'},
-      {"state-dir", required_argument, NULL, 'S'},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *state_dir = NULL;
+  cli_opts_t o = CLI_OPTS("prune", usage_text, "", opts);
   const char *keep_arg = NULL;
   int64_t keep;
   tfs_store_t *store;
   char q[96];
   int c, rc;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'k':
-      keep_arg = optarg;
-      break;
-    case 'S':
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      return CLI_EXIT_OK;
-    default:
-      return cli_bad_option("prune", argv, c);
-    }
-  }
-  if (optind < argc)
-    return cli_usage_error("prune", "unexpected argument '%s'",
-                           cli_quote(argv[optind], q, sizeof q));
+  while ((c = cli_getopt(&o, argc, argv)) > 0)
+    keep_arg = optarg; /* --keep, the one option of the verb's own */
+  if (c < 0)
+    return o.code;
+  if ((rc = cli_no_operands("prune", argc, argv, NULL)))
+    return rc;
   if (!keep_arg)
     return cli_usage_error("prune", "--keep N is required (how many of the newest tasks to keep)");
   if (cli_parse_i64(keep_arg, &keep))
     return cli_usage_error("prune", "--keep wants a whole number >= 0, not '%s'",
                            cli_quote(keep_arg, q, sizeof q));
-  rc = cli_open_store("prune", state_dir, 0, &store);
+  rc = cli_open_store(&o, 0, &store);
   if (rc)
     return rc;
   if (!store) {
     printf("deleted 0 tasks (there is no store yet)\n");
-    return CLI_EXIT_OK;
+    return cli_flush_stdout("prune", CLI_EXIT_OK);
   }
   rc = tfs_task_prune(store, (size_t)keep);
   if (rc < 0) {
@@ -76,5 +61,5 @@ int cmd_prune(int argc, char **argv) {
   else
     printf("deleted %d task%s\n", rc, rc == 1 ? "" : "s");
   tfs_store_close(store);
-  return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_SYSTEM;
+  return cli_flush_stdout("prune", CLI_EXIT_OK);
 }

@@ -1,12 +1,17 @@
-/* taskfs run [OPTIONS] -- CMD [ARG...]: creates a task, starts its own
- * detached supervisor (tfs_launch), prints the task id, and returns once
- * the worker is running; --wait / --follow then stay until the task ends.
+/* taskfs run [OPTIONS] -- CMD [ARG...]: creates a task, prints its id,
+ * starts its own detached supervisor, and returns once the worker is
+ * running; --wait / --follow then stay until the task ends. Starting is
+ * the core's one path (tfs_task_start_create, then tfs_task_start_launch:
+ * the id is printed between the two), key adoption included.
  *
  * With --key the task is idempotent: the same key with the same command and
  * working directory names the existing task (nothing runs twice); --rerun
  * runs an ended keyed task again; a different command under a key is a
- * usage error. Environment values given with --env travel only in the
- * supervisor's environment; the record keeps their names. */
+ * usage error. Environment values (--env NAME from this process's
+ * environment, --env-file FILE, or --env NAME=VALUE, which every local
+ * user can read on this command line) travel to the supervisor in a
+ * memfd, never on a command line or on disk; the record keeps their
+ * names. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -19,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/verbs.h"
 #include "taskfs/supervise.h"
+#include "taskfs/text.h"
 
 static const char usage_text[] =
     "usage: taskfs run [OPTIONS] [--] CMD [ARG...]\n"
@@ -31,52 +37,62 @@ static const char usage_text[] =
     "                        same command and directory, print its id, run nothing\n"
     "  --rerun               with --key: run an ended task of that key again\n"
     "  --cwd DIR             working directory (default: the current one)\n"
-    "  --env NAME=VALUE      set a variable for CMD (repeatable; the value is never\n"
-    "                        written to disk, only the name)\n"
+    "  --env NAME            give CMD the variable NAME with its value here\n"
+    "                        (repeatable; values are never written to disk, only\n"
+    "                        names, and are on no command line)\n"
+    "  --env-file FILE       the same for each NAME=VALUE line of FILE (blank lines\n"
+    "                        and lines starting with # are skipped; the value is\n"
+    "                        the rest of the line, as it is)\n"
+    "  --env NAME=VALUE      set a variable for CMD; this VALUE is on this command\n"
+    "                        line, which every local user can read (ps): secrets\n"
+    "                        go by --env NAME or --env-file\n"
     "  --restart POLICY      no (default), on-failure or always\n"
-    "  --min-uptime MS       a worker exiting sooner counts as a quick death\n"
-    "                        (default 1000)\n"
-    "  --max-restarts N      restarts allowed after quick deaths in a row; one more\n"
-    "                        quick death ends the task failed, 'crash loop' (default 5)\n"
-    "  --grace MS            after a stop request, SIGTERM, then SIGKILL after MS\n"
-    "                        (default 5000)\n"
+    "  --max-restarts N      restart at most N times in all, whatever the uptime\n"
+    "                        (default: no limit)\n"
+    "  --min-uptime D        a worker that exits within D exits quickly (default 1s)\n"
+    "  --max-quick-restarts N\n"
+    "                        restarts allowed after quick exits in a row; the next\n"
+    "                        quick exit ends them: a crash loop (default 5)\n"
+    "  --grace D             after a stop request: SIGTERM, then SIGKILL after D\n"
+    "                        (default 5s)\n"
     "  --important-k K       keep the first and last K important lines (default 20)\n"
+    "  --stderr MODE         merged (default): stdout and stderr in one stream, in\n"
+    "                        the order CMD wrote them (as 'CMD > file 2>&1');\n"
+    "                        split: two pipes and a stderr-lines file naming the\n"
+    "                        stderr lines (lines written close together to both\n"
+    "                        streams may then appear in another order)\n"
     "  --wait                wait for the task to end; exit with its exit code\n"
     "  --follow              print its output until it ends; exit with its exit code\n"
     "  --state-dir DIR       use the store in DIR\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Exit codes: 0 started (or already known under --key), 100 usage (also: the key\n"
-    "names a different command), 111 system failure, 127 CMD could not start (not\n"
-    "found, not executable, bad --cwd; the id is still printed). With --wait or\n"
-    "--follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
-    "signal N; cancelled 130; lost 102).\n";
+    "A duration D is a number with a unit: 500ms, 10s, 5m, 1h; a bare number is\n"
+    "seconds. When a limit ends the restarts, the task ends as its last worker\n"
+    "did (exit 0: completed, else failed).\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 started (or already known under --key), 100 usage (also: the key names a\n"
+    "  different command), 111 system failure, 127 CMD could not start (not found,\n"
+    "  not executable, bad --cwd; the id is still printed). With --wait or\n"
+    "  --follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
+    "  signal N; cancelled 130; lost 102).\n";
 
 enum {
   OPT_KEY = 256,
   OPT_RERUN,
   OPT_CWD,
   OPT_ENV,
+  OPT_ENV_FILE,
   OPT_RESTART,
   OPT_MIN_UPTIME,
   OPT_MAX_RESTARTS,
+  OPT_MAX_QUICK,
   OPT_GRACE,
   OPT_IMPORTANT_K,
+  OPT_STDERR,
   OPT_WAIT,
   OPT_FOLLOW,
-  OPT_STATE_DIR,
 };
-
-/* Length of NAME in NAME=VALUE (a shell-style name), 0 if malformed. */
-static size_t env_name_len(const char *s) {
-  size_t i = 0;
-  if (!(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return 0;
-  while (s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-         (s[i] >= '0' && s[i] <= '9'))
-    i++;
-  return s[i] == '=' ? i : 0;
-}
 
 /* Makes dir absolute without requiring it to exist: a missing directory is
  * the task's start failure to report, not a usage error. */
@@ -94,12 +110,324 @@ static char *absolute_dir(const char *dir) {
   return out;
 }
 
-static int parse_ms(const char *opt, const char *arg, int64_t *out) {
+/* Everything the command line of `run` says. */
+typedef struct {
+  tfs_task_spec_t spec;
+  const char *cwd_arg;
+  int wait, follow, nenv;
+  size_t cap;   /* slots of env and names */
+  char **env;   /* NAME=VALUE (malloc'ed), for the supervisor's environment only */
+  char **names; /* NAME (malloc'ed), for the record */
+  char *cwd;
+} run_args_t;
+
+static int run_args_init(run_args_t *a, int argc) {
+  memset(a, 0, sizeof *a);
+  a->spec = (tfs_task_spec_t){
+      .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  return CLI_EXIT_OK;
+}
+
+static void run_args_free(run_args_t *a) {
+  for (int i = 0; i < a->nenv; i++) {
+    free(a->names[i]);
+    free(a->env[i]);
+  }
+  free(a->names);
+  free(a->env);
+  free(a->cwd);
+}
+
+/* Keeps one NAME=VALUE (len: the name's length) for the supervisor's
+ * environment and its name for the record. */
+static int env_add(run_args_t *a, const char *pair, size_t len) {
+  if ((size_t)a->nenv + 1 >= a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 8;
+    char **e = realloc(a->env, cap * sizeof *e);
+    if (e)
+      a->env = e;
+    char **n = e ? realloc(a->names, cap * sizeof *n) : NULL;
+    if (!n) {
+      cli_error("run", "out of memory");
+      return CLI_EXIT_SYSTEM;
+    }
+    a->names = n;
+    a->cap = cap;
+  }
+  char *p = strdup(pair), *name = strndup(pair, len);
+  if (!p || !name) {
+    free(p);
+    free(name);
+    cli_error("run", "out of memory");
+    return CLI_EXIT_SYSTEM;
+  }
+  a->env[a->nenv] = p;
+  a->names[a->nenv++] = name;
+  a->env[a->nenv] = a->names[a->nenv] = NULL;
+  return CLI_EXIT_OK;
+}
+
+/* --env NAME=VALUE, or --env NAME: the value this process has for NAME,
+ * so that it is on no command line. */
+static int run_env(run_args_t *a, const char *arg) {
   char q[96];
-  if (cli_parse_i64(arg, out))
-    return cli_usage_error("run", "%s wants a number of milliseconds, not '%s'", opt,
+  size_t l = tfs_env_name_len(arg);
+  if (l)
+    return env_add(a, arg, l);
+  if (!tfs_env_name_valid(arg))
+    return cli_usage_error("run", "--env wants NAME or NAME=VALUE, not '%s'",
                            cli_quote(arg, q, sizeof q));
-  return 0;
+  const char *v = getenv(arg);
+  if (!v)
+    return cli_usage_error("run",
+                           "--env %s: %s is not set here; set it (export %s=...), or use "
+                           "--env-file FILE",
+                           arg, arg, arg);
+  char *pair;
+  if (asprintf(&pair, "%s=%s", arg, v) < 0) {
+    cli_error("run", "out of memory");
+    return CLI_EXIT_SYSTEM;
+  }
+  int code = env_add(a, pair, strlen(arg));
+  free(pair);
+  return code;
+}
+
+#define ENV_FILE_MAX (1 << 20)
+
+/* Reads all of path (at most ENV_FILE_MAX bytes, no NUL) into *text. */
+static int env_file_read(const char *path, char **text) {
+  char q[96];
+  FILE *f = fopen(path, "re");
+  if (!f) {
+    cli_error("run", "cannot read --env-file %s: %s", cli_quote(path, q, sizeof q),
+              strerror(errno));
+    return CLI_EXIT_SYSTEM;
+  }
+  char *buf = malloc(ENV_FILE_MAX + 1);
+  size_t n = buf ? fread(buf, 1, ENV_FILE_MAX + 1, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf || bad) {
+    free(buf);
+    cli_error("run", "cannot read --env-file %s: %s", cli_quote(path, q, sizeof q),
+              buf ? "read error" : "out of memory");
+    return CLI_EXIT_SYSTEM;
+  }
+  if (n > ENV_FILE_MAX || memchr(buf, 0, n)) {
+    free(buf);
+    return cli_usage_error("run", "--env-file %s is %s", cli_quote(path, q, sizeof q),
+                           n > ENV_FILE_MAX ? "larger than 1 MiB" : "not text (it holds a NUL)");
+  }
+  buf[n] = 0;
+  *text = buf;
+  return CLI_EXIT_OK;
+}
+
+/* --env-file FILE: a NAME=VALUE per line, the value the rest of the line
+ * as it is (no quoting, a trailing \r dropped); blank lines and lines whose
+ * first non-blank is # are skipped. A bad line is named by its number. */
+static int run_env_file(run_args_t *a, const char *path) {
+  char q[96], *text = NULL;
+  int code = env_file_read(path, &text);
+  if (code)
+    return code;
+  int lineno = 0;
+  for (char *line = text, *next; line && !code; line = next) {
+    lineno++;
+    next = strchr(line, '\n');
+    if (next)
+      *next++ = 0;
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\r')
+      line[--len] = 0;
+    const char *p = line + strspn(line, " \t");
+    if (!*p || *p == '#')
+      continue;
+    size_t l = tfs_env_name_len(line);
+    if (!l)
+      code = cli_usage_error("run",
+                             "%s:%d: not NAME=VALUE (a NAME of letters, digits and _, not "
+                             "starting with a digit, then =)",
+                             cli_quote(path, q, sizeof q), lineno);
+    else
+      code = env_add(a, line, l);
+  }
+  free(text);
+  return code;
+}
+
+/* A count option within [lo, hi]. */
+static int parse_count(const char *opt, const char *arg, int64_t lo, int64_t hi, int *out) {
+  char q[96];
+  int64_t v;
+  if (cli_parse_i64(arg, &v) || v < lo || v > hi)
+    return lo > 0 ? cli_usage_error("run", "%s wants a count from %lld to %lld, not '%s'", opt,
+                                    (long long)lo, (long long)hi, cli_quote(arg, q, sizeof q))
+                  : cli_usage_error("run", "%s wants a count, not '%s'", opt,
+                                    cli_quote(arg, q, sizeof q));
+  *out = (int)v;
+  return CLI_EXIT_OK;
+}
+
+/* Takes one option into the arguments; returns an exit code (0: go on). */
+static int run_option(run_args_t *a, int c, const char *arg) {
+  char q[96];
+  switch (c) {
+  case OPT_KEY:
+    a->spec.key = arg;
+    if (!tfs_key_valid(arg))
+      return cli_usage_error("run", "'%s' is not a valid key (1 to %d of A-Z a-z 0-9 . _ : -)",
+                             cli_quote(arg, q, sizeof q), TFS_KEY_MAX);
+    return CLI_EXIT_OK;
+  case OPT_RERUN:
+    a->spec.rerun = 1;
+    return CLI_EXIT_OK;
+  case OPT_CWD:
+    a->cwd_arg = arg;
+    return CLI_EXIT_OK;
+  case OPT_ENV:
+    return run_env(a, arg);
+  case OPT_ENV_FILE:
+    return run_env_file(a, arg);
+  case OPT_RESTART:
+    if (tfs_restart_parse(arg, &a->spec.restart))
+      return cli_usage_error("run", "--restart is no, on-failure or always, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
+  case OPT_MIN_UPTIME:
+    return cli_duration_opt("run", "--min-uptime", arg, &a->spec.min_uptime_ms);
+  case OPT_GRACE:
+    return cli_duration_opt("run", "--grace", arg, &a->spec.grace_ms);
+  case OPT_MAX_RESTARTS:
+    return parse_count("--max-restarts", arg, 0, 1000000, &a->spec.max_restarts);
+  case OPT_MAX_QUICK: {
+    int n, code = parse_count("--max-quick-restarts", arg, 0, 1000000, &n);
+    a->spec.crash_loop_exits = n + 1; /* the quick exit after N restarts ends them */
+    return code;
+  }
+  case OPT_IMPORTANT_K:
+    return parse_count("--important-k", arg, 1, 10000, &a->spec.important_k);
+  case OPT_STDERR:
+    if (tfs_stderr_parse(arg, &a->spec.stderr_mode))
+      return cli_usage_error("run", "--stderr is merged or split, not '%s'",
+                             cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
+  case OPT_WAIT:
+    a->wait = 1;
+    return CLI_EXIT_OK;
+  case OPT_FOLLOW:
+    a->follow = 1;
+    return CLI_EXIT_OK;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* Checks what follows the options (CMD and its arguments) and the
+ * options that only make sense together, and fixes the working
+ * directory. */
+static int run_operands(run_args_t *a, int argc, char **argv) {
+  if (optind < argc && !strcmp(argv[optind], "--"))
+    optind++;
+  if (optind >= argc)
+    return cli_usage_error("run", "what should run? give the command after the options, "
+                                  "e.g. 'taskfs run -- make test'");
+  if (!argv[optind][0])
+    return cli_usage_error("run", "the command name is empty");
+  if (a->wait && a->follow)
+    return cli_usage_error("run", "--wait and --follow exclude each other (--follow also waits)");
+  if (a->spec.rerun && !a->spec.key)
+    return cli_usage_error("run", "--rerun only makes sense with --key");
+  a->cwd = absolute_dir(a->cwd_arg ? a->cwd_arg : ".");
+  if (!a->cwd) {
+    cli_error("run", "cannot tell the current directory (%s); pass --cwd DIR", strerror(errno));
+    return CLI_EXIT_SYSTEM;
+  }
+  a->spec.argv = argv + optind;
+  a->spec.cwd = a->cwd;
+  a->spec.env_names = a->names;
+  return CLI_EXIT_OK;
+}
+
+/* Step one of tfs_task_start: creates the task, or finds the one its key
+ * already names (adopting one stranded in queued: st->launch). */
+static int create_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st) {
+  int err = tfs_task_start_create(store, &a->spec, st);
+  if (err == TFS_EKEYCONFLICT) {
+    char other[TFS_ID_MAX + 1] = "?";
+    tfs_key_lookup(store, a->spec.key, other);
+    cli_error("run",
+              "key '%s' already names task %s, which runs a different command or directory; "
+              "use another key (or 'taskfs show %s' to see it)",
+              a->spec.key, other, other);
+    return CLI_EXIT_USAGE;
+  }
+  if (err && st->id[0]) {
+    printf("%s\n", st->id); /* made, but its record does not read back */
+    cli_error("run", "cannot read the record of the new task %s: %s", st->id, tfs_strerror(err));
+    return cli_exit_for(err);
+  }
+  if (err) {
+    cli_error("run", "cannot create the task in %s: %s", tfs_store_path(store), tfs_strerror(err));
+    return cli_exit_for(err);
+  }
+  if (st->ended && !a->wait && !a->follow)
+    cli_error("run",
+              "key '%s' names task %s, which has ended (%s); not run again (add --rerun "
+              "to run it again)",
+              a->spec.key, st->id, tfs_state_name(st->rec.state));
+  return CLI_EXIT_OK;
+}
+
+/* Step two: starts the task's supervisor when it needs one and waits until
+ * the worker runs (or could not start: 127, the reason on stderr). */
+static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st) {
+  tfs_launch_opts_t lo = {.env = a->env, .wait_ms = 30000};
+  if (!st->launch)
+    return CLI_EXIT_OK;
+  tfs_task_start_launch(store, &lo, st);
+  if (st->launch_err) {
+    cli_error("run", "cannot start the supervisor of task %s: %s", st->id,
+              tfs_strerror(st->launch_err));
+    return cli_exit_for(st->launch_err);
+  }
+  if (st->not_started) {
+    cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
+    return CLI_EXIT_NOSTART;
+  }
+  if (st->rec.state == TFS_QUEUED)
+    cli_error("run",
+              "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
+              "tells when it does",
+              st->id, st->id);
+  return CLI_EXIT_OK;
+}
+
+/* Creates the task, prints its id and launches it. From creating the task
+ * to its supervisor holding it, an interrupted run would leave a queued
+ * task nobody runs: Ctrl-C and friends wait until the launch is done (a
+ * closed stdout must not kill us either). */
+static int run_start(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX + 1]) {
+  sigset_t hold, old_mask;
+  tfs_start_t st;
+  sigemptyset(&hold);
+  sigaddset(&hold, SIGINT);
+  sigaddset(&hold, SIGTERM);
+  sigaddset(&hold, SIGHUP);
+  sigaddset(&hold, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  signal(SIGPIPE, SIG_IGN);
+  int code = create_task(store, a, &st);
+  if (!code) {
+    /* The id first, whatever happens next, so a script always learns it. */
+    printf("%s\n", st.id);
+    fflush(stdout);
+    code = launch_task(store, a, &st);
+  }
+  snprintf(id, TFS_ID_MAX + 1, "%s", st.id);
+  tfs_start_free(&st);
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
+  return code;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -108,253 +436,44 @@ int cmd_run(int argc, char **argv) {
       {"rerun", no_argument, NULL, OPT_RERUN},
       {"cwd", required_argument, NULL, OPT_CWD},
       {"env", required_argument, NULL, OPT_ENV},
+      {"env-file", required_argument, NULL, OPT_ENV_FILE},
       {"restart", required_argument, NULL, OPT_RESTART},
       {"min-uptime", required_argument, NULL, OPT_MIN_UPTIME},
       {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
+      {"max-quick-restarts", required_argument, NULL, OPT_MAX_QUICK},
       {"grace", required_argument, NULL, OPT_GRACE},
       {"important-k", required_argument, NULL, OPT_IMPORTANT_K},
+      {"stderr", required_argument, NULL, OPT_STDERR},
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
-      {"state-dir", required_argument, NULL, OPT_STATE_DIR},
-      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  const char *key = NULL, *cwd_arg = NULL, *state_dir = NULL;
-  int rerun = 0, wait = 0, follow = 0, nenv = 0, held = 0, c, code;
-  char q[96];
-  int64_t v;
-  tfs_task_spec_t spec = {
-      .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
-  char **env = calloc((size_t)argc + 1, sizeof *env);
-  char **names = calloc((size_t)argc + 1, sizeof *names);
-  char *cwd = NULL;
+  /* In order: options end at CMD, so CMD's own options are never taken. */
+  cli_opts_t o = CLI_OPTS("run", usage_text, "", opts);
+  o.flags = CLI_OPT_IN_ORDER;
   tfs_store_t *store = NULL;
-  tfs_record_t rec;
-  memset(&rec, 0, sizeof rec);
-  if (!env || !names) {
-    cli_error("run", "out of memory");
-    code = CLI_EXIT_SYSTEM;
-    goto out;
-  }
-
-  optind = 1;
-  opterr = 0;
-  /* "+": options end at CMD, so CMD's own options are never taken. */
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
-    code = 0;
-    switch (c) {
-    case OPT_KEY:
-      if (!tfs_key_valid(optarg))
-        code = cli_usage_error("run", "'%s' is not a valid key (1 to %d of A-Z a-z 0-9 . _ : -)",
-                               cli_quote(optarg, q, sizeof q), TFS_KEY_MAX);
-      key = optarg;
-      break;
-    case OPT_RERUN:
-      rerun = 1;
-      break;
-    case OPT_CWD:
-      cwd_arg = optarg;
-      break;
-    case OPT_ENV: {
-      size_t l = env_name_len(optarg);
-      if (!l) {
-        code = cli_usage_error("run", "--env wants NAME=VALUE, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-        break;
-      }
-      env[nenv] = optarg;
-      names[nenv] = strndup(optarg, l);
-      if (!names[nenv++]) {
-        cli_error("run", "out of memory");
-        code = CLI_EXIT_SYSTEM;
-      }
-      break;
-    }
-    case OPT_RESTART:
-      if (tfs_restart_parse(optarg, &spec.restart))
-        code = cli_usage_error("run", "--restart is no, on-failure or always, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      break;
-    case OPT_MIN_UPTIME:
-      code = parse_ms("--min-uptime", optarg, &spec.min_uptime_ms);
-      break;
-    case OPT_GRACE:
-      code = parse_ms("--grace", optarg, &spec.grace_ms);
-      break;
-    case OPT_MAX_RESTARTS:
-      if (cli_parse_i64(optarg, &v) || v > 1000000)
-        code = cli_usage_error("run", "--max-restarts wants a count, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      spec.max_restarts = (int)v;
-      break;
-    case OPT_IMPORTANT_K:
-      if (cli_parse_i64(optarg, &v) || v < 1 || v > 10000)
-        code = cli_usage_error("run", "--important-k wants a count from 1 to 10000, not '%s'",
-                               cli_quote(optarg, q, sizeof q));
-      spec.important_k = (int)v;
-      break;
-    case OPT_WAIT:
-      wait = 1;
-      break;
-    case OPT_FOLLOW:
-      follow = 1;
-      break;
-    case OPT_STATE_DIR:
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      code = CLI_EXIT_OK;
-      goto out;
-    default:
-      code = cli_bad_option("run", argv, c);
-    }
-    if (code)
-      goto out;
-  }
-  if (optind < argc && !strcmp(argv[optind], "--"))
-    optind++;
-  if (optind >= argc) {
-    code = cli_usage_error("run", "what should run? give the command after the options, "
-                                  "e.g. 'taskfs run -- make test'");
-    goto out;
-  }
-  if (!argv[optind][0]) {
-    code = cli_usage_error("run", "the command name is empty");
-    goto out;
-  }
-  if (wait && follow) {
-    code = cli_usage_error("run", "--wait and --follow exclude each other (--follow also waits)");
-    goto out;
-  }
-  if (rerun && !key) {
-    code = cli_usage_error("run", "--rerun only makes sense with --key");
-    goto out;
-  }
-  cwd = absolute_dir(cwd_arg ? cwd_arg : ".");
-  if (!cwd) {
-    cli_error("run", "cannot tell the current directory (%s); pass --cwd DIR", strerror(errno));
-    code = CLI_EXIT_SYSTEM;
-    goto out;
-  }
-
-  code = cli_open_store("run", state_dir, 1, &store);
+  char id[TFS_ID_MAX + 1];
+  run_args_t a;
+  int c, code = run_args_init(&a, argc);
   if (code)
     goto out;
-  spec.argv = argv + optind;
-  spec.cwd = cwd;
-  spec.key = key;
-  spec.env_names = names;
-  spec.rerun = rerun;
-  char id[TFS_ID_MAX + 1];
-  int existed = 0;
-  /* From creating the task to its supervisor holding it, an interrupted
-   * run would leave a queued task nobody runs: Ctrl-C and friends wait
-   * until the launch is done (a closed stdout must not kill us either). */
-  sigset_t hold, old_mask;
-  sigemptyset(&hold);
-  sigaddset(&hold, SIGINT);
-  sigaddset(&hold, SIGTERM);
-  sigaddset(&hold, SIGHUP);
-  sigaddset(&hold, SIGQUIT);
-  sigprocmask(SIG_BLOCK, &hold, &old_mask);
-  signal(SIGPIPE, SIG_IGN);
-  held = 1;
-  int err = tfs_task_create(store, &spec, id, &existed);
-  if (err == TFS_EKEYCONFLICT) {
-    char other[TFS_ID_MAX + 1] = "?";
-    tfs_key_lookup(store, key, other);
-    cli_error("run",
-              "key '%s' already names task %s, which runs a different command or directory; "
-              "use another key (or 'taskfs show %s' to see it)",
-              key, other, other);
-    code = CLI_EXIT_USAGE;
+  while ((c = cli_getopt(&o, argc, argv)) > 0)
+    if ((code = run_option(&a, c, optarg)))
+      goto out;
+  if (c < 0) {
+    code = o.code;
     goto out;
   }
-  if (err) {
-    cli_error("run", "cannot create the task in %s: %s", tfs_store_path(store), tfs_strerror(err));
-    code = cli_exit_for(err);
+  if ((code = run_operands(&a, argc, argv)) || (code = cli_open_store(&o, 1, &store)) ||
+      (code = run_start(store, &a, id)))
     goto out;
-  }
-  /* The id first, whatever happens next, so a script always learns it. */
-  printf("%s\n", id);
-  fflush(stdout);
-
-  int launch = !existed;
-  if (existed) {
-    memset(&rec, 0, sizeof rec);
-    err = tfs_task_load(store, id, &rec);
-    if (err == 0 && tfs_state_terminal(rec.state) && !wait && !follow)
-      cli_error("run",
-                "key '%s' names task %s, which has ended (%s); not run again (add --rerun "
-                "to run it again)",
-                key, id, tfs_state_name(rec.state));
-    /* Queued with no supervisor: its launcher died between creating and
-     * launching it. Adopt it, or the key would be wedged for ever. Should
-     * the first launch still be on its way, the later of the two
-     * supervisors finds the task taken and leaves. */
-    if (err == 0 && rec.state == TFS_QUEUED && tfs_task_alive(store, id) == 0)
-      launch = 1;
-    tfs_record_free(&rec);
-    memset(&rec, 0, sizeof rec);
-  }
-  if (launch) {
-    tfs_launch_opts_t lo = {.env = env, .wait_ms = 30000};
-    err = tfs_launch(store, id, &lo, &rec);
-    if (err) {
-      cli_error("run", "cannot start the supervisor of task %s: %s", id, tfs_strerror(err));
-      code = cli_exit_for(err);
-      goto out;
-    }
-    if (rec.state == TFS_FAILED && rec.nexits == 0) {
-      cli_error("run", "%s", rec.reason ? rec.reason : "the command could not start");
-      code = CLI_EXIT_NOSTART;
-      goto out;
-    }
-    if (rec.state == TFS_QUEUED)
-      cli_error("run",
-                "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
-                "tells when it does",
-                id, id);
-    tfs_record_free(&rec);
-    memset(&rec, 0, sizeof rec);
-  }
-
-  sigprocmask(SIG_SETMASK, &old_mask, NULL);
-  held = 0;
-  if (follow) {
+  if (a.follow)
     code = cli_follow(store, id, -1, STDOUT_FILENO);
-  } else if (wait) {
-    int rc = cli_wait_end(store, id, -1, &rec);
-    if (rc == 2) {
-      code = CLI_EXIT_CANCELLED; /* interrupted: the task itself runs on */
-    } else if (rc < 0) {
-      cli_error("run", "cannot wait for task %s: %s", id, tfs_strerror(rc));
-      code = cli_exit_for(rc);
-    } else {
-      if (rec.state == TFS_LOST && tfs_task_settle_lost(store, id) >= 0) {
-        tfs_record_free(&rec);
-        memset(&rec, 0, sizeof rec);
-        tfs_task_load(store, id, &rec);
-      }
-      if (rec.state != TFS_COMPLETED && rec.reason)
-        cli_error("run", "task %s %s: %s", id, tfs_state_name(rec.state), rec.reason);
-      code = cli_exit_for_record(&rec);
-    }
-  } else {
-    code = CLI_EXIT_OK;
-  }
-
+  else if (a.wait)
+    code = cli_wait_report("run", store, id, -1);
 out:
-  if (held)
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
-  tfs_record_free(&rec);
   if (store)
     tfs_store_close(store);
-  for (int i = 0; names && names[i]; i++)
-    free(names[i]);
-  free(names);
-  free(env);
-  free(cwd);
+  run_args_free(&a);
   return code;
 }

@@ -2,83 +2,26 @@
  * lost state computed (a record that says running while nobody holds the
  * task lock reads lost). A corrupt record is reported with what is wrong
  * and what to do about it. */
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs show [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs show [--state-dir DIR] [--foreign-store] ID|KEY\n"
     "\n"
     "Prints the task's record (record.json) as indented JSON. A task whose\n"
     "supervisor died without recording an end reads \"state\": \"lost\".\n"
     "\n"
     "  --state-dir DIR  use the store in DIR\n"
+    "  --foreign-store  read another user's store (root), changing nothing in it\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 100 usage, 101 no such task, 111 unreadable record or\n"
-    "system failure.\n";
-
-/* Says precisely why record.json of id does not load: reads it again and
- * runs the parser with an error buffer. */
-static void describe_corrupt(tfs_store_t *store, const char *id, char *msg, size_t len) {
-  char *buf = NULL;
-  size_t cap = 0, n = 0;
-  ssize_t r;
-  int fd = tfs_task_openat(store, id, "record.json", O_RDONLY, 0);
-  if (fd < 0) {
-    snprintf(msg, len, "%s",
-             fd == -ELOOP || fd == TFS_ESYMLINK ? "it is a symlink" : tfs_strerror(fd));
-    return;
-  }
-  for (;;) {
-    if (cap - n < 4096) {
-      if (cap >= TFS_RECORD_MAX + 8192) {
-        snprintf(msg, len, "it is larger than %d bytes", TFS_RECORD_MAX);
-        goto done;
-      }
-      char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
-      if (!nb) {
-        snprintf(msg, len, "out of memory");
-        goto done;
-      }
-      buf = nb;
-    }
-    r = read(fd, buf + n, cap - n - 1);
-    if (r < 0) {
-      snprintf(msg, len, "%s", errno == EISDIR ? "it is a directory" : strerror(errno));
-      goto done;
-    }
-    if (r == 0)
-      break;
-    n += (size_t)r;
-  }
-  if (n == 0) {
-    snprintf(msg, len, "it is empty");
-    goto done;
-  }
-  {
-    tfs_record_t rec;
-    char err[256] = "";
-    memset(&rec, 0, sizeof rec); /* the loader initializes it */
-    int rc = tfs_record_parse(buf, n, &rec, err, sizeof err);
-    tfs_record_free(&rec);
-    if (rc < 0)
-      snprintf(msg, len, "%s", err[0] ? err : tfs_strerror(rc));
-    else
-      snprintf(msg, len, "it could not be loaded");
-  }
-done:
-  free(buf);
-  close(fd);
-}
+    "EXIT STATUS\n"
+    "  0 ok, 100 usage, 101 no such task, 111 unreadable record or system failure.\n";
 
 /* Re-indents the dumped JSON so the output is stable whatever layout the
  * core's dumper picks. */
@@ -93,41 +36,27 @@ static char *pretty(const char *json) {
 }
 
 int cmd_show(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"state-dir", required_argument, NULL, 'S'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  const char *state_dir = NULL;
+  cli_opts_t o = CLI_OPTS_READ("show", usage_text, "", NULL);
   char id[TFS_ID_MAX + 1];
   tfs_store_t *store;
   tfs_record_t rec;
   int c, rc, code;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'S':
-      state_dir = optarg;
-      break;
-    case 'h':
-      fputs(usage_text, stdout);
-      return CLI_EXIT_OK;
-    default:
-      return cli_bad_option("show", argv, c);
-    }
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
   }
-  code = cli_open_one_task("show", state_dir, argc, argv, optind, &store, id);
+  if (c < 0)
+    return o.code;
+  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
   if (code)
     return code;
-  memset(&rec, 0, sizeof rec); /* the loader initializes it */
-  rc = tfs_task_load(store, id, &rec);
+  char why[320];
+  rc = tfs_task_load_reason(store, id, &rec, why, sizeof why);
   if (rc == TFS_ECORRUPT) {
-    char why[320];
-    describe_corrupt(store, id, why, sizeof why);
+    char dir[PATH_MAX];
+    if (tfs_task_path(store, id, dir, sizeof dir))
+      snprintf(dir, sizeof dir, "its directory");
     cli_error("show",
-              "record.json of %s is corrupt: %s; 'taskfs prune' or deleting %s/tasks/%s "
-              "removes it",
-              id, why, tfs_store_path(store), id);
+              "the record of task %s is corrupt: %s; 'taskfs prune' or deleting %s removes it", id,
+              why, dir);
     tfs_store_close(store);
     return CLI_EXIT_SYSTEM;
   }
@@ -136,8 +65,8 @@ int cmd_show(int argc, char **argv) {
     if (rc == TFS_ENOTASK)
       cli_error("show", "no task %s (it was just deleted?); 'taskfs ls' lists tasks", id);
     else
-      cli_error("show", "cannot read %s/tasks/%s/record.json: %s", tfs_store_path(store), id,
-                tfs_strerror(rc));
+      cli_error("show", "cannot read the record of task %s: %s", id,
+                why[0] ? why : tfs_strerror(rc));
     tfs_store_close(store);
     return code;
   }
@@ -154,9 +83,5 @@ int cmd_show(int argc, char **argv) {
   fputc('\n', stdout);
   free(json);
   free(text);
-  if (fflush(stdout) != 0) {
-    cli_error("show", "cannot write to stdout: %m");
-    return CLI_EXIT_SYSTEM;
-  }
-  return CLI_EXIT_OK;
+  return cli_flush_stdout("show", CLI_EXIT_OK);
 }

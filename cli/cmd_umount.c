@@ -1,45 +1,41 @@
-/* taskfs umount: unmounts a taskfs mount, also a stale one whose mount
+/* taskfs umount: unmounts a taskfs mount, also a dead one whose mount
  * process died (transport endpoint not connected). */
-#include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
 #include "cli/verbs.h"
 #include "taskfs/mount.h"
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: taskfs umount [--lazy|-l] MOUNTPOINT\n"
-               "\n"
-               "Unmounts a taskfs mount; the mount process then exits. --lazy detaches it\n"
-               "even while files in it are open.\n");
-}
+static const char usage_text[] =
+    "usage: taskfs umount [--lazy|-l] MOUNTPOINT\n"
+    "\n"
+    "Unmounts a taskfs mount; the mount process then exits. A dead mount (its\n"
+    "mount process was killed) is cleared too, even while files in it are open.\n"
+    "\n"
+    "  -l, --lazy  detach it even while files in it are open\n"
+    "  -h, --help  show this help\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 unmounted, 100 usage, 111 it could not be unmounted (busy, not a mount\n"
+    "  point, fusermount3 failed).\n";
 
 int cmd_umount(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"lazy", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"lazy", no_argument, NULL, 'l'}, {NULL, 0, NULL, 0}};
+  cli_opts_t o = CLI_OPTS("umount", usage_text, "l", opts);
+  o.flags = CLI_OPT_IN_ORDER | CLI_OPT_NO_STATE_DIR;
   int lazy = 0, c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "+lh", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'l':
-      lazy = 1;
-      break;
-    case 'h':
-      usage(stdout);
-      return CLI_EXIT_OK;
-    default:
-      usage(stderr);
-      return CLI_EXIT_USAGE;
-    }
-  }
-  if (argc - optind != 1) {
-    usage(stderr);
-    return CLI_EXIT_USAGE;
-  }
-  char msg[1024];
-  if (tfs_mount_unmount(argv[optind], lazy, msg, sizeof msg)) {
-    fprintf(stderr, "taskfs umount: %s\n", msg);
+  char msg[1024], q[96];
+  while ((c = cli_getopt(&o, argc, argv)) > 0)
+    lazy = 1; /* -l, --lazy */
+  if (c < 0)
+    return o.code;
+  if (optind >= argc)
+    return cli_usage_error("umount", "which mount point? give one MOUNTPOINT");
+  if (argc - optind > 1)
+    return cli_usage_error("umount", "one mount point at a time; unexpected '%s'",
+                           cli_quote(argv[optind + 1], q, sizeof q));
+  if (fs_mount_unmount(argv[optind], lazy, msg, sizeof msg)) {
+    cli_error("umount", "%s", msg);
     return CLI_EXIT_SYSTEM;
   }
   return CLI_EXIT_OK;

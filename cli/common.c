@@ -1,17 +1,13 @@
-/* Helpers shared by every verb of the taskfs command line: error reporting,
- * opening the store the way read-only verbs need it (never creating it),
- * resolving an ID or KEY argument, exit codes, and the two waits that
- * several verbs share (following a transcript, waiting for a task's end). */
+/* Helpers shared by every verb of the taskfs command line: option parsing,
+ * error reporting, opening the store the way read-only verbs need it (never
+ * creating it), resolving an ID or KEY argument, exit codes, and reporting
+ * a task's end. The waits themselves are in cli/follow.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +65,75 @@ int cli_bad_option(const char *verb, char **argv, int c) {
   return cli_usage_error(verb, "unknown option '%s'", cli_quote(opt, q, sizeof q));
 }
 
+/* Builds the optstring and the long option table of o once: ":" so that
+ * getopt_long() reports nothing itself, "+" for verbs whose options end at
+ * the first operand, then the verb's own options, --state-dir and --help. */
+static void opts_build(cli_opts_t *o) {
+  size_t n = 0, max = sizeof o->all / sizeof o->all[0] - 4;
+  snprintf(o->optstring, sizeof o->optstring, "%s:h%s", o->flags & CLI_OPT_IN_ORDER ? "+" : "",
+           o->shortopts ? o->shortopts : "");
+  for (; o->longopts && o->longopts[n].name && n < max; n++)
+    o->all[n] = o->longopts[n];
+  /* Known also to a verb that takes none, so that it is refused in words. */
+  o->all[n++] = (struct option){"state-dir", required_argument, NULL, CLI_OPT_STATE_DIR};
+  if (o->flags & CLI_OPT_FOREIGN)
+    o->all[n++] = (struct option){"foreign-store", no_argument, NULL, CLI_OPT_FOREIGN_STORE};
+  o->all[n++] = (struct option){"help", no_argument, NULL, 'h'};
+  o->all[n] = (struct option){NULL, 0, NULL, 0};
+  optind = 1;
+  opterr = 0;
+}
+
+int cli_getopt(cli_opts_t *o, int argc, char **argv) {
+  if (!o->optstring[0])
+    opts_build(o);
+  for (;;) {
+    int c = getopt_long(argc, argv, o->optstring, o->all, NULL);
+    switch (c) {
+    case -1:
+      return 0;
+    case CLI_OPT_STATE_DIR:
+      if (o->flags & CLI_OPT_NO_STATE_DIR) {
+        o->code = cli_usage_error(o->verb,
+                                  "%s takes no --state-dir: it acts on a mount point, "
+                                  "not on a store",
+                                  o->verb);
+        return -1;
+      }
+      o->state_dir = optarg;
+      continue;
+    case CLI_OPT_FOREIGN_STORE:
+      o->foreign = 1;
+      continue;
+    case 'h':
+      fputs(o->usage, stdout);
+      o->code = CLI_EXIT_OK;
+      return -1;
+    case '?':
+    case ':':
+      o->code = cli_bad_option(o->verb, argv, c);
+      return -1;
+    default:
+      return c;
+    }
+  }
+}
+
+int cli_no_operands(const char *verb, int argc, char **argv, const char *hint) {
+  char q[96];
+  if (optind >= argc)
+    return 0;
+  return cli_usage_error(verb, "unexpected argument '%s'%s%s", cli_quote(argv[optind], q, sizeof q),
+                         hint ? " " : "", hint ? hint : "");
+}
+
+int cli_flush_stdout(const char *verb, int code) {
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return code;
+  cli_error(verb, "cannot write to stdout: %s", strerror(errno));
+  return CLI_EXIT_SYSTEM;
+}
+
 const char *cli_quote(const char *s, char *buf, size_t len) {
   static const char hex[] = "0123456789abcdef";
   size_t o = 0, i = 0;
@@ -108,37 +173,70 @@ int cli_parse_i64(const char *s, int64_t *out) {
   return 0;
 }
 
-int cli_parse_seconds(const char *s, int64_t *ms_out) {
-  int64_t whole = 0, frac = 0;
-  const char *dot;
-  char buf[32];
-  if (!s || !*s || strlen(s) >= sizeof buf)
+/* Durations, one syntax for every option that takes one: a number, whole
+ * or decimal, and a unit: ms, s, m or h; a bare number is seconds
+ * ("500ms", "10s", "1.5s", "5m", "1h", "30", "0.5"). Rounds down to whole
+ * milliseconds; returns 0 or -1 (negative, empty, junk, overflow). */
+static int parse_duration(const char *s, int64_t *ms_out) {
+  static const struct {
+    const char *name;
+    int64_t ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}};
+  int64_t whole = 0, frac = 0, scale = 1;
+  const char *p = s;
+  int digits = 0;
+  if (!s)
     return -1;
-  dot = strchr(s, '.');
-  if (!dot) {
-    if (cli_parse_i64(s, &whole) || whole > INT64_MAX / 1000)
+  for (; *p >= '0' && *p <= '9'; p++, digits++) {
+    if (whole > (INT64_MAX - 9) / 10)
       return -1;
-    *ms_out = whole * 1000;
+    whole = whole * 10 + (*p - '0');
+  }
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+      if (scale < 1000000000) { /* digits past the ninth cannot matter */
+        frac = frac * 10 + (*p - '0');
+        scale *= 10;
+      }
+  if (!digits)
+    return -1;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(p, units[i].name))
+      continue;
+    if (whole > INT64_MAX / units[i].ms - 1)
+      return -1;
+    *ms_out = whole * units[i].ms + frac * units[i].ms / scale;
     return 0;
   }
-  /* "1.5", ".5" and "2." are all fine; "." alone is not. */
-  memcpy(buf, s, (size_t)(dot - s));
-  buf[dot - s] = 0;
-  if (dot == s && !dot[1])
-    return -1;
-  if (dot > s && cli_parse_i64(buf, &whole))
-    return -1;
-  if (whole > INT64_MAX / 1000 - 1)
-    return -1;
-  int scale = 100;
-  for (const char *p = dot + 1; *p; p++) {
-    if (*p < '0' || *p > '9')
-      return -1;
-    frac += (*p - '0') * scale;
-    scale /= 10;
+  return -1;
+}
+
+int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out) {
+  char q[96];
+  if (!parse_duration(arg, ms_out))
+    return CLI_EXIT_OK;
+  return cli_usage_error(verb,
+                         "%s wants a duration like 500ms, 10s, 5m or 1h (a bare number is "
+                         "seconds), not '%s'",
+                         opt, cli_quote(arg, q, sizeof q));
+}
+
+const char *cli_format_duration(int64_t ms, char *buf, size_t len) {
+  if (ms >= 3600000 && ms % 3600000 == 0)
+    snprintf(buf, len, "%lldh", (long long)(ms / 3600000));
+  else if (ms >= 60000 && ms % 60000 == 0)
+    snprintf(buf, len, "%lldm", (long long)(ms / 60000));
+  else if (ms % 1000 == 0)
+    snprintf(buf, len, "%llds", (long long)(ms / 1000));
+  else if (ms < 1000)
+    snprintf(buf, len, "%lldms", (long long)ms);
+  else {
+    int n = snprintf(buf, len, "%lld.%03lld", (long long)(ms / 1000), (long long)(ms % 1000));
+    while (n > 0 && (size_t)n < len && buf[n - 1] == '0')
+      buf[--n] = 0;
+    snprintf(buf + n, len - (size_t)n, "s");
   }
-  *ms_out = whole * 1000 + frac;
-  return 0;
+  return buf;
 }
 
 int cli_exit_for(int err) {
@@ -177,11 +275,39 @@ int cli_exit_for_record(const tfs_record_t *rec) {
   }
 }
 
-int cli_open_store(const char *verb, const char *state_dir, int create, tfs_store_t **out) {
+/* A refused store: what is wrong (why, from the core), and what to do
+ * about it, which depends on whether the verb could read it as another
+ * user's (--foreign-store) or would change it. */
+static void report_refused(const cli_opts_t *o, int rc, const char *why) {
   char q[96];
+  const char *path = cli_quote(last_store_path, q, sizeof q);
+  if (rc == TFS_EUNSAFE)
+    cli_error(o->verb,
+              "refusing the store %s: %s; other users may have planted tasks in it. If nobody "
+              "could have, make it private (chmod 700 on it and on its tasks and keys "
+              "directories); else remove it, or choose another with --state-dir or "
+              "TASKFS_STATE_DIR",
+              path, why);
+  else if (o->flags & CLI_OPT_FOREIGN)
+    cli_error(o->verb,
+              "refusing the store %s: %s; a store must be your own: choose yours with "
+              "--state-dir or TASKFS_STATE_DIR, or read this one without changing it with "
+              "--foreign-store",
+              path, why);
+  else
+    cli_error(o->verb,
+              "refusing the store %s: %s; only its owner may change it (run 'taskfs %s' as "
+              "that user), and a store of your own is chosen with --state-dir or "
+              "TASKFS_STATE_DIR",
+              path, why, o->verb);
+}
+
+int cli_open_store(const cli_opts_t *o, int create, tfs_store_t **out) {
+  char q[96], why[600];
+  const char *verb = o->verb;
   int rc;
   *out = NULL;
-  rc = tfs_store_resolve(state_dir, last_store_path, sizeof last_store_path);
+  rc = tfs_store_resolve(o->state_dir, last_store_path, sizeof last_store_path);
   if (rc < 0) {
     last_store_path[0] = 0;
     if (rc == -ENAMETOOLONG) {
@@ -194,11 +320,15 @@ int cli_open_store(const char *verb, const char *state_dir, int create, tfs_stor
               tfs_strerror(rc));
     return CLI_EXIT_SYSTEM;
   }
-  rc =
-      create ? tfs_store_open(last_store_path, out) : tfs_store_open_existing(last_store_path, out);
+  unsigned flags = (create ? TFS_STORE_CREATE : 0) | (o->foreign ? TFS_STORE_FOREIGN : 0);
+  rc = tfs_store_open_flags(last_store_path, flags, out, why, sizeof why);
   if (rc == -ENOENT && !create) {
     *out = NULL;
     return CLI_EXIT_OK;
+  }
+  if (rc == TFS_EFOREIGN || rc == TFS_EUNSAFE) {
+    report_refused(o, rc, why);
+    return CLI_EXIT_SYSTEM;
   }
   if (rc < 0) {
     *out = NULL;
@@ -229,13 +359,9 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
     return CLI_EXIT_NOTASK;
   }
   rc = tfs_task_resolve(store, arg, id_out);
-  /* The task directory must exist, whatever the resolver did with an
-   * id-shaped argument. */
-  if (rc == 0 && fstatat(tfs_store_tasks_fd(store), id_out, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    rc = errno == ENOENT ? TFS_ENOTASK : -errno;
-  } else if (rc == 0 && !S_ISDIR(st.st_mode)) {
-    rc = TFS_ENOTASK;
-  }
+  /* The task must exist, also when a key names one that is gone. */
+  if (rc == 0)
+    rc = tfs_task_stat(store, id_out, &st);
   if (rc == 0)
     return CLI_EXIT_OK;
   if (rc == TFS_ENOTASK) {
@@ -249,325 +375,9 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
   return cli_exit_for(rc);
 }
 
-/* ---- waiting on a task ---------------------------------------------------
- *
- * Both waits watch the task directory with inotify: the supervisor appends
- * to transcript (IN_MODIFY) and replaces record.json by rename (IN_MOVED_TO).
- * Each wait asks only for the events it acts on: the end of a task is always
- * a rename of record.json, so cli_wait_end() does not listen to transcript
- * writes (during a flood of output they would wake it, and make it reparse
- * the record, a thousand times a second); cli_follow() needs them.
- * A 1 s poll covers what inotify cannot see (network file systems, a full
- * inotify queue, a watch limit). SIGINT and SIGTERM are blocked except
- * inside ppoll(), so a signal can never slip in between the check of the
- * flag and the wait. */
-
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig) {
-  got_signal = sig;
-}
-
-typedef struct {
-  sigset_t oldmask;
-  sigset_t waitmask;
-  struct sigaction old_int, old_term, old_pipe;
-  int ignored_pipe;
-} sig_guard_t;
-
-static void sig_guard_enter(sig_guard_t *g, int ignore_pipe) {
-  struct sigaction sa;
-  sigset_t block;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal; /* no SA_RESTART: ppoll must return */
-  sigemptyset(&sa.sa_mask);
-  got_signal = 0;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigprocmask(SIG_BLOCK, &block, &g->oldmask);
-  g->waitmask = g->oldmask;
-  sigdelset(&g->waitmask, SIGINT);
-  sigdelset(&g->waitmask, SIGTERM);
-  sigaction(SIGINT, &sa, &g->old_int);
-  sigaction(SIGTERM, &sa, &g->old_term);
-  g->ignored_pipe = ignore_pipe;
-  if (ignore_pipe) {
-    sa.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &sa, &g->old_pipe);
-  }
-}
-
-static void sig_guard_leave(sig_guard_t *g) {
-  /* Unblock first: a pending signal then reaches our handler, not the
-   * default action, since it has already been answered. */
-  sigprocmask(SIG_SETMASK, &g->oldmask, NULL);
-  sigaction(SIGINT, &g->old_int, NULL);
-  sigaction(SIGTERM, &g->old_term, NULL);
-  if (g->ignored_pipe)
-    sigaction(SIGPIPE, &g->old_pipe, NULL);
-}
-
-typedef struct {
-  int ifd; /* inotify fd, -1 if unavailable: poll only */
-} task_watch_t;
-
-/* What cli_wait_end() watches: every state change renames a new
- * record.json into place (IN_MOVED_TO; its temp file's IN_CREATE comes just
- * before), and a pruned or moved task directory ends the wait. */
-#define WATCH_STATE (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
-/* What cli_follow() watches: the transcript's appends as well. */
-#define WATCH_FOLLOW (WATCH_STATE | IN_MODIFY | IN_CLOSE_WRITE)
-
-static void watch_open(tfs_store_t *store, const char *id, uint32_t mask, task_watch_t *w) {
-  char path[PATH_MAX];
-  w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (w->ifd < 0)
-    return;
-  if (snprintf(path, sizeof path, "%s/tasks/%s", tfs_store_path(store), id) >= (int)sizeof path ||
-      inotify_add_watch(w->ifd, path, mask | IN_DONT_FOLLOW | IN_ONLYDIR) < 0) {
-    close(w->ifd);
-    w->ifd = -1;
-  }
-}
-
-static void watch_close(task_watch_t *w) {
-  if (w->ifd >= 0)
-    close(w->ifd);
-  w->ifd = -1;
-}
-
-/* Sleeps until the task directory changes, timeout_ms passes, a signal
- * arrives, or (out_fd >= 0) the reader of out_fd goes away. Returns 1 if
- * out_fd reported an error or hang-up, else 0. */
-static int watch_wait(task_watch_t *w, const sig_guard_t *g, int64_t timeout_ms, int out_fd) {
-  struct pollfd pfd[2];
-  struct timespec ts;
-  int n = 0, out_i = -1;
-  char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-  if (w->ifd >= 0) {
-    pfd[n].fd = w->ifd;
-    pfd[n].events = POLLIN;
-    n++;
-  }
-  if (out_fd >= 0) {
-    /* events = 0: only POLLERR/POLLHUP, which a pipe's write end reports
-     * once its reader has closed; a tty or a file reports nothing. */
-    pfd[n].fd = out_fd;
-    pfd[n].events = 0;
-    out_i = n++;
-  }
-  if (timeout_ms < 0)
-    timeout_ms = 0;
-  ts.tv_sec = timeout_ms / 1000;
-  ts.tv_nsec = (timeout_ms % 1000) * 1000000;
-  int rc = ppoll(pfd, (nfds_t)n, &ts, &g->waitmask);
-  if (rc <= 0)
-    return 0;
-  if (w->ifd >= 0 && (pfd[0].revents & POLLIN)) {
-    /* Drain the queue: the events only mean "look again". */
-    while (read(w->ifd, evbuf, sizeof evbuf) > 0) {
-    }
-  }
-  if (out_i >= 0 && (pfd[out_i].revents & (POLLERR | POLLHUP)))
-    return 1;
-  return 0;
-}
-
-/* Loads a record into *rec. The loader initializes the record itself (an
- * init before it would leak); zeroing first keeps tfs_record_free() safe
- * whatever point the loader failed at. On failure *rec is left empty. */
-static int load_fresh(tfs_store_t *store, const char *id, tfs_record_t *rec) {
-  memset(rec, 0, sizeof *rec);
-  int rc = tfs_task_load(store, id, rec);
-  if (rc < 0) {
-    tfs_record_free(rec);
-    memset(rec, 0, sizeof *rec);
-  }
-  return rc;
-}
-
-int cli_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec) {
-  sig_guard_t g;
-  task_watch_t w;
-  int64_t deadline = timeout_ms >= 0 ? tfs_now_ms() + timeout_ms : 0;
-  int rc;
-  sig_guard_enter(&g, 0);
-  watch_open(store, id, WATCH_STATE, &w);
-  for (;;) {
-    rc = load_fresh(store, id, rec);
-    if (rc < 0)
-      break;
-    if (tfs_state_terminal(rec->state)) {
-      rc = 0;
-      break;
-    }
-    if (got_signal) {
-      rc = 2;
-      break;
-    }
-    int64_t wait_ms = 1000;
-    if (timeout_ms >= 0) {
-      int64_t left = deadline - tfs_now_ms();
-      if (left <= 0) {
-        rc = 1;
-        break;
-      }
-      if (left < wait_ms)
-        wait_ms = left;
-    }
-    tfs_record_free(rec);
-    watch_wait(&w, &g, wait_ms, -1);
-  }
-  watch_close(&w);
-  sig_guard_leave(&g);
-  return rc;
-}
-
-/* Buffered output to a file descriptor that remembers the first error
- * (EPIPE included) instead of raising SIGPIPE. */
-typedef struct {
-  int fd;
-  int err; /* 0 or a positive errno */
-  size_t len;
-  char buf[1 << 16];
-} outbuf_t;
-
-static void out_flush(outbuf_t *o) {
-  size_t off = 0;
-  while (!o->err && off < o->len) {
-    ssize_t n = write(o->fd, o->buf + off, o->len - off);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN) {
-        struct pollfd p = {.fd = o->fd, .events = POLLOUT};
-        poll(&p, 1, 1000);
-        continue;
-      }
-      o->err = errno;
-      break;
-    }
-    off += (size_t)n;
-  }
-  o->len = 0;
-}
-
-static void out_write(outbuf_t *o, const char *data, size_t len) {
-  while (len && !o->err) {
-    size_t room = sizeof o->buf - o->len;
-    size_t n = len < room ? len : room;
-    memcpy(o->buf + o->len, data, n);
-    o->len += n;
-    data += n;
-    len -= n;
-    if (o->len == sizeof o->buf)
-      out_flush(o);
-  }
-}
-
-static int follow_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
-  outbuf_t *o = arg;
-  (void)lineno;
-  out_write(o, line, len);
-  if (!partial)
-    out_write(o, "\n", 1);
-  return o->err != 0;
-}
-
-/* The follow loop: read the record first, then drain the transcript, so
- * that once the record reads terminal everything the supervisor wrote
- * before saving it is drained (and the final partial line flushed). */
-int cli_follow(tfs_store_t *store, const char *id, int64_t last_n, int fd_out) {
-  sig_guard_t g;
-  task_watch_t w = {.ifd = -1};
-  tfs_follower_t *f = NULL;
-  tfs_record_t rec;
-  outbuf_t *o;
-  int code, rc;
-
-  o = malloc(sizeof *o);
-  if (!o) {
-    cli_error(NULL, "out of memory");
-    return CLI_EXIT_SYSTEM;
-  }
-  o->fd = fd_out;
-  o->err = 0;
-  o->len = 0;
-  sig_guard_enter(&g, 1);
-  rc = tfs_follower_open(store, id, last_n, &f);
-  if (rc < 0) {
-    cli_error(NULL, "cannot read the transcript of %s: %s", id, tfs_strerror(rc));
-    code = cli_exit_for(rc);
-    goto out;
-  }
-  watch_open(store, id, WATCH_FOLLOW, &w);
-  for (;;) {
-    rc = load_fresh(store, id, &rec);
-    if (rc == TFS_ENOTASK) {
-      tfs_follower_next(f, 1, follow_line, o);
-      out_flush(o);
-      cli_error(NULL, "task %s was deleted while following it", id);
-      code = CLI_EXIT_NOTASK;
-      goto out;
-    }
-    if (rc < 0) {
-      out_flush(o);
-      cli_error(NULL, "cannot read the record of %s: %s; 'taskfs show %s' says more", id,
-                tfs_strerror(rc), id);
-      code = cli_exit_for(rc);
-      goto out;
-    }
-    int ended = tfs_state_terminal(rec.state);
-    int64_t n = tfs_follower_next(f, ended, follow_line, o);
-    out_flush(o);
-    if (o->err) {
-      tfs_record_free(&rec);
-      if (o->err == EPIPE) {
-        code = CLI_EXIT_OK;
-      } else {
-        cli_error(NULL, "cannot write the transcript of %s: %s", id, strerror(o->err));
-        code = CLI_EXIT_SYSTEM;
-      }
-      goto out;
-    }
-    if (n < 0) {
-      tfs_record_free(&rec);
-      cli_error(NULL, "cannot read the transcript of %s: %s", id, tfs_strerror((int)n));
-      code = cli_exit_for((int)n);
-      goto out;
-    }
-    if (ended) {
-      code = cli_exit_for_record(&rec);
-      if (rec.state == TFS_LOST)
-        cli_error(NULL,
-                  "task %s is lost: its supervisor died without recording an end; the output "
-                  "above is all there is",
-                  id);
-      tfs_record_free(&rec);
-      goto out;
-    }
-    tfs_record_free(&rec);
-    if (got_signal) {
-      code = CLI_EXIT_CANCELLED; /* 130, as the shell reports an interrupt */
-      goto out;
-    }
-    if (watch_wait(&w, &g, 1000, fd_out)) {
-      code = CLI_EXIT_OK; /* the reader went away, like EPIPE */
-      goto out;
-    }
-  }
-out:
-  if (f)
-    tfs_follower_close(f);
-  watch_close(&w);
-  sig_guard_leave(&g);
-  free(o);
-  return code;
-}
-
-int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **argv, int first,
-                      tfs_store_t **store, char id_out[TFS_ID_MAX + 1]) {
+int cli_open_one_task(const cli_opts_t *o, int argc, char **argv, int first, tfs_store_t **store,
+                      char id_out[TFS_ID_MAX + 1]) {
+  const char *verb = o->verb;
   char q[96];
   int code;
   *store = NULL;
@@ -576,7 +386,7 @@ int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **
   if (argc - first > 1)
     return cli_usage_error(verb, "one task at a time; unexpected '%s'",
                            cli_quote(argv[first + 1], q, sizeof q));
-  code = cli_open_store(verb, state_dir, 0, store);
+  code = cli_open_store(o, 0, store);
   if (code)
     return code;
   code = cli_resolve_task(verb, *store, argv[first], id_out);
@@ -584,5 +394,40 @@ int cli_open_one_task(const char *verb, const char *state_dir, int argc, char **
     tfs_store_close(*store);
     *store = NULL;
   }
+  return code;
+}
+
+/* Describes a task that did not complete and returns its exit code. */
+static int report_end(const char *verb, const char *id, const tfs_record_t *rec) {
+  if (rec->state != TFS_COMPLETED)
+    cli_error(verb, "task %s %s%s%s", id, tfs_state_name(rec->state), rec->reason ? ": " : "",
+              rec->reason ? rec->reason : "");
+  return cli_exit_for_record(rec);
+}
+
+void cli_timeout_error(const char *verb, const char *id, const tfs_record_t *rec,
+                       int64_t timeout_ms, const char *then) {
+  char d[32];
+  cli_error(verb, "task %s is still %s after %s (--timeout); %s", id, tfs_state_name(rec->state),
+            cli_format_duration(timeout_ms, d, sizeof d), then);
+}
+
+int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_t timeout_ms) {
+  char then[96];
+  tfs_record_t rec;
+  int code, rc = cli_wait_end(store, id, timeout_ms, &rec);
+  if (rc == -ETIMEDOUT) {
+    snprintf(then, sizeof then, "'taskfs logs -f %s' follows it", id);
+    cli_timeout_error(verb, id, &rec, timeout_ms, then);
+    code = CLI_EXIT_TIMEOUT;
+  } else if (rc == -EINTR) {
+    code = CLI_EXIT_CANCELLED;
+  } else if (rc < 0) {
+    cli_error(verb, "cannot wait for task %s: %s", id, tfs_strerror(rc));
+    code = cli_exit_for(rc);
+  } else {
+    code = report_end(verb, id, &rec);
+  }
+  tfs_record_free(&rec);
   return code;
 }

@@ -30,14 +30,65 @@ static const verb_t verbs[] = {
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: taskfs VERB [OPTIONS] [ARGS]\n\n"
+  fprintf(out, "usage: taskfs VERB [OPTIONS] [ARGS]\n"
+               "       taskfs --help | -h | help\n"
+               "       taskfs --version | -V | version\n\n"
                "Durable tasks: every task lives in a store on disk, readable and stoppable\n"
                "from any process.\n\nverbs:\n");
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     if (verbs[i].summary)
       fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
-  fprintf(out, "\nEvery verb takes --state-dir DIR and --help. Exit codes: 0 ok, 100 usage,\n"
-               "101 no such task, 111 system failure (see docs/cli.md).\n");
+  fprintf(out,
+          "\nEvery verb takes --help; all but umount take --state-dir DIR. 'taskfs VERB\n"
+          "--help' describes a verb.\n\n"
+          "EXIT STATUS\n"
+          "  0 ok, 100 usage, 101 no such task, 111 system failure, 124 a --timeout ran\n"
+          "  out; verbs that wait for a task exit with its code (see 'taskfs wait --help').\n");
+}
+
+/* The edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of neighbours), for "did you mean"; names are short. */
+static size_t distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), d[18][18];
+  if (la > 16 || lb > 16)
+    return 99;
+  for (size_t i = 0; i <= la; i++)
+    for (size_t j = 0; j <= lb; j++) {
+      if (!i || !j) {
+        d[i][j] = i + j;
+        continue;
+      }
+      size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best)
+        best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best)
+        best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[la][lb];
+}
+
+/* An unknown verb: names the closest listed verb when it is one or two
+ * edits away (one for short names, so that 'x' suggests nothing). */
+static int unknown_verb(const char *name) {
+  const char *best = NULL;
+  size_t best_d = 3;
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+    size_t d = distance(name, verbs[i].name);
+    if (verbs[i].summary && d < best_d && d <= (strlen(verbs[i].name) > 3 ? 2u : 1u)) {
+      best = verbs[i].name;
+      best_d = d;
+    }
+  }
+  if (best)
+    fprintf(stderr, "taskfs: unknown verb '%s'; did you mean '%s'? ('taskfs --help' lists them)\n",
+            name, best);
+  else
+    fprintf(stderr, "taskfs: unknown verb '%s'; run 'taskfs --help' for the list\n", name);
+  return CLI_EXIT_USAGE;
 }
 
 /* `taskfs --state-dir DIR VERB ...` is accepted too: the option is moved
@@ -88,13 +139,12 @@ int main(int argc, char **argv) {
     usage(stdout);
     return CLI_EXIT_OK;
   }
-  if (!strcmp(argv[1], "--version")) {
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
     printf("taskfs %s\n", TASKFS_VERSION);
     return CLI_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     if (!strcmp(argv[1], verbs[i].name))
       return verbs[i].fn(argc - 1, argv + 1);
-  fprintf(stderr, "taskfs: unknown verb '%s'; run 'taskfs --help' for the list\n", argv[1]);
-  return CLI_EXIT_USAGE;
+  return unknown_verb(argv[1]);
 }

@@ -19,7 +19,11 @@ const char *tfs_strerror(int err) {
   case TFS_EFINISHED:
     return "the task has already ended";
   case TFS_EFOREIGN:
-    return "the store belongs to another user; use a store of your own (--state-dir)";
+    return "the store belongs to another user, so it is refused; use a store of your own "
+           "(--state-dir)";
+  case TFS_EUNSAFE:
+    return "other users may write to the store, so it is refused; make it private (chmod 700) "
+           "or use another (--state-dir)";
   case TFS_ESYMLINK:
     return "a symlink or foreign file was found where a store file belongs; refusing to follow "
            "it";

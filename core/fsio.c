@@ -19,6 +19,21 @@ int tfs__dir_reopen(int dirfd) {
   return fd < 0 ? -errno : fd;
 }
 
+DIR *tfs__dir_open(int dirfd) {
+  int fd = tfs__dir_reopen(dirfd);
+  if (fd < 0) {
+    errno = -fd;
+    return NULL;
+  }
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return d;
+}
+
 /* Writes all of data, completing short writes and retrying EINTR. */
 static int write_all(int fd, const void *data, size_t len) {
   const char *p = data;
@@ -56,14 +71,14 @@ static int fsync_dir(int dirfd) {
 /* The temp file lives in the same directory (rename is atomic only within a
  * filesystem) and starts with '.', which no id or key can, so no reader
  * mistakes it for a record, a task or a key. */
-int tfs_write_atomic(int dirfd, const char *name, const void *data, size_t len) {
-  return tfs__write_atomic_flags(dirfd, name, data, len, 0);
+int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len) {
+  return tfs__write_atomic_flags(dirfd, name, data, len, 0, NULL);
 }
 
 /* The one body of both: with TFS__WRITE_NOSYNC the two fsyncs are left out,
  * and everything else (symlink refusal, O_EXCL temp file, rename) stays. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags) {
+                            unsigned flags, struct stat *st_out) {
   int sync = !(flags & TFS__WRITE_NOSYNC);
   char tmp[300], rnd[8];
   struct stat st;
@@ -88,6 +103,8 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
     err = write_all(fd, data, len);
     if (!err && sync && fsync(fd))
       err = -errno;
+    if (!err && st_out && fstat(fd, st_out))
+      err = -errno;
     if (close(fd) && !err)
       err = -errno;
     if (!err && renameat(dirfd, tmp, dirfd, name))
@@ -100,7 +117,7 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
   }
 }
 
-int tfs_read_small(int dirfd, const char *name, size_t max, char **out, size_t *len) {
+int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len) {
   struct stat st;
   *out = NULL;
   if (len)
@@ -148,27 +165,45 @@ int tfs_read_small(int dirfd, const char *name, size_t max, char **out, size_t *
       break;
     n += (size_t)r;
   }
-  if (n > max) {
-    free(buf);
-    return -EFBIG;
-  }
-  buf[n] = '\0';
+  buf[n] = '\0'; /* n < cap <= max + 1: a file past max stopped the loop */
   *out = buf;
   if (len)
     *len = n;
   return 0;
 }
 
-int tfs__rm_tree_at(int dirfd, const char *name) {
+/* 1 if the directory fd is the root of a mount below parent (a mount point
+ * planted in a task, or a bind mount): a removal never crosses into another
+ * file system, whatever it holds. */
+static int mount_root(int parent, int fd) {
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_INO, &sx) == 0 &&
+      (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+  struct stat a, b;
+  return fstat(parent, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+/* unlinkat() says EISDIR for a directory (POSIX allows EPERM, which is
+ * also what an immutable or append-only file gets): a name that turns out
+ * not to be a directory keeps the unlink's error, so a file that cannot be
+ * removed is reported as such, not as a planted symlink. In the top
+ * directory, last (if not NULL) goes only once everything else has. */
+static int rm_tree(int dirfd, const char *name, const char *last) {
   if (unlinkat(dirfd, name, 0) == 0)
     return 0;
   if (errno == ENOENT)
     return 0;
   if (errno != EISDIR && errno != EPERM)
     return -errno;
+  int unlink_err = errno;
   int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return tfs__open_err(errno);
+    return errno == ENOTDIR ? -unlink_err : tfs__open_err(errno);
+  if (mount_root(dirfd, fd)) {
+    close(fd);
+    return -EBUSY;
+  }
   DIR *d = fdopendir(fd);
   if (!d) {
     int e = -errno;
@@ -178,14 +213,46 @@ int tfs__rm_tree_at(int dirfd, const char *name) {
   int err = 0;
   struct dirent *de;
   while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+        (last && !strcmp(de->d_name, last)))
       continue;
-    int e = tfs__rm_tree_at(fd, de->d_name);
+    int e = rm_tree(fd, de->d_name, NULL);
     if (e && !err)
       err = e;
   }
+  if (last && !err)
+    err = rm_tree(fd, last, NULL); /* whatever it is: a planted dir too */
   closedir(d);
   if (unlinkat(dirfd, name, AT_REMOVEDIR) && errno != ENOENT && !err)
     err = -errno;
   return err;
+}
+
+int tfs__rm_tree_at(int dirfd, const char *name) {
+  return rm_tree(dirfd, name, NULL);
+}
+
+/* The record goes last: a removal that fails half way (a file that cannot
+ * be removed, a mount point inside) leaves the task readable as it was,
+ * ended, and a later forget finishes it. */
+int tfs__rm_task(const tfs_store_t *store, const char *id) {
+  int err = tfs__writable(store);
+  if (err)
+    return err;
+  return rm_tree(store->tasks_fd, id, TFS__FILE(RECORD));
+}
+
+int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first) {
+  void **pv = v;
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap : first;
+  while (ncap < need)
+    ncap *= 2;
+  void *nv = realloc(*pv, ncap * size);
+  if (!nv)
+    return -ENOMEM;
+  *pv = nv;
+  *cap = ncap;
+  return 0;
 }

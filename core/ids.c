@@ -104,3 +104,12 @@ int tfs_key_validn(const char *key, size_t len) {
   buf[len] = '\0';
   return tfs_key_valid(buf);
 }
+
+int64_t tfs__id_time_ms(const char *id) {
+  int64_t ms = 0;
+  for (int i = 0; i < 8; i++) {
+    char c = id[i];
+    ms = ms * 36 + (c <= '9' ? c - '0' : c - 'a' + 10);
+  }
+  return ms;
+}

@@ -1,20 +1,23 @@
 /* Important lines: the first K and the last K lines the classifier marks,
  * with their line numbers, so that an early failure survives a flood of
- * later output and the end of a run is still visible.
+ * later output and the end of a run is still visible; and the lead, the
+ * first error, with the lines around it (core/lead.c).
  *
  * Memory is bounded by 2 * K kept texts of at most TFS_IMPORTANT_TEXT_MAX
- * bytes each, whatever the input: only a bounded prefix of a line is ever
- * copied. Kept texts are valid UTF-8 without control bytes (other than tab)
- * so that they can go into JSON and onto a terminal as they are. */
+ * bytes each, the lead and TFS_CONTEXT_MAX context lines, whatever the
+ * input: only a bounded prefix of a line is ever copied. Kept texts are
+ * valid UTF-8 without control bytes (other than tab) so that they can go
+ * into JSON and onto a terminal as they are. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "taskfs/taskfs.h"
+#include "core/internal.h"
+#include "core/lead.h"
 
 static const char *const kind_names[] = {
     [TFS_LINE_PLAIN] = "plain",     [TFS_LINE_ERROR] = "error",     [TFS_LINE_WARNING] = "warning",
-    [TFS_LINE_FAILURE] = "failure", [TFS_LINE_SUMMARY] = "summary",
+    [TFS_LINE_FAILURE] = "failure", [TFS_LINE_SUMMARY] = "summary", [TFS_LINE_CONTEXT] = "context",
 };
 
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
@@ -25,10 +28,14 @@ const char *tfs_line_kind_name(tfs_line_kind_t k) {
   return kind_names[k];
 }
 
+/* Names the kinds a kept line can have: "context" names the lines around
+ * the lead, never one of the first or last K. */
 int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out) {
   if (!name)
     return TFS_EBADID;
   for (size_t i = 0; i < NKINDS; i++) {
+    if (i == TFS_LINE_CONTEXT)
+      continue;
     if (strcmp(name, kind_names[i]) == 0) {
       if (out)
         *out = (tfs_line_kind_t)i;
@@ -40,20 +47,39 @@ int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out) {
 
 /* ---- kept texts ---------------------------------------------------------- */
 
-/* Copies line into dst (capacity cap) without ANSI CSI escape sequences
- * ("\x1b[1;31m" and the like: colours carry no meaning once out of the
- * terminal) and without a trailing '\r'. Stops once cap bytes are written;
- * *used tells how much of line was consumed. */
+/* The end of the escape sequence at line[i] == ESC, or i: CSI ("\x1b[1;31m":
+ * parameter and intermediate bytes, then one final byte) and OSC
+ * ("\x1b]8;;URL\x07", a terminal hyperlink, ended by BEL or ESC \\). */
+static size_t escape_end(const char *line, size_t len, size_t i) {
+  if (i + 1 >= len)
+    return i;
+  if (line[i + 1] == '[') {
+    size_t j = i + 2;
+    while (j < len && (unsigned char)line[j] >= 0x20 && (unsigned char)line[j] <= 0x3F)
+      j++;
+    return j < len && (unsigned char)line[j] >= 0x40 && (unsigned char)line[j] <= 0x7E ? j + 1 : i;
+  }
+  if (line[i + 1] == ']') {
+    for (size_t j = i + 2; j < len; j++) {
+      if (line[j] == '\x07')
+        return j + 1;
+      if (line[j] == '\x1b')
+        return j + 1 < len && line[j + 1] == '\\' ? j + 2 : i;
+    }
+  }
+  return i;
+}
+
+/* Copies line into dst (capacity cap) without escape sequences (colours
+ * and hyperlinks carry no meaning once out of the terminal). Stops once cap
+ * bytes are written; *used tells how much of line was consumed. */
 static size_t strip_escapes(const char *line, size_t len, char *dst, size_t cap, size_t *used) {
   size_t i = 0, o = 0;
   while (i < len && o < cap) {
-    if (line[i] == '\x1b' && i + 1 < len && line[i + 1] == '[') {
-      size_t j = i + 2;
-      /* Parameter and intermediate bytes, then one final byte. */
-      while (j < len && (unsigned char)line[j] >= 0x20 && (unsigned char)line[j] <= 0x3F)
-        j++;
-      if (j < len && (unsigned char)line[j] >= 0x40 && (unsigned char)line[j] <= 0x7E) {
-        i = j + 1;
+    if (line[i] == '\x1b') {
+      size_t j = escape_end(line, len, i);
+      if (j > i) {
+        i = j;
         continue;
       }
     }
@@ -63,26 +89,63 @@ static size_t strip_escapes(const char *line, size_t len, char *dst, size_t cap,
   return o;
 }
 
-/* Builds the kept text of a line: escapes stripped, a trailing '\r' dropped,
- * made valid UTF-8 by the core's tfs_utf8_sanitize() with the C0 controls
- * other than tab also turned into U+FFFD (a terminal or a JSON reader would
- * otherwise act on them), and cut to TFS_IMPORTANT_TEXT_MAX bytes on a
- * character boundary with "..." at the end when cut. Only a bounded prefix
- * of the line is read: sanitizing never shortens text, so once more than
- * TFS_IMPORTANT_TEXT_MAX bytes are in hand the result is known to be cut, and
- * a character split by the prefix end only affects bytes beyond the cut. */
-static char *make_text(const char *line, size_t len) {
-  enum { PREFIX = TFS_IMPORTANT_TEXT_MAX + 4 };
+/* The part of a line its kept text is made from (the first phase of
+ * tfs__important_text): at most PREFIX bytes without escape sequences and
+ * without one trailing '\r', and whether that was the whole line. */
+enum { PREFIX = TFS_IMPORTANT_TEXT_MAX + 4 };
+
+typedef struct {
+  unsigned short len;    /* bytes in raw */
+  unsigned char whole;   /* raw is the whole line (nothing was left after it) */
+  unsigned char pending; /* in the last ring: its text is still to be made */
   char raw[PREFIX];
-  char buf[3 * PREFIX + 1];
-  size_t used = 0, slen = 0;
+} raw_t;
 
-  size_t rlen = strip_escapes(line, len, raw, sizeof(raw), &used);
+/* The last important line fed, as it came, with what the classifier said
+ * of it: the same line again (a warning printed in a loop, a compiler
+ * repeating one diagnostic, a retry message) is not classified again. */
+enum { MEMO_MAX = 512 };
+typedef struct {
+  size_t len; /* 0: none */
+  int kind, rank, block;
+  char line[MEMO_MAX];
+} memo_t;
+
+/* What feeding keeps beside the public struct (tfs_important_t.raw): the
+ * memo, and the prefixes of the last ring's lines. */
+struct tfs__important_raw {
+  memo_t memo;
+  raw_t ring[]; /* k */
+};
+
+static void take_prefix(raw_t *r, const char *line, size_t len) {
+  size_t used = 0, rlen;
+  size_t head = len < PREFIX ? len : PREFIX;
+  /* Most lines hold no escape: one memchr and a copy. */
+  if (!memchr(line, '\x1b', head)) {
+    memcpy(r->raw, line, head);
+    rlen = used = head;
+  } else {
+    rlen = strip_escapes(line, len, r->raw, PREFIX, &used);
+  }
   /* One trailing '\r' (CRLF output), even if a colour reset follows it. */
-  if (used == len && rlen > 0 && raw[rlen - 1] == '\r')
+  if (used == len && rlen > 0 && r->raw[rlen - 1] == '\r')
     rlen--;
+  r->len = (unsigned short)rlen;
+  r->whole = used == len;
+}
 
-  char *san = tfs_utf8_sanitize(raw, rlen, &slen);
+/* The second phase: made valid UTF-8 by the core's tfs_utf8_sanitize()
+ * with the C0 controls other than tab also turned into U+FFFD (a terminal
+ * or a JSON reader would otherwise act on them), and cut to max bytes on a
+ * character boundary with "..." at the end when cut. Sanitizing never
+ * shortens text, so once more than TFS_IMPORTANT_TEXT_MAX bytes are in
+ * hand the result is known to be cut, and a character split by the prefix
+ * end only affects bytes beyond the cut. */
+static char *finish_text(const raw_t *r, size_t max) {
+  char buf[3 * PREFIX + 1];
+  size_t slen = 0;
+  char *san = tfs_utf8_sanitize(r->raw, r->len, &slen);
   if (!san)
     return NULL;
   /* Each raw byte became at most 3 bytes, so buf cannot overflow. */
@@ -98,10 +161,10 @@ static char *make_text(const char *line, size_t len) {
   }
   free(san);
 
-  if (n > TFS_IMPORTANT_TEXT_MAX || used < len) {
+  if (n > max || !r->whole) {
     /* Cut on a character boundary (not before a continuation byte), leaving
      * room for the "..." marker. */
-    n = TFS_IMPORTANT_TEXT_MAX - 3;
+    n = max - 3;
     while (n > 0 && ((unsigned char)buf[n] & 0xC0) == 0x80)
       n--;
     memcpy(buf + n, "...", 3);
@@ -113,6 +176,18 @@ static char *make_text(const char *line, size_t len) {
   memcpy(text, buf, n);
   text[n] = '\0';
   return text;
+}
+
+/* Builds the kept text of a line, at most max bytes (at most
+ * TFS_IMPORTANT_TEXT_MAX): escapes stripped, a trailing '\r' dropped, valid
+ * UTF-8 without control bytes but tab, cut with "..." (the two phases
+ * above). Only a bounded prefix of the line is read. */
+char *tfs__important_text(const char *line, size_t len, size_t max) {
+  raw_t r;
+  if (max > TFS_IMPORTANT_TEXT_MAX)
+    max = TFS_IMPORTANT_TEXT_MAX;
+  take_prefix(&r, line, len);
+  return finish_text(&r, max);
 }
 
 /* ---- first K / last K ----------------------------------------------------- */
@@ -146,7 +221,35 @@ void tfs_important_free(tfs_important_t *imp) {
       free(imp->last[i].text);
   free(imp->first);
   free(imp->last);
+  free(imp->lead.text);
+  for (size_t i = 0; i < imp->ncontext; i++)
+    free(imp->context[i].text);
+  free(imp->context);
+  free(imp->raw);
+  tfs__lead_free(imp);
   memset(imp, 0, sizeof(*imp));
+}
+
+/* The slot the next important line goes to: one of the first K, else the
+ * ring's next one (the oldest line, whose text is freed). *ring is the
+ * ring's index, or -1 for one of the first K. */
+static tfs_important_line_t *next_slot(tfs_important_t *imp, ptrdiff_t *ring) {
+  size_t k = (size_t)imp->k;
+  *ring = -1;
+  if (imp->nfirst < k)
+    return &imp->first[imp->nfirst++];
+  /* last_head is the slot written next, which holds the oldest line once
+   * the ring is full. */
+  tfs_important_line_t *slot = &imp->last[imp->last_head];
+  free(slot->text);
+  slot->text = NULL;
+  if (imp->raw)
+    imp->raw->ring[imp->last_head].pending = 0;
+  *ring = (ptrdiff_t)imp->last_head;
+  imp->last_head = (imp->last_head + 1) % k;
+  if (imp->nlast < k)
+    imp->nlast++;
+  return slot;
 }
 
 int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *text,
@@ -155,41 +258,131 @@ int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind
     return -EINVAL;
   if (!text)
     len = 0;
-  char *t = make_text(text ? text : "", len);
+  char *t = tfs__important_text(text ? text : "", len, TFS_IMPORTANT_TEXT_MAX);
   if (!t)
     return -ENOMEM;
-
-  tfs_important_line_t *slot;
-  size_t k = (size_t)imp->k;
-  if (imp->nfirst < k) {
-    slot = &imp->first[imp->nfirst++];
-  } else {
-    /* The ring: last_head is the slot written next, which holds the oldest
-     * line once the ring is full. */
-    slot = &imp->last[imp->last_head];
-    free(slot->text);
-    imp->last_head = (imp->last_head + 1) % k;
-    if (imp->nlast < k)
-      imp->nlast++;
-  }
-  slot->line = lineno;
-  slot->kind = kind;
-  slot->text = t;
+  ptrdiff_t ring;
+  tfs_important_line_t *slot = next_slot(imp, &ring);
+  *slot = (tfs_important_line_t){.line = lineno, .kind = kind, .text = t};
   imp->total++;
   return 0;
 }
 
-int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
-  tfs_line_kind_t kind = tfs_classify_line(line, len);
-  if (kind == TFS_LINE_PLAIN)
-    return 0;
-  return tfs_important_add(imp, lineno, kind, line, len);
+/* A fed line for the last ring keeps only the prefix its text is made
+ * from; tfs_important_last() makes the text when the line is read. Of a
+ * flood of important lines (every line of a compiler's output can be a
+ * located diagnostic) nearly all are pushed out of the ring before anyone
+ * reads them, so they cost a copy, not a text. */
+static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *line,
+                    size_t len) {
+  if (!imp->first || !imp->last || imp->k <= 0)
+    return -EINVAL;
+  if (imp->nfirst < (size_t)imp->k)
+    return tfs_important_add(imp, lineno, kind, line, len);
+  if (!imp->raw)
+    return -ENOMEM;
+  ptrdiff_t ring;
+  tfs_important_line_t *slot = next_slot(imp, &ring);
+  *slot = (tfs_important_line_t){.line = lineno, .kind = kind, .text = NULL};
+  take_prefix(&imp->raw->ring[ring], line, len);
+  imp->raw->ring[ring].pending = 1;
+  imp->total++;
+  return 0;
 }
 
+/* Classifies a line, or takes the memo's verdict when it is the memo's
+ * line (the classifier is a function of the bytes alone). An important
+ * line becomes the memo; the feeding state is made for the first. */
+static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size_t len, int *rank,
+                                    int *block) {
+  memo_t *m = imp->raw ? &imp->raw->memo : NULL;
+  if (m && m->len == len && memcmp(m->line, line, len) == 0) {
+    *rank = m->rank;
+    *block = m->block;
+    return (tfs_line_kind_t)m->kind;
+  }
+  /* The rank only matters while the lead may change: a memo made once it
+   * is final is only used while it stays final. */
+  tfs_line_kind_t kind =
+      imp->lead_final ? tfs_classify_line(line, len) : tfs__classify(line, len, rank, block);
+  if (kind == TFS_LINE_PLAIN || imp->k <= 0)
+    return kind;
+  if (!imp->raw && !(imp->raw = calloc(1, sizeof *imp->raw + (size_t)imp->k * sizeof(raw_t))))
+    return kind;
+  m = &imp->raw->memo;
+  m->len = 0;
+  if (len <= MEMO_MAX) {
+    memcpy(m->line, line, len);
+    m->len = len;
+    m->kind = (int)kind;
+    m->rank = *rank;
+    m->block = *block;
+  }
+  return kind;
+}
+
+int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
+  int rank = 0, block = 0, err = 0;
+  tfs_line_kind_t kind = classify_fed(imp, line, len, &rank, &block);
+  if (kind != TFS_LINE_PLAIN)
+    err = keep_fed(imp, lineno, kind, line, len);
+  /* The lead and its context: only until they are final, so that the
+   * flood after a failure costs no more than the classifier. */
+  if (!imp->lead_final && !err)
+    err = tfs__lead_feed(imp, lineno, line, len, kind, rank, block);
+  return err;
+}
+
+int tfs_important_set_lead(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
+                           const char *text, size_t len) {
+  char *t = tfs__important_text(text ? text : "", text ? len : 0, TFS_IMPORTANT_TEXT_MAX);
+  if (!t)
+    return -ENOMEM;
+  free(imp->lead.text);
+  imp->lead = (tfs_important_line_t){.line = lineno, .kind = kind, .text = t};
+  imp->lead_final = 1;
+  return 0;
+}
+
+int tfs__context_insert(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
+  for (size_t i = 0; i < imp->ncontext; i++)
+    if (imp->context[i].line == lineno)
+      return 0; /* kept already */
+  if (imp->ncontext >= TFS_CONTEXT_MAX)
+    return -ENOSPC;
+  if (!imp->context && !(imp->context = calloc(TFS_CONTEXT_MAX, sizeof *imp->context)))
+    return -ENOMEM;
+  char *t = tfs__important_text(text ? text : "", text ? len : 0, TFS_CONTEXT_TEXT_MAX);
+  if (!t)
+    return -ENOMEM;
+  /* In line order: a line before the ones kept goes in front. */
+  size_t at = imp->ncontext;
+  while (at > 0 && imp->context[at - 1].line > lineno)
+    at--;
+  memmove(imp->context + at + 1, imp->context + at, (imp->ncontext - at) * sizeof *imp->context);
+  imp->context[at] = (tfs_important_line_t){.line = lineno, .kind = TFS_LINE_CONTEXT, .text = t};
+  imp->ncontext++;
+  return 0;
+}
+
+int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
+  int err = tfs__context_insert(imp, lineno, text, len);
+  if (!err)
+    imp->lead_final = 1;
+  return err;
+}
+
+/* The text of a fed ring line is made on its first read: a cache filled
+ * behind a const pointer, which changes nothing a reader can tell apart
+ * (the line reads the same before and after). */
 const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_t i) {
   if (!imp->last || i >= imp->nlast)
     return NULL;
   size_t k = (size_t)imp->k;
-  size_t oldest = (imp->last_head + k - imp->nlast) % k;
-  return &imp->last[(oldest + i) % k];
+  size_t j = (imp->last_head + k - imp->nlast + i) % k;
+  tfs_important_line_t *l = &imp->last[j];
+  raw_t *r = imp->raw ? &imp->raw->ring[j] : NULL;
+  if (r && r->pending && (l->text = finish_text(r, TFS_IMPORTANT_TEXT_MAX)))
+    r->pending = 0;
+  return l;
 }

@@ -2,18 +2,55 @@
 #ifndef TASKFS_CORE_INTERNAL_H
 #define TASKFS_CORE_INTERNAL_H
 
+#include "taskfs/cleanup.h"
 #include "taskfs/taskfs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 struct tfs_store {
-  char *path;   /* absolute path of <state> */
-  int fd;       /* <state>, O_RDONLY|O_DIRECTORY */
-  int tasks_fd; /* <state>/tasks */
-  int keys_fd;  /* <state>/keys */
+  char *path;     /* absolute path of <state> */
+  int fd;         /* <state>, O_RDONLY|O_DIRECTORY; -1 once refused */
+  int tasks_fd;   /* <state>/tasks */
+  int keys_fd;    /* <state>/keys */
+  unsigned flags; /* TFS_STORE_* it was opened with */
+  uid_t owner;    /* whose it is: our euid, or a foreign store's owner */
+  int refused;    /* 0, or why a refresh stopped serving it (TFS_EFOREIGN, TFS_EUNSAFE) */
+  char why[512];  /* ... in words */
+  int task_fd;    /* tfs_store_bind_task(): the one task dir this handle uses */
+  char task_id[TFS_ID_MAX + 1];
 };
+
+/* 0 while the handle serves, else why it does not (a refused store). Every
+ * call that reaches the store's directories starts here. */
+static inline int tfs__usable(const tfs_store_t *store) {
+  return store->refused;
+}
+/* The same for a call that writes: a foreign store (TFS_STORE_FOREIGN) is
+ * only ever read, -EROFS. */
+static inline int tfs__writable(const tfs_store_t *store) {
+  if (store->refused)
+    return store->refused;
+  return store->flags & TFS_STORE_FOREIGN ? -EROFS : 0;
+}
+
+/* The store's own names (task files: tfs_task_file_name()). */
+#define TFS__TASKS_DIR "tasks"
+#define TFS__KEYS_DIR "keys"
+#define TFS__OWNER_FILE "owner.json"
+#define TFS__FILE(which) tfs_task_file_name(TFS_FILE_##which)
+
+/* Opens tasks/<id>/<name>: never blocking, never following a symlink, and
+ * only a regular file (a FIFO with want_fifo); see tfs_task_file_open. */
+int tfs__open_in_task(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode,
+                      int want_fifo);
+
+/* "<store>/tasks/<id>" (id NULL: "<store>/tasks") into buf, for the calls
+ * that take a path (inotify). */
+int tfs__task_path(const tfs_store_t *store, const char *id, char *buf, size_t len);
 
 /* The reader's piece size: a line longer than this is delivered in pieces
  * (partial = 2 for each non-final piece). */
@@ -29,6 +66,8 @@ int tfs__task_dir(const tfs_store_t *store, const char *id);
 
 /* Opens dirfd itself again for reading entries (readdir). */
 int tfs__dir_reopen(int dirfd);
+/* The same as a DIR stream (NULL and errno on failure). */
+DIR *tfs__dir_open(int dirfd);
 
 /* Fills buf with n random base36 characters (getrandom). */
 int tfs__random_base36(char *buf, size_t n);
@@ -46,13 +85,18 @@ int tfs__load_raw(const tfs_store_t *store, const char *id, tfs_record_t *rec);
  * files that must be visible at once but need not survive a crash. */
 #define TFS__WRITE_NOSYNC 1u
 
-/* tfs_write_atomic() with flags (0: the same as tfs_write_atomic). */
+/* tfs__write_atomic() with flags (0: the same as tfs__write_atomic). st (may
+ * be NULL) gets the identity of the file written, so that its writer can
+ * tell later whether the name still holds its own file. */
 int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_t len,
-                            unsigned flags);
+                            unsigned flags, struct stat *st);
 
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
+/* Removes tasks/<id> so, with its record last: a removal that fails half
+ * way leaves the task as it was (readable, ended). */
+int tfs__rm_task(const tfs_store_t *store, const char *id);
 
 /* Takes / releases the store-wide key lock (flock on keys/). */
 int tfs__keys_lock(const tfs_store_t *store);
@@ -65,17 +109,100 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
  * supervisor pid). */
 int tfs__record_claims_live(const tfs_record_t *rec);
 
-static inline void tfs__closep(int *fd) {
-  if (*fd >= 0) {
-    int e = errno;
-    close(*fd);
-    errno = e;
-  }
-}
-static inline void tfs__freep(void *p) {
-  free(*(void **)p);
-}
-#define TFS_AUTOCLOSE __attribute__((cleanup(tfs__closep)))
-#define TFS_AUTOFREE __attribute__((cleanup(tfs__freep)))
+/* 1 if s[0..len) is valid UTF-8 without NUL bytes: what
+ * tfs_utf8_sanitize() would return unchanged. */
+int tfs__utf8_valid(const char *s, size_t len);
+
+/* Standard padded base64 of s (malloc'ed), and its strict inverse (padding
+ * required, no whitespace, a decoded NUL refused): NULL when malformed. */
+char *tfs__b64_encode(const char *s, size_t len);
+char *tfs__b64_decode(const char *s);
+
+/* Makes room for at least need elements of size bytes in the array *v of
+ * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
+int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
+
+/* A task dir without record.json younger than this is being created. */
+#define TFS__CREATING_GRACE_MS 5000
+/* How long a loser of a key race waits for the winner's record. */
+#define TFS__KEY_WAIT_MS 3000
+
+/* The creation time (ms) encoded in a well-formed id. */
+int64_t tfs__id_time_ms(const char *id);
+/* Sleeps ms milliseconds (EINTR resumes the sleep). */
+void tfs__sleep_ms(int ms);
+
+/* Loads with the liveness check (a dead supervisor's record reads lost).
+ * -ENOENT: the dir has no record yet; TFS_ENOTASK: no such task dir. */
+int tfs__load_checked(tfs_store_t *store, const char *id, tfs_record_t *rec);
+
+/* Opens the task's lock file without ever blocking (a planted FIFO cannot
+ * hang it) and refuses anything but a regular file. */
+int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
+/* Takes the task lock without waiting: the fd (closing it releases the
+ * lock), -EBUSY if someone (a supervisor) holds it, or another error. */
+int tfs__task_trylock(tfs_store_t *store, const char *id);
+/* flock(fd, op) that waits, resuming after signals. 0 or -errno. */
+int tfs__flock_wait(int fd, int op);
+
+/* tfs_task_create() for a keyed task whose dir and record are made. */
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+                      int *existed);
+
+/* Ids as a flat array of 16-byte slots (15 chars and a NUL). */
+typedef char tfs__idbuf_t[16];
+/* Reads tasks/ once (readdir only, no stat) and returns the well-formed
+ * ids, sorted when sort is set, in one malloc'ed array. */
+int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort);
+
+
+
+/* The store's directory fds and files by name: the disk layout, for core
+ * (and its tests and the bench's store generator) only; faces use the
+ * calls of taskfs.h. */
+int tfs__store_fd(const tfs_store_t *store);       /* <state> dir fd */
+int tfs__store_tasks_fd(const tfs_store_t *store); /* <state>/tasks dir fd */
+/* Opens <store>/tasks/<id>/<name> by name, with the checks of
+ * tfs_task_file_open(). */
+int tfs__task_openat(tfs_store_t *store, const char *id, const char *name, int flags, mode_t mode);
+/* Writes data to dirfd/name atomically and durably (temp, fsync, rename,
+ * fsync dir). */
+int tfs__write_atomic(int dirfd, const char *name, const void *data, size_t len);
+/* Reads a whole small file (at most max bytes) relative to dirfd with
+ * O_NOFOLLOW; *out is malloc'ed and NUL-terminated. */
+int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len);
+
+/* ---- the classifier's ranks (core/classify*.c, important.c, triage.c) ----- */
+
+/* How well an important line says what went wrong, for choosing the lead
+ * (the first error an answer shows first). Higher is better. */
+enum {
+  TFS__RANK_NONE = 0,    /* warnings, summaries, plain lines */
+  TFS__RANK_VERDICT = 1, /* "make: *** [x] Error 1", "Build FAILED", "FAIL\tpkg" */
+  TFS__RANK_ERROR = 2,   /* an error or failure in words ("error: ...", "ERROR ...") */
+  TFS__RANK_HEADING = 3, /* a failing test named ("--- FAIL: TestX", "\u25cf a \u203a b") */
+  TFS__RANK_CAUSE = 4,   /* the cause itself: a located diagnostic, an exception, a panic */
+};
+
+/* tfs_classify_line() that also says the line's rank (TFS__RANK_*) and,
+ * with block, whether the line starts a report of its own (a located
+ * diagnostic, a test heading: the end of the previous one's context). */
+tfs_line_kind_t tfs__classify(const char *line, size_t len, int *rank, int *block);
+
+/* What a line near the lead is to the reader (core/classify_context.c). */
+enum {
+  TFS__CX_EMPTY = 0, /* nothing to read: blank, a bare gutter, a prefix only */
+  TFS__CX_OTHER,     /* text that goes on from the line before */
+  TFS__CX_FORM,      /* context by its form: Expected/Received, "-->", symbol:, a caret with text */
+  TFS__CX_LOCATION,  /* where: "File \"x\", line 3", a bare path, "x.c: In function" */
+  TFS__CX_PLACE,     /* a source location alone, "a.js:6", "a.f90:10:6:": above its report */
+  TFS__CX_CODE,      /* a source line the tool quotes, or a caret under it */
+  TFS__CX_FRAME,     /* a stack frame of the program's own code */
+  TFS__CX_LIBFRAME,  /* a frame in a library, the runtime or the test framework */
+  TFS__CX_FRAMES,    /* the heading of a trace ("goroutine 1 [running]:", "Stack Trace:") */
+  TFS__CX_HINT,      /* advice of the tool ("note: run with RUST_BACKTRACE=1") */
+};
+int tfs__context_form(const char *line, size_t len);
+
 
 #endif

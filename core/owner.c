@@ -159,7 +159,12 @@ out:
 int tfs_store_owner(tfs_store_t *store, tfs_owner_t *out) {
   char *text;
   size_t len;
-  int err = tfs_read_small(store->fd, "owner.json", 65536, &text, &len);
+  int err = tfs__usable(store);
+  if (err) {
+    memset(out, 0, sizeof *out);
+    return err;
+  }
+  err = tfs__read_small(store->fd, TFS__OWNER_FILE, 65536, &text, &len);
   if (err) {
     memset(out, 0, sizeof *out);
     return err == -EFBIG ? TFS_ECORRUPT : err;
@@ -171,18 +176,21 @@ int tfs_store_owner(tfs_store_t *store, tfs_owner_t *out) {
 
 int tfs_store_acquire(tfs_store_t *store, const char *role, tfs_owner_t *previous) {
   tfs_owner_t prev, self;
+  int err = tfs__writable(store);
+  if (err)
+    return err;
   /* A missing or corrupt previous record simply means no live owner. */
   if (tfs_store_owner(store, &prev))
     memset(&prev, 0, sizeof prev);
   if (previous)
     *previous = prev;
-  int err = tfs_owner_self(&self, role);
+  err = tfs_owner_self(&self, role);
   if (err)
     return err;
   char *text = owner_json(&self, 0);
   if (!text)
     return -ENOMEM;
-  err = tfs_write_atomic(store->fd, "owner.json", text, strlen(text));
+  err = tfs__write_atomic(store->fd, TFS__OWNER_FILE, text, strlen(text));
   free(text);
   return err;
 }

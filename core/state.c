@@ -1,4 +1,5 @@
-/* Names of task states and restart policies, as written in record.json. */
+/* Names of task states, restart policies and stderr modes, as written in
+ * record.json. One table per kind, one lookup for all. */
 #include "core/internal.h"
 
 #include <string.h>
@@ -6,37 +7,38 @@
 static const char *const state_names[] = {"queued", "running",   "completed",
                                           "failed", "cancelled", "lost"};
 static const char *const restart_names[] = {"no", "on-failure", "always"};
+static const char *const stderr_names[] = {"merged", "split"};
 
-const char *tfs_state_name(tfs_state_t s) {
-  if ((unsigned)s < sizeof state_names / sizeof *state_names)
-    return state_names[s];
-  return "unknown";
+static const char *name_of(const char *const *names, size_t n, unsigned i) {
+  return i < n ? names[i] : "unknown";
 }
 
-int tfs_state_parse(const char *name, tfs_state_t *out) {
-  for (size_t i = 0; name && i < sizeof state_names / sizeof *state_names; i++)
-    if (!strcmp(name, state_names[i])) {
-      *out = (tfs_state_t)i;
-      return 0;
-    }
-  return TFS_EBADID;
+/* The index of name in names, or -1. */
+static int index_of(const char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; name && i < n; i++)
+    if (!strcmp(name, names[i]))
+      return (int)i;
+  return -1;
 }
+
+/* tfs_<what>_name() and tfs_<what>_parse() of a table: "unknown" for a
+ * value out of range, TFS_EBADID for a name not in it. */
+#define NAMED(type, what, table)                                                                   \
+  const char *tfs_##what##_name(type v) {                                                          \
+    return name_of(table, sizeof table / sizeof *table, (unsigned)v);                              \
+  }                                                                                                \
+  int tfs_##what##_parse(const char *name, type *out) {                                            \
+    int i = index_of(table, sizeof table / sizeof *table, name);                                   \
+    if (i < 0)                                                                                     \
+      return TFS_EBADID;                                                                           \
+    *out = (type)i;                                                                                \
+    return 0;                                                                                      \
+  }
+
+NAMED(tfs_state_t, state, state_names)
+NAMED(tfs_restart_t, restart, restart_names)
+NAMED(tfs_stderr_t, stderr, stderr_names)
 
 int tfs_state_terminal(tfs_state_t s) {
   return s == TFS_COMPLETED || s == TFS_FAILED || s == TFS_CANCELLED || s == TFS_LOST;
-}
-
-const char *tfs_restart_name(tfs_restart_t r) {
-  if ((unsigned)r < sizeof restart_names / sizeof *restart_names)
-    return restart_names[r];
-  return "unknown";
-}
-
-int tfs_restart_parse(const char *name, tfs_restart_t *out) {
-  for (size_t i = 0; name && i < sizeof restart_names / sizeof *restart_names; i++)
-    if (!strcmp(name, restart_names[i])) {
-      *out = (tfs_restart_t)i;
-      return 0;
-    }
-  return TFS_EBADID;
 }

@@ -5,6 +5,7 @@
 #include "core/internal.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +14,7 @@
 #define READ_BUF (256 << 10) /* must stay below TFS__PIECE_MAX */
 
 int tfs_transcript_open_append(tfs_store_t *store, const char *id) {
-  return tfs_task_openat(store, id, "transcript", O_WRONLY | O_APPEND | O_CREAT, 0600);
+  return tfs_task_file_open(store, id, TFS_FILE_TRANSCRIPT, O_WRONLY | O_APPEND | O_CREAT, 0600);
 }
 
 int tfs_transcript_append(int fd, const char *data, size_t len, int add_newline) {
@@ -182,7 +183,8 @@ int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_lin
                             int64_t max_lines, tfs_line_cb cb, void *arg) {
   struct stat st;
   scan_t s;
-  int fd TFS_AUTOCLOSE = tfs_task_openat(store, id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  int fd TFS_AUTOCLOSE =
+      tfs_task_file_open(store, id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
   if (fd == -ENOENT)
     return 0; /* the task exists but has written nothing yet */
   if (fd < 0)
@@ -217,38 +219,45 @@ struct tfs_follower {
   int have_file;
   dev_t dev;
   ino_t ino;
+  off_t old_end; /* last_n = 0 inside a line: the size then (see open) */
 };
 
-/* Where the last n complete lines start, found by reading backwards from
- * the end in blocks, so a huge file is not read for its tail. */
+/* Where the last n lines of [0, size) start, a final line without its
+ * newline counting as one (tail(1)): found by reading backwards from the
+ * end in blocks, so a huge file is not read for its tail. n = 0: the end. */
 static int tail_start(int fd, off_t size, int64_t n, off_t *start) {
+  char last;
+  *start = size;
+  if (n <= 0 || size == 0)
+    return 0;
+  if (pread(fd, &last, 1, size - 1) != 1)
+    return -EIO;
+  /* A trailing newline ends the last line; it does not start a new one. */
+  off_t pos = last == '\n' ? size - 1 : size;
   char *buf = malloc(READ_BUF);
   if (!buf)
     return -ENOMEM;
   int64_t seen = 0;
-  off_t pos = size;
   *start = 0;
   while (pos > 0) {
     size_t len = pos > READ_BUF ? READ_BUF : (size_t)pos;
-    pos -= (off_t)len;
-    ssize_t r = pread(fd, buf, len, pos);
-    if (r < 0 && errno == EINTR) {
-      pos += (off_t)len;
+    ssize_t r = pread(fd, buf, len, pos - (off_t)len);
+    if (r < 0 && errno == EINTR)
       continue;
-    }
     if (r != (ssize_t)len) {
       free(buf);
-      return r < 0 ? -errno : -EIO;
+      return r < 0 ? -errno : -EIO; /* shrank under us */
     }
+    pos -= (off_t)len;
     size_t left = len;
     char *nl;
     while ((nl = memrchr(buf, '\n', left))) {
-      /* Newline number n + 1 from the end ends the line before our first. */
+      /* The n-th newline from the end ends the line before our first. */
       left = (size_t)(nl - buf);
-      if (++seen == n + 1) {
+      if (++seen == n) {
         *start = pos + (off_t)left + 1;
-        pos = 0;
-        break;
+        free(buf);
+        return 0;
       }
     }
   }
@@ -281,6 +290,141 @@ static int count_lines(int fd, off_t end, int64_t *count) {
   return 0;
 }
 
+/* Opens the transcript for reading with its size: 0 and fd -1 when the
+ * task has written nothing yet. */
+static int open_read(tfs_store_t *store, const char *id, int *fd, struct stat *st) {
+  *fd = tfs_task_file_open(store, id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
+  if (*fd == -ENOENT) {
+    *fd = -1;
+    memset(st, 0, sizeof *st);
+    return 0;
+  }
+  if (*fd < 0)
+    return *fd;
+  return fstat(*fd, st) ? -errno : 0;
+}
+
+int tfs_transcript_tail(tfs_store_t *store, const char *id, int64_t n, off_t *offset,
+                        int64_t *first_lineno, off_t *size) {
+  struct stat st;
+  int fd TFS_AUTOCLOSE = -1;
+  int64_t before = 0;
+  off_t start = 0;
+  *offset = 0;
+  *first_lineno = 1;
+  if (size)
+    *size = 0;
+  int err = open_read(store, id, &fd, &st);
+  if (err || fd < 0)
+    return err;
+  if (n >= 0 && (err = tail_start(fd, st.st_size, n, &start)))
+    return err;
+  if ((err = count_lines(fd, start, &before)))
+    return err;
+  *offset = start;
+  *first_lineno = before + 1;
+  if (size)
+    *size = st.st_size;
+  return 0;
+}
+
+/* Reads the last max bytes and one more: the byte before the window says
+ * whether the window starts a line. The first line that starts inside the
+ * window is where the text starts; a window holding no line start (one
+ * line longer than max) is kept whole. */
+int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, char **text,
+                              size_t *len, off_t *size) {
+  struct stat st;
+  int fd TFS_AUTOCLOSE = -1;
+  *text = NULL;
+  *len = 0;
+  if (size)
+    *size = 0;
+  int err = open_read(store, id, &fd, &st);
+  if (err)
+    return err;
+  off_t from = fd >= 0 && st.st_size > (off_t)max ? st.st_size - (off_t)max - 1 : 0;
+  size_t want = fd >= 0 ? (size_t)(st.st_size - from) : 0, got = 0;
+  char *buf = malloc(want + 1);
+  if (!buf)
+    return -ENOMEM;
+  while (got < want) {
+    ssize_t r = pread(fd, buf + got, want - got, from + (off_t)got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      free(buf);
+      return -errno;
+    }
+    if (r == 0)
+      break; /* shrank under us: what there is */
+    got += (size_t)r;
+  }
+  size_t start = 0;
+  if (fd >= 0 && st.st_size > (off_t)max && got > 0) {
+    char *nl = memchr(buf, '\n', got);
+    start = nl && nl < buf + got - 1 ? (size_t)(nl - buf) + 1 : 1;
+  }
+  memmove(buf, buf + start, got - start);
+  buf[got - start] = '\0';
+  *text = buf;
+  *len = got - start;
+  if (size)
+    *size = st.st_size;
+  return 0;
+}
+
+/* Writes all of buf to fd (EINTR retried, EAGAIN waited out). */
+static int write_out(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, buf, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0 && errno == EAGAIN) {
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      poll(&p, 1, 1000);
+      continue;
+    }
+    if (w < 0)
+      return -errno;
+    buf += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+int tfs_transcript_copy(tfs_store_t *store, const char *id, int64_t last_n, int out_fd) {
+  struct stat st;
+  int fd TFS_AUTOCLOSE = -1;
+  off_t at = 0;
+  int err = open_read(store, id, &fd, &st);
+  if (err || fd < 0)
+    return err;
+  if (last_n >= 0 && (err = tail_start(fd, st.st_size, last_n, &at)))
+    return err;
+  char *buf TFS_AUTOFREE = malloc(READ_BUF);
+  if (!buf)
+    return -ENOMEM;
+  /* Up to the size at the open: a task writing fast cannot keep us
+   * chasing its output. */
+  while (at < st.st_size && !err) {
+    size_t want = st.st_size - at < READ_BUF ? (size_t)(st.st_size - at) : READ_BUF;
+    ssize_t r = pread(fd, buf, want, at);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return r < 0 ? -errno : 0;
+    at += r;
+    err = write_out(out_fd, buf, (size_t)r);
+  }
+  return err;
+}
+
+/* A follower never starts inside a line: with last_n = 0 and a line still
+ * being written, it starts where that line starts, so the line is handed
+ * out whole once it is completed (or has grown and is flushed). Flushed as
+ * it was at the open, it is none of the last 0 lines and is skipped:
+ * old_end remembers that size. */
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out) {
   struct stat st;
   *out = NULL;
@@ -293,31 +437,30 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
   f->store = store;
   snprintf(f->id, sizeof f->id, "%s", id);
   f->next_lineno = 1;
-  if (last_n >= 0) {
-    int fd TFS_AUTOCLOSE =
-        openat(dfd, "transcript", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno != ENOENT) {
-      free(f);
-      return tfs__open_err(errno);
+  int fd TFS_AUTOCLOSE = -1;
+  int err = last_n >= 0 ? open_read(store, id, &fd, &st) : 0;
+  if (!err && fd >= 0) {
+    off_t start;
+    int64_t before = 0;
+    err = tail_start(fd, st.st_size, last_n > 0 ? last_n : 1, &start);
+    if (!err && last_n == 0 && start < st.st_size) {
+      char last;
+      if (pread(fd, &last, 1, st.st_size - 1) == 1 && last == '\n')
+        start = st.st_size; /* no line in progress: from the end */
+      else
+        f->old_end = st.st_size;
     }
-    if (fd >= 0) {
-      off_t start;
-      int64_t before = 0;
-      int err = fstat(fd, &st) ? -errno : S_ISREG(st.st_mode) ? 0 : TFS_ECORRUPT;
-      if (!err)
-        err = tail_start(fd, st.st_size, last_n, &start);
-      if (!err)
-        err = count_lines(fd, start, &before);
-      if (err) {
-        free(f);
-        return err;
-      }
-      f->offset = start;
-      f->next_lineno = before + 1;
-      f->have_file = 1;
-      f->dev = st.st_dev;
-      f->ino = st.st_ino;
-    }
+    if (!err)
+      err = count_lines(fd, start, &before);
+    f->offset = start;
+    f->next_lineno = before + 1;
+    f->have_file = 1;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+  }
+  if (err) {
+    free(f);
+    return err;
   }
   *out = f;
   return 0;
@@ -326,7 +469,8 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg) {
   struct stat st;
   scan_t s;
-  int fd TFS_AUTOCLOSE = tfs_task_openat(f->store, f->id, "transcript", O_RDONLY | O_NONBLOCK, 0);
+  int fd TFS_AUTOCLOSE =
+      tfs_task_file_open(f->store, f->id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
   if (fd == -ENOENT || fd == TFS_ENOTASK) {
     if (f->have_file) {
       /* Vanished: when it comes back it is a new file, read from its start. */
@@ -334,6 +478,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
       f->offset = 0;
       f->next_lineno = 1;
       f->midline = 0;
+      f->old_end = 0;
     }
     return 0;
   }
@@ -349,6 +494,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
     f->offset = 0;
     f->next_lineno = 1;
     f->midline = 0;
+    f->old_end = 0;
   }
   f->have_file = 1;
   f->dev = st.st_dev;
@@ -360,7 +506,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
     return err;
   s.midline = f->midline;
   err = scan_run(&s);
-  if (!err && flush_partial)
+  if (!err && flush_partial && s.end > f->old_end)
     scan_flush(&s);
   f->offset = s.seg_start;
   f->next_lineno = s.lineno;
@@ -368,10 +514,6 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   int64_t n = s.delivered;
   scan_free(&s);
   return err ? err : n;
-}
-
-int64_t tfs_follower_lineno(const tfs_follower_t *f) {
-  return f->next_lineno - 1;
 }
 
 void tfs_follower_close(tfs_follower_t *f) {

@@ -74,3 +74,36 @@ char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len) {
     *out_len = o;
   return out;
 }
+
+int tfs__utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < len;) {
+    if (p[i] && p[i] < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n = p[i] ? seq_len(p + i, len - i) : 0;
+    if (!n)
+      return 0;
+    i += n;
+  }
+  return 1;
+}
+
+/* Backs up from max over at most three continuation bytes to the lead
+ * byte of the character max would split, and cuts before it only if that
+ * is one valid character running past max: bytes that form none are no
+ * character and become one U+FFFD each in tfs_utf8_sanitize, so a cut
+ * between them splits nothing. */
+size_t tfs_utf8_cut(const char *s, size_t len, size_t max) {
+  const unsigned char *p = (const unsigned char *)s;
+  if (len <= max)
+    return len;
+  size_t j = max;
+  while (j > 0 && max - j < 3 && (p[j] & 0xc0) == 0x80)
+    j--;
+  if (j == max)
+    return max;
+  size_t n = seq_len(p + j, len - j);
+  return n && j + n > max ? j : max;
+}

@@ -1,4 +1,13 @@
-/* Internal pieces of the FUSE mount, shared by the files in fs/ only. */
+/* Internal pieces of the FUSE mount, shared by the files in fs/ only.
+ *
+ * One job per file: node.c maps inode numbers to nodes and fills their
+ * attributes, lookup.c walks names, bykey.c is the by-key/ directory,
+ * render.c renders the small files, file.c opens, reads and releases
+ * files, transcript.c serves transcript reads and poll, cancel.c takes
+ * writes to cancel, dir.c lists directories, watch.c wakes pollers, ops.c
+ * is the operation table (and refuses every change to the namespace), and
+ * mount.c and point.c run the mount. Every symbol outside its file carries
+ * the fs_ prefix. */
 #ifndef TASKFS_FS_FS_H
 #define TASKFS_FS_FS_H
 
@@ -23,7 +32,26 @@
 #define INO_TASK_BASE 16
 #define INO_KEY_BIT (1ULL << 62)
 
+/* The kinds of a task's inode numbers: its directory, then its files in
+ * the order of the core's views (K_RECORD is TFS_VIEW_RECORD + 1, ...). */
 enum { K_TASKDIR = 0, K_RECORD = 1, K_TRANSCRIPT = 2, K_CANCEL = 3, K_TOWNER = 4, K_NKINDS = 5 };
+#define FS_KIND_VIEW(kind) ((tfs_view_t)((kind)-1))
+
+/* What an inode number names. */
+typedef enum { N_NONE, N_ROOT, N_OWNER, N_TASKS, N_BYKEY, N_TASK, N_KEY } node_t;
+
+/* The files of a task directory as the mount shows them, in listing
+ * order (the core's views): the one table lookup, readdir and getattr
+ * read. Names come from tfs_view_name(). */
+#define FS_NTASKFILES TFS_VIEW_COUNT
+typedef struct {
+  int kind;
+  mode_t mode;
+  tfs_task_file_t backing; /* the store file whose times (and size) it shows */
+} fs_task_file_t;
+extern const fs_task_file_t fs_task_files[FS_NTASKFILES];
+/* The name of a file kind (K_RECORD...). */
+#define FS_KIND_NAME(kind) tfs_view_name(FS_KIND_VIEW(kind))
 
 struct tfile;
 
@@ -31,7 +59,7 @@ struct tfile;
  * keys). */
 typedef struct {
   char *name;
-  int wd;              /* inotify watch on the task dir, -1 if none */
+  int watched;         /* on the mount's store watch (it has open transcripts) */
   struct tfile *files; /* open transcript handles of this task */
 } tab_entry_t;
 
@@ -42,9 +70,9 @@ typedef struct {
   size_t hcap;    /* power of two */
 } nametab_t;
 
-int tab_intern(nametab_t *t, const char *name, size_t *idx);
-int tab_find(const nametab_t *t, const char *name, size_t *idx);
-void tab_free(nametab_t *t);
+int fs_tab_intern(nametab_t *t, const char *name, size_t *idx);
+int fs_tab_find(const nametab_t *t, const char *name, size_t *idx);
+void fs_tab_free(nametab_t *t);
 
 /* An open file. */
 typedef struct tfile {
@@ -54,52 +82,117 @@ typedef struct tfile {
   size_t len;
   int fd;        /* transcript: backing fd, -1 until it exists */
   uint64_t seen; /* transcript: end of the furthest read, for poll */
+  int cached;    /* transcript of an ended task: read through the page cache */
   struct fuse_pollhandle *ph;
-  struct tfile *next; /* in the task's list of open transcripts */
-  int accepted;       /* cancel: a "1" was accepted on this handle */
-  int for_write;      /* cancel: opened for writing */
-  int wrote;          /* cancel: some write reached this handle */
+  struct tfile *next;                /* in the task's list of open transcripts */
+  int accepted;                      /* cancel: a "1" was accepted on this handle */
+  int for_write;                     /* cancel: opened for writing */
+  int wrote;                         /* cancel: some write reached this handle */
   struct tfile *all_prev, *all_next; /* every open file, freed at unmount */
 } tfile_t;
 
+/* The store watch of one mount (fs/watch.c): one core watch, its fd under
+ * a uv_poll, and the tick that re-checks waiting polls for what no event
+ * shows (a supervisor that died, a task the watch could not add). */
+typedef struct {
+  tfs_watch_t *w;
+  uv_poll_t poller; /* on tfs_watch_fd(w), when there is one */
+  uv_timer_t tick;  /* runs while a poll handle waits */
+} fs_watch_t;
+
 typedef struct {
   char *state_dir;
-  tfs_store_t *store; /* NULL while the store directory is absent */
-  uid_t uid; /* owner of <state>/tasks: owns every file */
+  tfs_store_t *store; /* for the mount's life (refreshed in place) */
+  int store_gone;     /* why the store is not served (absent, refused), or 0:
+                         tasks/ reads empty meanwhile */
+  uid_t uid;          /* the mount's user, the store's owner: owns every file */
   gid_t gid;
   struct timespec mount_time;
   int use_syslog;
 
   struct fuse_session *se;
+  struct fuse_buf fbuf; /* the request being read from /dev/fuse */
   uv_loop_t loop;
   uv_poll_t fuse_watcher;
-  uv_poll_t inotify_watcher;
   uv_signal_t sig[3];
-  int inotify_fd;
+  fs_watch_t watch;
   int stopping;
 
   nametab_t tasks;
   nametab_t keys;
 
-  char *rbuf; /* transcript read buffer, reused */
-  size_t rbuf_cap;
   tfile_t *open_files; /* handles the kernel has not released yet */
 } mnt_t;
 
+/* ---- fs/mount.c ---- */
+void fs_log(mnt_t *m, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The current store, reopened if the store directory was replaced. */
+tfs_store_t *fs_store(mnt_t *m);
+
+/* ---- fs/node.c ---- */
+node_t fs_ino_decode(mnt_t *m, fuse_ino_t ino, size_t *idx, int *kind);
+fuse_ino_t fs_task_ino(size_t idx, int kind);
+fuse_ino_t fs_key_ino(size_t idx);
+int fs_name_ino(mnt_t *m, node_t dir, const char *name, fuse_ino_t *ino);
+int fs_errno(int err);
+int fs_task_stat(tfs_store_t *s, const char *id, struct stat *st);
+void fs_dir_attr(mnt_t *m, struct stat *st, fuse_ino_t ino, const struct stat *from);
+int fs_node_attr(mnt_t *m, fuse_ino_t ino, struct stat *st);
+double fs_attr_timeout(mnt_t *m, fuse_ino_t ino);
+void fs_reply_entry(fuse_req_t req, mnt_t *m, fuse_ino_t ino, double entry_timeout);
+
+/* ---- fs/bykey.c ---- */
+void fs_bykey_lookup(fuse_req_t req, mnt_t *m, const char *name);
+int fs_key_attr(mnt_t *m, size_t idx, fuse_ino_t ino, struct stat *st);
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+
+/* ---- fs/render.c ---- */
+int fs_render(mnt_t *m, node_t t, size_t idx, int kind, char **out, size_t *len);
+
+/* ---- fs/file.c ---- */
 /* Frees the handles still open when the session ends (an unmount does not
  * release the files that are open at that moment). */
-void ops_free_open_files(mnt_t *m);
+void fs_free_open_files(mnt_t *m);
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
-void mnt_log(mnt_t *m, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The current store, reopened if the store directory was replaced. */
-tfs_store_t *mnt_store(mnt_t *m);
+/* ---- fs/transcript.c ---- */
+int fs_transcript_open(tfs_store_t *s, const char *id);
+int fs_transcript_ready(mnt_t *m, tfile_t *f);
+/* 1 when the task of f has ended (or cannot be read): its transcript no
+ * longer grows. */
+int fs_transcript_final(mnt_t *m, tfile_t *f);
+void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t off);
+void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                struct fuse_pollhandle *ph);
 
-/* Task watches (fs/watch.c). */
-int watch_init(mnt_t *m);
-void watch_close(mnt_t *m);
-void watch_attach(mnt_t *m, tfile_t *f);
-void watch_detach(mnt_t *m, tfile_t *f);
+/* ---- fs/cancel.c ---- */
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                 struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
-extern const struct fuse_lowlevel_ops tfs_fs_ops;
+/* ---- fs/lookup.c ---- */
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                   struct fuse_file_info *fi);
+
+/* ---- fs/dir.c ---- */
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                   struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ---- fs/watch.c ---- */
+int fs_watch_init(mnt_t *m);
+void fs_watch_close(mnt_t *m);
+void fs_watch_attach(mnt_t *m, tfile_t *f);
+void fs_watch_detach(mnt_t *m, tfile_t *f);
+/* A poll handle is kept on f: makes sure the tick runs. */
+void fs_watch_poll_kept(mnt_t *m);
+
+/* ---- fs/ops.c ---- */
+extern const struct fuse_lowlevel_ops fs_ops;
 
 #endif

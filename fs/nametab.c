@@ -33,7 +33,7 @@ static int tab_rehash(nametab_t *t, size_t hcap) {
   return 0;
 }
 
-int tab_find(const nametab_t *t, const char *name, size_t *idx) {
+int fs_tab_find(const nametab_t *t, const char *name, size_t *idx) {
   if (!t->hcap)
     return -ENOENT;
   size_t slot = fnv1a(name) & (t->hcap - 1);
@@ -48,8 +48,8 @@ int tab_find(const nametab_t *t, const char *name, size_t *idx) {
   return -ENOENT;
 }
 
-int tab_intern(nametab_t *t, const char *name, size_t *idx) {
-  if (!tab_find(t, name, idx))
+int fs_tab_intern(nametab_t *t, const char *name, size_t *idx) {
+  if (!fs_tab_find(t, name, idx))
     return 0;
   if (t->n >= UINT32_MAX - 1)
     return -ENOSPC;
@@ -70,7 +70,7 @@ int tab_intern(nametab_t *t, const char *name, size_t *idx) {
   if (!copy)
     return -ENOMEM;
   size_t i = t->n++;
-  t->v[i] = (tab_entry_t){.name = copy, .wd = -1, .files = NULL};
+  t->v[i] = (tab_entry_t){.name = copy, .watched = 0, .files = NULL};
   size_t slot = fnv1a(name) & (t->hcap - 1);
   while (t->hash[slot])
     slot = (slot + 1) & (t->hcap - 1);
@@ -79,7 +79,7 @@ int tab_intern(nametab_t *t, const char *name, size_t *idx) {
   return 0;
 }
 
-void tab_free(nametab_t *t) {
+void fs_tab_free(nametab_t *t) {
   for (size_t i = 0; i < t->n; i++)
     free(t->v[i].name);
   free(t->v);

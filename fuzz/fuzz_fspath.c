@@ -1,8 +1,8 @@
-/* libFuzzer target: the mount's name -> node map. fs/ops.c's lookup and
- * inode decoding are static and need a live FUSE request, so this target
- * drives the separable part: the name tables (fs/nametab.c) that turn a
- * task id or key met in a lookup into the stable index inode numbers are
- * made of, behind the same validity gate op_lookup applies
+/* libFuzzer target: the mount's name -> node map. The lookup (fs/lookup.c)
+ * and inode decoding (fs/node.c) need a live FUSE request and mount, so
+ * this target drives the separable part: the name tables (fs/nametab.c)
+ * that turn a task id or key met in a lookup into the stable index inode
+ * numbers are made of, behind the same validity gate the lookup applies
  * (tfs_id_valid / tfs_key_valid). The input is a list of names separated by
  * '\n' or NUL; each name's first byte picks the table and the operation. A
  * naive linear list is the model: intern returns the same index for the
@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       size_t idx = (size_t)-1;
       long want = model_find(&model[t], name);
       if (intern && (valid || nogate)) {
-        CHECK(tab_intern(&tabs[t], name, &idx) == 0);
+        CHECK(fs_tab_intern(&tabs[t], name, &idx) == 0);
         if (want >= 0)
           CHECK(idx == (size_t)want);
         else {
@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         CHECK(!strcmp(tabs[t].v[idx].name, name));
       } else {
-        int rc = tab_find(&tabs[t], name, &idx);
+        int rc = fs_tab_find(&tabs[t], name, &idx);
         CHECK((rc == 0) == (want >= 0));
         if (rc == 0)
           CHECK(idx == (size_t)want);
@@ -82,11 +82,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int t = 0; t < 2; t++) {
     for (size_t i = 0; i < model[t].n; i++) {
       size_t idx;
-      CHECK(tab_find(&tabs[t], model[t].names[i], &idx) == 0 && idx == i);
+      CHECK(fs_tab_find(&tabs[t], model[t].names[i], &idx) == 0 && idx == i);
       free(model[t].names[i]);
     }
     free(model[t].names);
-    tab_free(&tabs[t]);
+    fs_tab_free(&tabs[t]);
   }
   return 0;
 }

@@ -1,9 +1,13 @@
-/* libFuzzer target: the important-line classifier and the first-K/last-K
- * keeper. The input's first byte picks K (1..16); the rest is split into
- * lines at '\n' and fed in order. After every line the keeper's invariants
- * must hold: counts within K, line numbers increasing, "last" never
- * repeating "first", each kept line's kind equal to what
- * tfs_classify_line() says, text within TFS_IMPORTANT_TEXT_MAX. */
+/* libFuzzer target: the important-line classifier, the first-K/last-K
+ * keeper, the lead with its context and the triage of them. The input's
+ * first byte picks K (1..16); the rest is split into lines at '\n' and fed
+ * in order. After every line the keeper's invariants must hold: counts
+ * within K, line numbers increasing, "last" never repeating "first", each
+ * kept line's kind equal to what tfs_classify_line() says, text within
+ * TFS_IMPORTANT_TEXT_MAX; the lead an error or a failure already fed, its
+ * context at most TFS_CONTEXT_MAX lines in line order, each within
+ * TFS_CONTEXT_TEXT_MAX; at the end the triage lists the lead first and no
+ * line twice. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,36 @@ static void check(const tfs_important_t *imp, int k, int64_t important_seen) {
   CHECK((int64_t)(imp->nfirst + imp->nlast) <= imp->total);
 }
 
+static void check_lead(const tfs_important_t *imp, int64_t lineno) {
+  if (!imp->lead.text) {
+    CHECK(imp->ncontext == 0);
+    return;
+  }
+  CHECK(imp->lead.line >= 1 && imp->lead.line <= lineno);
+  CHECK(imp->lead.kind == TFS_LINE_ERROR || imp->lead.kind == TFS_LINE_FAILURE);
+  CHECK(strlen(imp->lead.text) <= TFS_IMPORTANT_TEXT_MAX);
+  CHECK(imp->ncontext <= TFS_CONTEXT_MAX);
+  for (size_t i = 0; i < imp->ncontext; i++) {
+    const tfs_important_line_t *c = &imp->context[i];
+    CHECK(c->kind == TFS_LINE_CONTEXT);
+    CHECK(c->text && strlen(c->text) <= TFS_CONTEXT_TEXT_MAX);
+    CHECK(c->line >= 1 && c->line <= lineno && c->line != imp->lead.line);
+    CHECK(i == 0 || c->line > imp->context[i - 1].line);
+  }
+}
+
+static void check_triage(const tfs_important_t *imp) {
+  tfs_triage_t t;
+  if (tfs_triage_select(imp, 0, 0, &t))
+    return; /* out of memory */
+  CHECK(t.n <= 1 + imp->ncontext + imp->nfirst + imp->nlast);
+  CHECK(!imp->lead.text || (t.n >= 1 && t.v[0].role == TFS_PICK_LEAD));
+  for (size_t i = 0; i < t.n; i++)
+    for (size_t j = i + 1; j < t.n; j++)
+      CHECK(t.v[i].line->line != t.v[j].line->line);
+  tfs_triage_free(&t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
@@ -71,8 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       CHECK(l->kind == kind);
     }
     check(&imp, k, seen);
+    check_lead(&imp, lineno);
     p += len + (nl ? 1 : 0);
   }
+  check_triage(&imp);
   tfs_important_free(&imp);
   return 0;
 }

@@ -1,21 +1,25 @@
-/* libFuzzer target: the MCP server's input framing and text hygiene
- * (mcp/text.c). The server's message handler (handle_line in
- * mcp/server.c) is static and needs a running server, so this target
- * covers what stands between stdin and it: the bounded line splitter, fed
- * the input in fuzzer-chosen chunk sizes, must deliver exactly the lines a
- * naive split gives (a trailing '\r' dropped), report each line longer than
- * the limit once with its length and never buffer more than the limit; and
- * the sanitiser every transcript line passes before it goes into JSON must
- * give NUL-free valid UTF-8 (jansson accepts it) within its size bound.
- * Each message-sized line is also parsed the way the server parses one
- * (json_loadb, no flags), to keep jansson itself under the sanitizers. */
+/* libFuzzer target: the MCP server's input, from the bytes on stdin to the
+ * dispatcher's answers. The framing and text hygiene (mcp/text.c): the
+ * bounded line splitter, fed the input in fuzzer-chosen chunk sizes, must
+ * deliver exactly the lines a naive split gives (a trailing '\r' dropped),
+ * report each line longer than the limit once with its length and never
+ * buffer more than the limit; and the sanitiser every transcript line
+ * passes before it goes into JSON must give NUL-free valid UTF-8 (jansson
+ * accepts it) within its size bound. Then each line is dispatched, as the
+ * server dispatches one, to a session of a server over an empty store
+ * (made once per process): both protocol revisions (the era layer's
+ * envelope checks and pins, era.c), the argument checks against the tool
+ * schemas (validate.c), listen filters, roots in inputResponses, tasks
+ * methods. Every message the server sends must be JSON. A line naming
+ * start_managed_task is only checked against that tool's schema, never
+ * dispatched: a start would create tasks and fork supervisors. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/mcp.h"
+#include "mcp/internal.h"
 
 #define CHECK(c)                                                                                   \
   do {                                                                                             \
@@ -25,6 +29,44 @@
     }                                                                                              \
   } while (0)
 
+/* The server every input is dispatched to, and what it sent. */
+static uv_loop_t loop;
+static mcp_server_t *srv;
+
+static void sink(void *arg, const json_t *id, char *data, size_t len) {
+  json_error_t e;
+  json_t *m = json_loadb(data, len, 0, &e);
+  CHECK(m); /* the server only ever sends JSON */
+  json_decref(m);
+  free(data);
+  (*(size_t *)arg)++;
+}
+
+static void server_once(void) {
+  if (srv)
+    return;
+  char dir[] = "/tmp/taskfs-fuzz-mcp-XXXXXX";
+  CHECK(mkdtemp(dir));
+  CHECK(uv_loop_init(&loop) == 0);
+  mcp_server_config_t cfg = {.loop = &loop, .state_dir = dir, .role = "fuzz"};
+  CHECK(mcp_server_open(&cfg, &srv) == 0);
+}
+
+/* One line as the server takes it. */
+static void dispatch(mcp_session_t *s, const char *line, size_t len) {
+  if (memmem(line, len, "start_managed_task", 18)) {
+    json_error_t e;
+    json_t *m = json_loadb(line, len, 0, &e);
+    json_t *args = json_object_get(json_object_get(m, "params"), "arguments");
+    char msg[600];
+    if (json_is_object(args))
+      mcp_validate_args(mcp_tool_input_schema(srv, "start_managed_task"), args, msg, sizeof msg);
+    json_decref(m);
+    return;
+  }
+  mcp_dispatch_text(s, line, len);
+}
+
 typedef struct {
   const char *in; /* the whole input after the header bytes */
   size_t inlen;
@@ -32,6 +74,7 @@ typedef struct {
   size_t limit;
   size_t ndelivered;
   size_t maxclean;
+  mcp_session_t *sess;
 } ctx_t;
 
 static void check_clean(const char *s, size_t len, size_t max) {
@@ -63,9 +106,7 @@ static void on_line(void *arg, const char *line, size_t len, size_t oversize) {
     CHECK(want <= c->limit);
     CHECK(len == w && memcmp(line, start, len) == 0);
     check_clean(line, len, c->maxclean);
-    json_error_t e;
-    json_t *j = json_loadb(line, len, 0, &e);
-    json_decref(j);
+    dispatch(c->sess, line, len);
   }
   c->pos += want + (nl ? 1 : 0);
   c->ndelivered++;
@@ -74,9 +115,13 @@ static void on_line(void *arg, const char *line, size_t len, size_t oversize) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 3)
     return 0;
-  ctx_t c = {(const char *)data + 3,   size - 3, 0,
-             (size_t)data[0] * 16 + 1, 0,        (size_t)data[1] % 128};
+  ctx_t c = {(const char *)data + 3, size - 3, 0, (size_t)data[0] * 16 + 1, 0,
+             (size_t)data[1] % 128,  NULL};
   size_t chunk = (size_t)data[2] + 1;
+  server_once();
+  size_t sent = 0;
+  c.sess = mcp_session_new(srv, sink, &sent);
+  CHECK(c.sess);
   mcp_lines_t l;
   mcp_lines_init(&l, c.limit);
   for (size_t off = 0; off < c.inlen; off += chunk) {
@@ -87,5 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mcp_lines_finish(&l, on_line, &c);
   CHECK(c.pos == c.inlen);
   mcp_lines_free(&l);
+  /* What waits (a listen, a long-poll) ends with the session; the loop
+   * runs the close callbacks. */
+  mcp_session_close(c.sess);
+  uv_run(&loop, UV_RUN_NOWAIT);
   return 0;
 }

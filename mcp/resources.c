@@ -1,42 +1,47 @@
 /* Resources: each task's record (taskfs://tasks/<id>/record, JSON) and
- * transcript (taskfs://tasks/<id>/transcript, text: the last 64 KiB), with
- * subscriptions. A subscription rides on the task-directory watch and sends
- * notifications/resources/updated at most twice a second per resource. */
+ * transcript (taskfs://tasks/<id>/transcript, text: its last whole lines
+ * within 64 KiB), with subscriptions. A subscription listens on the
+ * server's watch of its task and, told to look, compares its file's
+ * identity, size and time with what it saw last; a change is told to its
+ * owner, at most twice a second per subscription: the legacy session
+ * (resources/subscribe) sends notifications/resources/updated, a modern
+ * subscriptions/listen stream (listen.c) its tagged notifications. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "mcp/mcp.h"
+#include "mcp/internal.h"
 
 #define RES_PAGE_TASKS 50
 #define URI_PREFIX "taskfs://tasks/"
+/* The transcript resource is at most this many bytes of its end. */
+#define TRANSCRIPT_RESOURCE_MAX (64 * 1024)
 
-enum { RES_RECORD, RES_TRANSCRIPT };
-
-typedef struct sub {
-  struct sub *next;
+struct mcp_sub {
+  mcp_sub_t *next; /* the owner's list */
   mcp_server_t *srv;
   char uri[128];
   char id[TFS_ID_MAX + 1];
   int kind;
+  mcp_sub_fn fn;
+  void *arg;
   mcp_listener_t *listener;
-  uv_timer_t timer;
+  uv_timer_t timer; /* the rate limit's */
   int64_t last_sent_ms;
   int armed;
-  /* Fallback when the watch could not be set: a 1 s stat of the file. */
-  uv_timer_t poll;
-  int64_t seen_size, seen_mtime_ns;
-  int open_handles; /* freed when both timers have closed */
-} sub_t;
+  struct stat seen; /* st_ino 0: absent */
+};
 
-static sub_t *subs; /* one server per process */
+const char *mcp_sub_uri(const mcp_sub_t *s) {
+  return s->uri;
+}
+const char *mcp_sub_task(const mcp_sub_t *s) {
+  return s->id;
+}
 
-/* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */
-static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
+int mcp_resource_parse(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
   if (!uri || strncmp(uri, URI_PREFIX, strlen(URI_PREFIX)))
     return -1;
   const char *p = uri + strlen(URI_PREFIX);
@@ -48,9 +53,9 @@ static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
   if (!tfs_id_valid(id))
     return -1;
   if (!strcmp(slash + 1, "record"))
-    *kind = RES_RECORD;
+    *kind = MCP_RES_RECORD;
   else if (!strcmp(slash + 1, "transcript"))
-    *kind = RES_TRANSCRIPT;
+    *kind = MCP_RES_TRANSCRIPT;
   else
     return -1;
   return 0;
@@ -58,28 +63,30 @@ static int parse_uri(const char *uri, char id[TFS_ID_MAX + 1], int *kind) {
 
 /* Checks params.uri; replies with an error and returns -1 if it is not a
  * resource of an existing task. */
-static int uri_param(mcp_server_t *srv, json_t *id, json_t *params, char tid[TFS_ID_MAX + 1],
-                     int *kind, const char **uri_out) {
+static int uri_param(const mcp_req_t *r, json_t *params, char tid[TFS_ID_MAX + 1], int *kind,
+                     const char **uri_out) {
   const char *uri = json_string_value(json_object_get(params, "uri"));
   if (!uri) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "params.uri (a string) is required");
+    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "params.uri (a string) is required");
     return -1;
   }
-  if (parse_uri(uri, tid, kind)) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS,
-                    "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
-                    "taskfs://tasks/<id>/transcript",
-                    uri);
+  if (mcp_resource_parse(uri, tid, kind)) {
+    mcp_reply_error_data(r, MCP_RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                         "'%.200s' is not a taskfs resource; use taskfs://tasks/<id>/record or "
+                         "taskfs://tasks/<id>/transcript",
+                         uri);
     return -1;
   }
   tfs_record_t rec;
-  int err = tfs_task_load(mcp_store(srv), tid, &rec);
+  int err = tfs_task_load(mcp_store(r->srv), tid, &rec);
   if (err == TFS_ENOTASK) {
-    json_t *m = json_pack("{s:s, s:O, s:{s:i, s:s, s:{s:s}}}", "jsonrpc", "2.0", "id", id, "error",
-                          "code", RPC_RESOURCE_NOT_FOUND, "message",
-                          "resource not found: no such task in this store (see resources/list)",
-                          "data", "uri", uri);
-    mcp_send(srv, m);
+    /* 2026-07-28 replaced the legacy -32002 by -32602. */
+    mcp_reply_error_data(
+        r, r->era == MCP_ERA_MODERN ? MCP_RPC_INVALID_PARAMS : MCP_RPC_RESOURCE_NOT_FOUND,
+        json_pack("{s:s}", "uri", uri),
+        "Resource not found: %.200s (no such task in this store; see "
+        "resources/list)",
+        uri);
     return -1;
   }
   if (!err)
@@ -88,249 +95,213 @@ static int uri_param(mcp_server_t *srv, json_t *id, json_t *params, char tid[TFS
   return 0;
 }
 
-void mcp_resources_templates(mcp_server_t *srv, json_t *id, json_t *params) {
-  mcp_reply(srv, id,
-            json_pack("{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}", "resourceTemplates",
-                      "uriTemplate", URI_PREFIX "{taskId}/record", "name", "task-record",
-                      "description",
-                      "The task's record.json: state, exit code, times, policy, important lines",
-                      "mimeType", "application/json", "uriTemplate",
-                      URI_PREFIX "{taskId}/transcript", "name", "task-transcript", "description",
-                      "The task's output, bounded to its last 64 KiB (cut at a line start); "
-                      "read_managed_task with sinceLine pages through all of it",
-                      "mimeType", "text/plain"));
+void mcp_resources_templates(const mcp_req_t *r, json_t *params) {
+  mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}", "resourceTemplates",
+                         "uriTemplate", URI_PREFIX "{taskId}/record", "name", "task-record",
+                         "description",
+                         "The task's record.json: state, exit code, times, policy, important lines",
+                         "mimeType", "application/json", "uriTemplate",
+                         URI_PREFIX "{taskId}/transcript", "name", "task-transcript", "description",
+                         "The task's output, bounded to its last 64 KiB (cut at a line start); "
+                         "read_managed_task with sinceLine pages through all of it",
+                         "mimeType", "text/plain"));
 }
 
-void mcp_resources_list(mcp_server_t *srv, json_t *id, json_t *params) {
-  json_t *jcur = json_object_get(params, "cursor");
-  if (jcur && !json_is_string(jcur)) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "params.cursor must be a string");
-    return;
-  }
-  char msg[256];
-  mcp_idpage_t pg;
-  if (mcp_idpage_open(srv, json_string_value(jcur), &pg, msg, sizeof msg)) {
-    mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "%s", msg);
-    return;
-  }
-  json_t *list = json_array();
-  size_t i = pg.start, n = 0;
-  while (i > 0 && n < RES_PAGE_TASKS) {
-    i--;
-    n++;
-    const char *tid = pg.all[i];
-    char uri[128], name[96];
-    snprintf(uri, sizeof uri, URI_PREFIX "%s/record", tid);
-    snprintf(name, sizeof name, "task %s record", tid);
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType",
-                                          "application/json"));
-    snprintf(uri, sizeof uri, URI_PREFIX "%s/transcript", tid);
-    snprintf(name, sizeof name, "task %s transcript (last 64 KiB)", tid);
-    json_array_append_new(
-        list, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "text/plain"));
-  }
-  json_t *o = json_pack("{s:o}", "resources", list);
-  if (i > 0 && n)
-    json_object_set_new(o, "nextCursor", json_string(pg.all[i]));
-  mcp_idpage_close(&pg);
-  mcp_reply(srv, id, o);
+static int add_resources(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
+  char uri[128], name[96];
+  snprintf(uri, sizeof uri, URI_PREFIX "%s/record", rec->id);
+  snprintf(name, sizeof name, "task %s record", rec->id);
+  json_array_append_new(
+      arg, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "application/json"));
+  snprintf(uri, sizeof uri, URI_PREFIX "%s/transcript", rec->id);
+  snprintf(name, sizeof name, "task %s transcript (last 64 KiB)", rec->id);
+  json_array_append_new(
+      arg, json_pack("{s:s, s:s, s:s}", "uri", uri, "name", name, "mimeType", "text/plain"));
+  return 0;
 }
 
-/* The last MCP_TRANSCRIPT_RESOURCE_MAX bytes of the transcript, starting at
- * a line boundary when cut, as valid UTF-8. */
-static char *transcript_tail(mcp_server_t *srv, const char *tid, size_t *total, int *cut) {
+void mcp_resources_list(const mcp_req_t *r, json_t *params) {
+  mcp_page_reply(r, params, "resources", RES_PAGE_TASKS, add_resources);
+}
+
+/* The transcript resource: core's tail bounded in bytes, as valid UTF-8;
+ * nothing yet (or no transcript) reads as empty. */
+static char *transcript_text(mcp_server_t *srv, const char *tid, off_t *total, int *cut) {
+  char *raw;
+  size_t len;
   *total = 0;
   *cut = 0;
-  int fd = tfs_task_openat(mcp_store(srv), tid, "transcript", O_RDONLY, 0);
-  if (fd < 0)
+  if (tfs_transcript_tail_bytes(mcp_store(srv), tid, TRANSCRIPT_RESOURCE_MAX, &raw, &len, total))
     return strdup("");
-  struct stat st;
-  if (fstat(fd, &st)) {
-    close(fd);
-    return strdup("");
-  }
-  *total = (size_t)st.st_size;
-  size_t want = *total > MCP_TRANSCRIPT_RESOURCE_MAX ? MCP_TRANSCRIPT_RESOURCE_MAX : *total;
-  off_t off = (off_t)(*total - want);
-  char *buf = malloc(want + 1);
-  ssize_t n = buf ? pread(fd, buf, want, off) : -1;
-  close(fd);
-  if (n < 0) {
-    free(buf);
-    return strdup("");
-  }
-  size_t start = 0;
-  if (off > 0) {
-    *cut = 1;
-    char *nl = memchr(buf, '\n', (size_t)n);
-    if (nl)
-      start = (size_t)(nl - buf) + 1;
-  }
-  char *clean = mcp_text_clean(buf + start, (size_t)n - start, 0);
-  free(buf);
+  *cut = (off_t)len < *total;
+  char *clean = mcp_text_clean(raw, len, 0);
+  free(raw);
   return clean;
 }
 
-void mcp_resources_read(mcp_server_t *srv, json_t *id, json_t *params) {
+void mcp_resources_read(const mcp_req_t *r, json_t *params) {
   char tid[TFS_ID_MAX + 1];
   int kind;
   const char *uri;
-  if (uri_param(srv, id, params, tid, &kind, &uri))
+  if (uri_param(r, params, tid, &kind, &uri))
     return;
-  if (kind == RES_RECORD) {
+  if (kind == MCP_RES_RECORD) {
     tfs_record_t rec;
-    int err = tfs_task_load(mcp_store(srv), tid, &rec);
+    int err = tfs_task_load(mcp_store(r->srv), tid, &rec);
     char *text = err ? NULL : tfs_record_dump(&rec);
     if (!err)
       tfs_record_free(&rec);
     if (!text) {
-      mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "cannot read the record of %s: %s", tid,
+      mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "cannot read the record of %s: %s", tid,
                       tfs_strerror(err ? err : -ENOMEM));
       return;
     }
     char *clean = mcp_text_clean(text, strlen(text), 0);
     free(text);
-    mcp_reply(srv, id,
-              json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType",
-                        "application/json", "text", clean ? clean : ""));
+    mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType",
+                           "application/json", "text", clean ? clean : ""));
     free(clean);
     return;
   }
-  size_t total;
+  off_t total;
   int cut;
-  char *text = transcript_tail(srv, tid, &total, &cut);
-  mcp_reply(srv, id,
-            json_pack("{s:[{s:s, s:s, s:s, s:{s:I, s:b}}]}", "contents", "uri", uri, "mimeType",
-                      "text/plain", "text", text ? text : "", "_meta", "totalBytes",
-                      (json_int_t)total, "truncated", cut));
+  char *text = transcript_text(r->srv, tid, &total, &cut);
+  mcp_reply(r, json_pack("{s:[{s:s, s:s, s:s, s:{s:I, s:b}}]}", "contents", "uri", uri, "mimeType",
+                         "text/plain", "text", text ? text : "", "_meta", "totalBytes",
+                         (json_int_t)total, "truncated", cut));
   free(text);
 }
 
-static void sub_send(sub_t *s) {
+static void sub_send(mcp_sub_t *s) {
   s->last_sent_ms = tfs_now_ms();
-  mcp_send(s->srv, json_pack("{s:s, s:s, s:{s:s}}", "jsonrpc", "2.0", "method",
-                             "notifications/resources/updated", "params", "uri", s->uri));
+  s->fn(s->arg, s);
 }
 
-static void on_sub_timer(uv_timer_t *t) {
-  sub_t *s = t->data;
+static void on_mcp_sub_timer(uv_timer_t *t) {
+  mcp_sub_t *s = t->data;
   s->armed = 0;
   sub_send(s);
 }
 
-/* A change in the task directory: notify now, or once the interval since
- * the last notification has passed. */
-static void on_sub_change(void *arg, const char *filename) {
-  sub_t *s = arg;
-  int relevant =
-      s->kind == RES_RECORD ? !strcmp(filename, "record.json") : !strcmp(filename, "transcript");
-  if (!relevant || s->armed || mcp_closing(s->srv))
+/* The file's identity, size and time: what a change is told by (a record
+ * save is a new file, output makes the transcript grow). */
+static void sub_stat(mcp_sub_t *s, struct stat *st) {
+  tfs_task_file_t which = s->kind == MCP_RES_TRANSCRIPT ? TFS_FILE_TRANSCRIPT : TFS_FILE_RECORD;
+  if (tfs_task_file_stat(mcp_store(s->srv), s->id, which, st))
+    memset(st, 0, sizeof *st);
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* The watch says look: tell the owner if the file changed, now or once
+ * the interval since the last time has passed. */
+static void on_sub_look(void *arg, unsigned what) {
+  mcp_sub_t *s = arg;
+  struct stat st;
+  if (s->armed || mcp_closing(s->srv))
     return;
+  sub_stat(s, &st);
+  if (same_file(&st, &s->seen))
+    return;
+  s->seen = st;
   int64_t since = tfs_now_ms() - s->last_sent_ms;
   if (since >= MCP_NOTIFY_INTERVAL_MS) {
     sub_send(s);
     return;
   }
   s->armed = 1;
-  uv_timer_start(&s->timer, on_sub_timer, (uint64_t)(MCP_NOTIFY_INTERVAL_MS - since), 0);
+  uv_timer_start(&s->timer, on_mcp_sub_timer, (uint64_t)(MCP_NOTIFY_INTERVAL_MS - since), 0);
 }
 
 static void on_sub_closed(uv_handle_t *h) {
-  sub_t *s = h->data;
-  if (--s->open_handles == 0)
-    free(s);
+  free(h->data);
 }
 
-static void sub_free(sub_t *s) {
+void mcp_sub_close(mcp_sub_t *s) {
   mcp_watch_remove(s->srv, s->listener);
   uv_timer_stop(&s->timer);
-  uv_timer_stop(&s->poll);
-  s->open_handles = 2;
   uv_close((uv_handle_t *)&s->timer, on_sub_closed);
-  uv_close((uv_handle_t *)&s->poll, on_sub_closed);
 }
 
-/* Size and mtime of the file behind the subscription (0 if absent). */
-static void sub_stat(sub_t *s, int64_t *size, int64_t *mtime_ns) {
-  struct stat st;
-  char rel[TFS_ID_MAX + 32];
-  snprintf(rel, sizeof rel, "%s/%s", s->id, s->kind == RES_RECORD ? "record.json" : "transcript");
-  if (fstatat(tfs_store_tasks_fd(mcp_store(s->srv)), rel, &st, AT_SYMLINK_NOFOLLOW)) {
-    *size = *mtime_ns = 0;
+mcp_sub_t *mcp_sub_open(mcp_server_t *srv, const char *uri, const char *id, int kind, mcp_sub_fn fn,
+                        void *arg) {
+  mcp_sub_t *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->srv = srv;
+  snprintf(s->uri, sizeof s->uri, "%s", uri ? uri : "");
+  snprintf(s->id, sizeof s->id, "%s", id);
+  s->kind = kind;
+  s->fn = fn;
+  s->arg = arg;
+  uv_timer_init(mcp_loop(srv), &s->timer);
+  s->timer.data = s;
+  sub_stat(s, &s->seen);
+  /* At the server's end nothing is watched any more. */
+  unsigned what = kind == MCP_RES_TRANSCRIPT ? TFS_WATCH_OUTPUT : TFS_WATCH_STATE;
+  if (!mcp_closing(srv) && !(s->listener = mcp_watch_add(srv, id, what, on_sub_look, s))) {
+    mcp_sub_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* A legacy subscription's change: notifications/resources/updated. */
+static void legacy_updated(void *arg, mcp_sub_t *s) {
+  mcp_notify(arg, "notifications/resources/updated", json_pack("{s:s}", "uri", s->uri));
+}
+
+void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params) {
+  /* Unsubscribing needs no existing task: it may have been pruned. */
+  const char *uri = json_string_value(json_object_get(params, "uri"));
+  if (!uri) {
+    mcp_reply_error(r, MCP_RPC_INVALID_PARAMS, "params.uri (a string) is required");
     return;
   }
-  *size = st.st_size;
-  *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-static void on_sub_poll(uv_timer_t *t) {
-  sub_t *s = t->data;
-  int64_t size, mtime;
-  sub_stat(s, &size, &mtime);
-  if (size != s->seen_size || mtime != s->seen_mtime_ns) {
-    s->seen_size = size;
-    s->seen_mtime_ns = mtime;
-    on_sub_change(s, s->kind == RES_RECORD ? "record.json" : "transcript");
+  for (mcp_sub_t **pp = &r->sess->subs; *pp;) {
+    mcp_sub_t *s = *pp;
+    if (!strcmp(s->uri, uri)) {
+      *pp = s->next;
+      mcp_sub_close(s);
+    } else {
+      pp = &s->next;
+    }
   }
+  mcp_reply(r, json_object());
 }
 
-void mcp_resources_subscribe(mcp_server_t *srv, json_t *id, json_t *params, int on) {
+void mcp_resources_subscribe(const mcp_req_t *r, json_t *params) {
   char tid[TFS_ID_MAX + 1];
   int kind;
   const char *uri;
-  if (!on) {
-    /* Unsubscribing needs no existing task: it may have been pruned. */
-    uri = json_string_value(json_object_get(params, "uri"));
-    if (!uri) {
-      mcp_reply_error(srv, id, RPC_INVALID_PARAMS, "params.uri (a string) is required");
-      return;
-    }
-    for (sub_t **pp = &subs; *pp;) {
-      sub_t *s = *pp;
-      if (!strcmp(s->uri, uri)) {
-        *pp = s->next;
-        sub_free(s);
-      } else {
-        pp = &s->next;
-      }
-    }
-    mcp_reply(srv, id, json_object());
+  if (uri_param(r, params, tid, &kind, &uri))
     return;
-  }
-  if (uri_param(srv, id, params, tid, &kind, &uri))
-    return;
-  for (sub_t *s = subs; s; s = s->next)
+  for (mcp_sub_t *s = r->sess->subs; s; s = s->next)
     if (!strcmp(s->uri, uri)) {
-      mcp_reply(srv, id, json_object()); /* already subscribed */
+      mcp_reply(r, json_object()); /* already subscribed */
       return;
     }
-  sub_t *s = calloc(1, sizeof *s);
+  mcp_sub_t *s = mcp_sub_open(r->srv, uri, tid, kind, legacy_updated, r->sess);
   if (!s) {
-    mcp_reply_error(srv, id, RPC_INTERNAL_ERROR, "out of memory");
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
-  s->srv = srv;
-  snprintf(s->uri, sizeof s->uri, "%s", uri);
-  snprintf(s->id, sizeof s->id, "%s", tid);
-  s->kind = kind;
-  uv_timer_init(uv_default_loop(), &s->timer);
-  s->timer.data = s;
-  uv_timer_init(uv_default_loop(), &s->poll);
-  s->poll.data = s;
-  s->listener = mcp_watch_add(srv, tid, on_sub_change, s);
-  if (!mcp_listener_live(s->listener)) {
-    sub_stat(s, &s->seen_size, &s->seen_mtime_ns);
-    uv_timer_start(&s->poll, on_sub_poll, MCP_FALLBACK_TICK_MS, MCP_FALLBACK_TICK_MS);
-  }
-  s->next = subs;
-  subs = s;
-  mcp_reply(srv, id, json_object());
+  s->next = r->sess->subs;
+  r->sess->subs = s;
+  mcp_reply(r, json_object());
 }
 
-void mcp_resources_shutdown(mcp_server_t *srv) {
-  while (subs) {
-    sub_t *s = subs;
-    subs = s->next;
-    sub_free(s);
+void mcp_resources_drop(mcp_session_t *sess) {
+  while (sess->subs) {
+    mcp_sub_t *s = sess->subs;
+    sess->subs = s->next;
+    mcp_sub_close(s);
   }
+}
+
+mcp_sub_t **mcp_sub_next(mcp_sub_t *s) {
+  return &s->next;
 }

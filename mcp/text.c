@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/mcp.h"
+#include "mcp/internal.h"
 
 void mcp_lines_init(mcp_lines_t *l, size_t limit) {
   memset(l, 0, sizeof *l);
@@ -102,73 +102,25 @@ void mcp_lines_finish(mcp_lines_t *l, mcp_line_fn fn, void *arg) {
   }
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if the bytes there
- * are not one (overlongs, surrogates and code points above U+10FFFF
- * included). */
-static size_t utf8_seq(const unsigned char *p, size_t avail) {
-  unsigned char c = p[0];
-  if (c < 0x80)
-    return 1;
-  size_t n;
-  unsigned int cp;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-    cp = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    cp = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (avail < n)
-    return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (p[i] & 0x3f);
-  }
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-      (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return n;
-}
-
 char *mcp_text_clean(const char *s, size_t len, size_t max) {
   return mcp_text_clean_prefix(s, len, len, max);
 }
 
 char *mcp_text_clean_prefix(const char *s, size_t len, size_t total, size_t max) {
-  static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
-  const unsigned char *p = (const unsigned char *)s;
-  size_t keep = len;
-  if (max && len > max)
-    keep = max;
-  /* Worst case: every byte becomes 3, plus the cut marker. */
-  char *out = malloc(keep * 3 + 64);
-  if (!out)
-    return NULL;
-  size_t o = 0, i = 0;
-  while (i < keep) {
-    size_t n = utf8_seq(p + i, len - i);
-    if (n == 0 || p[i] == 0) {
-      memcpy(out + o, repl, 3);
-      o += 3;
-      i++;
-      continue;
-    }
-    if (i + n > keep)
-      break; /* do not split a character at the cut */
-    memcpy(out + o, p + i, n);
-    o += n;
-    i += n;
-  }
+  size_t keep = max ? tfs_utf8_cut(s, len, max) : len;
+  size_t n;
+  char *clean = tfs_utf8_sanitize(s, keep, &n);
   if (total < len)
     total = len;
-  if (i < total)
-    o += (size_t)sprintf(out + o, "\xe2\x80\xa6 [cut %zu bytes]", total - i);
-  out[o] = 0;
+  if (!clean || keep == total)
+    return clean;
+  char marker[64];
+  int m = snprintf(marker, sizeof marker, "\xe2\x80\xa6 [cut %zu bytes]", total - keep);
+  char *out = realloc(clean, n + (size_t)m + 1);
+  if (!out) {
+    free(clean);
+    return NULL;
+  }
+  memcpy(out + n, marker, (size_t)m + 1);
   return out;
 }

@@ -1,20 +1,28 @@
-/* Capture: a worker's stdout and stderr, read from two pipes, written into
- * one transcript.
+/* Capture: a worker's output, read from its pipes, written into one
+ * transcript. With the merged stream (the default) there is one pipe,
+ * fd 1 and fd 2 of the worker both, and only stream 0 is used: the bytes
+ * arrive in the order the program wrote them. With stderr split, stream 1
+ * is stderr's own pipe.
  *
- * Each stream has a line buffer of TFS_CAPTURE_BUF bytes that only ever
+ * Each stream has a line buffer of SUP_CAPTURE_BUF bytes that only ever
  * holds an incomplete line: as soon as a read brings newlines, every
  * complete line in the buffer goes to the transcript in a single write (a
  * batch of whole lines; a line is never split between two writes, so the
- * lines of the two streams never mix). A line that fills the buffer without
- * a newline is written in pieces; while it is open the other stream is held
- * back (the caller stops reading its pipe), so the transcript stays the
- * exact bytes of each stream and memory stays bounded.
+ * lines of two streams never mix, and a follower never sees the first half
+ * of a line whose write went on to fail). A line that fills the buffer
+ * without a newline is written in pieces; while it is open the other
+ * stream is held back (the caller stops reading its pipe), so the
+ * transcript stays the exact bytes of each stream and memory stays bounded.
+ *
+ * Each new line is fed to the important-line tracker (its first
+ * SUP_CAPTURE_FEED_MAX bytes), found 64 bytes at a time: a flood of lines
+ * too short to be important costs a popcount per block.
  *
  * Line numbers count lines as they start, so a final line without a newline
- * counts too, matching tfs_transcript_read(). Lines from stderr are listed
- * in the sidecar tasks/<id>/stderr-lines as ranges "first-last\n" of line
- * numbers, appended as they happen (adjacent ranges may follow each other;
- * a reader merges them).
+ * counts too, matching tfs_transcript_read(). With stderr split, lines from
+ * stderr are listed in the sidecar tasks/<id>/stderr-lines as ranges
+ * "first-last\n" of line numbers, appended as they happen (adjacent ranges
+ * may follow each other; a reader merges them).
  */
 #include "supervisor/internal.h"
 
@@ -29,33 +37,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int tfs_capture_init(tfs_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
+int sup_capture_init(sup_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
                      int64_t bytes) {
   memset(c, 0, sizeof *c);
   c->fd = fd;
   c->side_fd = side_fd;
   c->imp = imp;
   c->lines = lines;
-  c->bytes = bytes;
+  c->bytes = c->line_end = bytes;
   c->open_stream = -1;
   for (int i = 0; i < 2; i++) {
-    c->s[i].buf = malloc(TFS_CAPTURE_BUF);
+    c->s[i].buf = malloc(SUP_CAPTURE_BUF);
     if (!c->s[i].buf) {
-      tfs_capture_free(c);
+      sup_capture_free(c);
       return -ENOMEM;
     }
   }
   return 0;
 }
 
-void tfs_capture_free(tfs_capture_t *c) {
+void sup_capture_free(sup_capture_t *c) {
   for (int i = 0; i < 2; i++) {
     free(c->s[i].buf);
     c->s[i].buf = NULL;
   }
 }
 
-void tfs_capture_flush_side(tfs_capture_t *c) {
+void sup_capture_flush_side(sup_capture_t *c) {
   char buf[64];
   if (!c->err_first)
     return;
@@ -70,69 +78,82 @@ void tfs_capture_flush_side(tfs_capture_t *c) {
 }
 
 /* Notes that line lineno came from stream st. */
-static void note_line(tfs_capture_t *c, int st, int64_t lineno, const char *line, size_t len) {
+static void note_line(sup_capture_t *c, int st, int64_t lineno, const char *line, size_t len) {
   if (c->imp)
     tfs_important_feed(c->imp, lineno, line,
-                       len > TFS_CAPTURE_FEED_MAX ? TFS_CAPTURE_FEED_MAX : len);
-  if (st != TFS_STDERR)
+                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
+  if (st != SUP_STDERR)
     return;
   if (c->err_first && c->err_last + 1 == lineno) {
     c->err_last = lineno;
     return;
   }
-  tfs_capture_flush_side(c);
+  sup_capture_flush_side(c);
   c->err_first = c->err_last = lineno;
 }
 
-/* Writes data with one write; on failure the bytes are counted as dropped.
- * Returns 0 or the negative errno. */
-static int put(tfs_capture_t *c, const char *data, size_t len) {
+/* Notes where the last whole line of data, written at offset at, ends:
+ * the transcript's last line boundary. */
+static void note_boundary(sup_capture_t *c, int64_t at, const char *data, size_t len) {
+  const char *nl = len ? memrchr(data, '\n', len) : NULL;
+  if (nl)
+    c->line_end = at + (nl - data) + 1;
+}
+
+/* The one place bytes go into the transcript: data is whole lines, or a
+ * piece of one long line (see write_lines and write_piece). A short write
+ * is completed (tfs_transcript_append goes on from where it stopped); one
+ * that fails part way (a full disk) leaves the bytes that landed, measured
+ * with fstat since only this process appends, and counts the rest as
+ * dropped. The transcript's last line boundary is kept in line_end, so
+ * what a failed write left of a line, [line_end, bytes), is known exactly
+ * and can be truncated away. Returns 0 or the negative errno. */
+static int put(sup_capture_t *c, const char *data, size_t len) {
+  int64_t at = c->bytes;
   int err = tfs_transcript_append(c->fd, data, len, 0);
+  int64_t landed = (int64_t)len;
   if (err) {
-    /* Part of it may have landed before the error: only this process
-     * appends, so the file size tells exactly. */
     struct stat st;
-    int64_t landed = 0;
+    landed = 0;
     if (fstat(c->fd, &st) == 0 && st.st_size >= c->bytes && st.st_size - c->bytes <= (int64_t)len)
       landed = st.st_size - c->bytes;
-    c->bytes += landed;
     c->dropped += (int64_t)len - landed;
     c->last_err = err;
-    return err;
   }
-  c->bytes += (int64_t)len;
-  return 0;
+  c->bytes += landed;
+  note_boundary(c, at, data, (size_t)landed);
+  return err;
 }
 
 /* Before stream st writes: if the other stream left a line open (it ended
  * without a newline), close that line so the two never share one. */
-static void close_foreign(tfs_capture_t *c, int st) {
+static void close_foreign(sup_capture_t *c, int st) {
   if (c->open_stream >= 0 && c->open_stream != st) {
     put(c, "\n", 1);
     c->open_stream = -1;
   }
 }
 
-int tfs_capture_holder(const tfs_capture_t *c) {
+int sup_capture_holder(const sup_capture_t *c) {
   if (c->open_stream >= 0 && !c->s[c->open_stream].eof)
     return c->open_stream;
   return -1;
 }
 
-void tfs_capture_space(tfs_capture_t *c, int st, char **p, size_t *n) {
-  tfs_cap_stream_t *s = &c->s[st];
+void sup_capture_space(sup_capture_t *c, int st, char **p, size_t *n) {
+  sup_cap_stream_t *s = &c->s[st];
   *p = s->buf + s->len;
-  *n = TFS_CAPTURE_BUF - s->len;
+  *n = SUP_CAPTURE_BUF - s->len;
 }
 
 /* Notes that lines first..last came from stderr, extending the open range
  * when they follow it (what note_line() does one line at a time). */
-static void note_err_range(tfs_capture_t *c, int64_t first, int64_t last) {
+static void note_err_range(sup_capture_t *c, int64_t first, int64_t last) {
   if (c->err_first && c->err_last + 1 == first) {
     c->err_last = last;
     return;
   }
-  tfs_capture_flush_side(c);
+  sup_capture_flush_side(c);
   c->err_first = first;
   c->err_last = last;
 }
@@ -140,17 +161,34 @@ static void note_err_range(tfs_capture_t *c, int64_t first, int64_t last) {
 /* Feeds a line to the important-line tracker if it can classify as
  * anything: the length test is inline so that floods of short lines ("y"
  * from yes, progress dots) cost no call per line. */
-static inline void feed_line(tfs_capture_t *c, int64_t lineno, const char *line, size_t len) {
+static inline void feed_line(sup_capture_t *c, int64_t lineno, const char *line, size_t len) {
   if (len >= TFS_CLASSIFY_MIN_LEN)
     tfs_important_feed(c->imp, lineno, line,
-                       len > TFS_CAPTURE_FEED_MAX ? TFS_CAPTURE_FEED_MAX : len);
+                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
 }
 
+#if defined(__SSE2__)
+/* Bit i set: byte i of the 64 at p is a newline. */
+static inline uint64_t newline_mask64(const char *p) {
+  const __m128i nl = _mm_set1_epi8('\n');
+  uint64_t m = 0;
+  for (int i = 0; i < 4; i++)
+    m |= (uint64_t)(unsigned)_mm_movemask_epi8(
+             _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i)), nl))
+         << (16 * i);
+  return m;
+}
+#endif
+
+_Static_assert(TFS_CLASSIFY_MIN_LEN == 3, "the short-line test below checks 3 bytes");
+
 /* Counts the lines in [p, stop), where stop[-1] is a newline, feeding them
- * to the tracker as lines first, first + 1, ... Newlines are found 16 bytes
- * at a time with a compare mask whose set bits are visited in order, rather
- * than byte by byte or with a call per line. Returns the count. */
-static int64_t scan_lines(tfs_capture_t *c, const char *p, const char *stop, int64_t first) {
+ * to the tracker as lines first, first + 1, ... Newlines are found 64
+ * bytes at a time with compare masks. A block in which no line of
+ * TFS_CLASSIFY_MIN_LEN bytes or more ends (no newline has three other
+ * bytes before it: `yes`, progress dots) is only counted (a popcount);
+ * otherwise its newlines are visited in order. Returns the count. */
+static int64_t scan_lines(sup_capture_t *c, const char *p, const char *stop, int64_t first) {
   int64_t n = 0;
   const char *line = p;
   if (!c->imp) {
@@ -159,16 +197,26 @@ static int64_t scan_lines(tfs_capture_t *c, const char *p, const char *stop, int
     return n;
   }
 #if defined(__SSE2__)
-  const __m128i nlv = _mm_set1_epi8('\n');
-  for (; stop - p >= 16; p += 16) {
-    unsigned m = (unsigned)_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), nlv));
-    while (m) {
-      const char *nl = p + __builtin_ctz(m);
-      m &= m - 1;
-      feed_line(c, first + n++, line, (size_t)(nl - line));
-      line = nl + 1;
+  /* prev: bit 63 - j set when byte -1 - j (before the block) is no
+   * newline and belongs to the current line. */
+  uint64_t prev = 0;
+  for (; stop - p >= 64; p += 64) {
+    uint64_t m = newline_mask64(p), nm = ~m;
+    uint64_t need =
+        m & ((nm << 1) | (prev >> 63)) & ((nm << 2) | (prev >> 62)) & ((nm << 3) | (prev >> 61));
+    if (!need) {
+      if (m) {
+        n += __builtin_popcountll(m);
+        line = p + 64 - __builtin_clzll(m);
+      }
+    } else {
+      for (uint64_t b = m; b; b &= b - 1) {
+        const char *nl = p + __builtin_ctzll(b);
+        feed_line(c, first + n++, line, (size_t)(nl - line));
+        line = nl + 1;
+      }
     }
+    prev = nm;
   }
 #endif
   for (; p < stop; p++) {
@@ -182,8 +230,8 @@ static int64_t scan_lines(tfs_capture_t *c, const char *p, const char *stop, int
 
 /* Writes the complete lines at the start of stream st's buffer (up to and
  * including the newline at end - 1), then keeps the rest. */
-static void write_lines(tfs_capture_t *c, int st, size_t end) {
-  tfs_cap_stream_t *s = &c->s[st];
+static void write_lines(sup_capture_t *c, int st, size_t end) {
+  sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
   int continuing = c->open_stream == st;
   if (put(c, s->buf, end) == 0) {
@@ -193,7 +241,7 @@ static void write_lines(tfs_capture_t *c, int st, size_t end) {
     int64_t first = c->lines + 1;
     int64_t n = scan_lines(c, p, stop, first);
     c->lines += n;
-    if (n && st == TFS_STDERR)
+    if (n && st == SUP_STDERR)
       note_err_range(c, first, first + n - 1);
   }
   c->open_stream = -1;
@@ -203,8 +251,8 @@ static void write_lines(tfs_capture_t *c, int st, size_t end) {
 }
 
 /* Writes the whole buffer of stream st as (a piece of) an open line. */
-static void write_piece(tfs_capture_t *c, int st) {
-  tfs_cap_stream_t *s = &c->s[st];
+static void write_piece(sup_capture_t *c, int st) {
+  sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
   int starts = c->open_stream != st;
   if (put(c, s->buf, s->len) == 0 && starts)
@@ -213,10 +261,10 @@ static void write_piece(tfs_capture_t *c, int st) {
   s->len = s->clean = 0;
 }
 
-void tfs_capture_commit(tfs_capture_t *c, int st, size_t n) {
-  tfs_cap_stream_t *s = &c->s[st];
+void sup_capture_commit(sup_capture_t *c, int st, size_t n) {
+  sup_cap_stream_t *s = &c->s[st];
   s->len += n;
-  int holder = tfs_capture_holder(c);
+  int holder = sup_capture_holder(c);
   if (holder >= 0 && holder != st)
     return; /* the other stream is mid-line: keep this data for later */
   /* Only the bytes after s->clean can hold a newline. */
@@ -224,34 +272,34 @@ void tfs_capture_commit(tfs_capture_t *c, int st, size_t n) {
   if (last)
     write_lines(c, st, (size_t)(last - s->buf) + 1);
   s->clean = s->len;
-  if (s->len == TFS_CAPTURE_BUF)
+  if (s->len == SUP_CAPTURE_BUF)
     write_piece(c, st);
 }
 
-void tfs_capture_pending(tfs_capture_t *c, int st) {
-  tfs_cap_stream_t *s = &c->s[st];
-  int holder = tfs_capture_holder(c);
+void sup_capture_pending(sup_capture_t *c, int st) {
+  sup_cap_stream_t *s = &c->s[st];
+  int holder = sup_capture_holder(c);
   if (holder >= 0 && holder != st)
     return;
-  tfs_capture_commit(c, st, 0);
+  sup_capture_commit(c, st, 0);
   if (s->eof && s->len)
     write_piece(c, st);
 }
 
-void tfs_capture_eof(tfs_capture_t *c, int st) {
+void sup_capture_eof(sup_capture_t *c, int st) {
   c->s[st].eof = 1;
-  tfs_capture_pending(c, st);
+  sup_capture_pending(c, st);
 }
 
-void tfs_capture_cut(tfs_capture_t *c) {
-  if (tfs_capture_holder(c) < 0)
+void sup_capture_cut(sup_capture_t *c) {
+  if (sup_capture_holder(c) < 0)
     return;
   put(c, "\n", 1);
   c->open_stream = -1;
   c->cuts++;
 }
 
-void tfs_capture_restart(tfs_capture_t *c) {
+void sup_capture_restart(sup_capture_t *c) {
   if (c->open_stream >= 0) {
     put(c, "\n", 1);
     c->open_stream = -1;

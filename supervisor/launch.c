@@ -23,22 +23,26 @@
  * names only.
  *
  * An O_CLOEXEC status pipe tells the launcher whether the exec worked. Then
- * the launcher waits (inotify on the task directory, 50 ms re-checks) until
- * the record leaves `queued`: the supervisor writes `running` once the
- * worker has been exec'ed, or `failed` when it could not start.
+ * the launcher waits (a core watch of the task: the record's renames at
+ * once, a tick for a supervisor that died) until the record leaves
+ * `queued`: the supervisor writes `running` once the worker has been
+ * exec'ed, or `failed` when it could not start.
+ *
+ * tfs_task_start() is the one way a face starts a task: it creates the
+ * task (or finds it under its key, adopting one stranded in queued) and
+ * launches it, in two steps a face may split (the MCP server answers
+ * between them).
  */
 #include "supervisor/internal.h"
+#include "taskfs/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,53 +54,6 @@
 
 extern char **environ;
 
-/* Length of the NAME in "NAME=VALUE", or 0 if s is not of that form. */
-static size_t env_name_len(const char *s) {
-  size_t i = 0;
-  if (!s || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return 0;
-  while (s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-         (s[i] >= '0' && s[i] <= '9'))
-    i++;
-  return s[i] == '=' ? i : 0;
-}
-
-int tfs_sup_env_merge(char *const *base, char *const *over, char ***out) {
-  size_t n = 0, nover = 0;
-  while (base && base[n])
-    n++;
-  while (over && over[nover]) {
-    if (!env_name_len(over[nover]))
-      return -EINVAL;
-    nover++;
-  }
-  char **env = calloc(n + nover + 1, sizeof *env);
-  if (!env)
-    return -ENOMEM;
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    int replaced = 0;
-    for (size_t j = 0; j < nover && !replaced; j++) {
-      size_t l = env_name_len(over[j]);
-      replaced = !strncmp(base[i], over[j], l + 1);
-    }
-    if (!replaced)
-      env[m++] = base[i];
-  }
-  for (size_t j = 0; j < nover; j++) {
-    /* A later override of the same name wins. */
-    size_t l = env_name_len(over[j]);
-    int later = 0;
-    for (size_t k = j + 1; k < nover && !later; k++)
-      later = !strncmp(over[k], over[j], l + 1);
-    if (!later)
-      env[m++] = over[j];
-  }
-  env[m] = NULL;
-  *out = env;
-  return 0;
-}
-
 /* Writes the overrides as "NAME=VALUE\0" records into a new memfd (close on
  * exec; the grandchild clears that for itself) rewound to its start, in
  * *fd (-1 when there is nothing to hand over). Returns 0, -EINVAL if an
@@ -106,7 +63,7 @@ static int env_memfd(char *const *over, int *fd) {
   if (!over || !over[0])
     return 0;
   for (size_t i = 0; over[i]; i++)
-    if (!env_name_len(over[i]))
+    if (!tfs_env_name_len(over[i]))
       return -EINVAL;
   int m = memfd_create("taskfs-worker-env", MFD_CLOEXEC);
   if (m < 0)
@@ -136,36 +93,16 @@ static int env_memfd(char *const *over, int *fd) {
   return 0;
 }
 
-int tfs_sup_open_file(tfs_store_t *store, const char *id, const char *name, int flags) {
-  struct stat st;
-  int fd = tfs_task_openat(store, id, name, flags | O_NONBLOCK, 0600);
-  if (fd == -ENXIO)
-    return -EINVAL; /* a FIFO without a reader (or a device) */
-  if (fd < 0)
-    return fd;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return -EINVAL;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
+int sup_open_file(tfs_store_t *store, const char *id, tfs_task_file_t which, int flags) {
+  /* tfs_task_file_open() refuses anything but a regular file
+   * (TFS_ECORRUPT); the supervisor's messages call that "not a regular
+   * file". */
+  int fd = tfs_task_file_open(store, id, which, flags, 0600);
+  return fd == TFS_ECORRUPT ? -EINVAL : fd;
 }
 
-/* Records that the supervisor could not be started at all. */
-static void record_launch_failure(tfs_store_t *store, const char *id, const char *exe, int err) {
-  tfs_record_t rec;
-  memset(&rec, 0, sizeof rec); /* the loader initializes it */
-  if (tfs_task_load(store, id, &rec) == 0 && rec.state == TFS_QUEUED) {
-    rec.state = TFS_FAILED;
-    rec.exit_code = 127;
-    rec.ended_ms = tfs_now_ms();
-    tfs_record_set_reason(&rec, "cannot start the supervisor '%s': %s", exe, strerror(-err));
-    tfs_task_save(store, &rec);
-  }
-  tfs_record_free(&rec);
-}
-
-/* Loads the record into *rec (an initialized record, replaced on success). */
+/* Loads the record into *rec (an initialized record, replaced on success;
+ * may be NULL) and its state into *state. */
 static int reload(tfs_store_t *store, const char *id, tfs_record_t *rec, tfs_state_t *state) {
   tfs_record_t cur;
   memset(&cur, 0, sizeof cur); /* the loader initializes it */
@@ -184,36 +121,21 @@ static int reload(tfs_store_t *store, const char *id, tfs_record_t *rec, tfs_sta
 
 /* The supervisor was exec'ed but has held no lock for DEAD_MS while the task
  * is still queued: it died before starting the task (its log says why).
- * Holding the lock ourselves, so that a very late supervisor then finds the
- * task ended and leaves it alone, the task is recorded failed. Returns 1 if
- * it did so. */
+ * tfs_task_fail_queued() holds the lock while it records the task failed,
+ * so a very late supervisor then finds it ended and leaves it alone.
+ * Returns 1 if it did so. */
 #define DEAD_MS 5000
 static int give_up(tfs_store_t *store, const char *id) {
-  int done = 0;
-  int fd = tfs_task_openat(store, id, "lock", O_RDWR | O_CREAT, 0600);
-  if (fd < 0)
-    return 0;
-  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-    tfs_record_t rec;
-    memset(&rec, 0, sizeof rec);
-    if (tfs_task_load(store, id, &rec) == 0 && rec.state == TFS_QUEUED) {
-      rec.state = TFS_FAILED;
-      rec.exit_code = 127;
-      rec.ended_ms = tfs_now_ms();
-      tfs_record_set_reason(&rec,
-                            "the supervisor exited before starting the task; see "
-                            "tasks/%s/supervisor.log in the store",
-                            id);
-      done = tfs_task_save(store, &rec) == 0;
-    }
-    tfs_record_free(&rec);
-  }
-  close(fd);
-  return done;
+  return tfs_task_fail_queued(store, id, 127,
+                              "the supervisor exited before starting the task; see "
+                              "tasks/%s/%s in the store",
+                              id, tfs_task_file_name(TFS_FILE_SUPERVISOR_LOG)) == 1;
 }
 
-/* Waits until the record leaves queued or wait_ms passes. */
-static int wait_started(tfs_store_t *store, const char *id, int ino, int64_t wait_ms,
+/* Waits until the record leaves queued or wait_ms passes: the supervisor's
+ * first save (running, or failed when it could not start) is a rename the
+ * watch reports at once; the tick notices a supervisor that died. */
+static int wait_started(tfs_store_t *store, const char *id, tfs_watch_t *w, int64_t wait_ms,
                         tfs_record_t *rec) {
   int64_t deadline = tfs_now_ms() + wait_ms, dead_since = 0;
   for (;;) {
@@ -221,7 +143,7 @@ static int wait_started(tfs_store_t *store, const char *id, int ino, int64_t wai
     int err = reload(store, id, rec, &state);
     if (err == 0 && state != TFS_QUEUED)
       return 0;
-    if (err && err != -ENOENT && err != TFS_ECORRUPT)
+    if (err && err != TFS_ECORRUPT)
       return err;
     int64_t now = tfs_now_ms();
     if (tfs_task_alive(store, id) != 0) {
@@ -234,172 +156,191 @@ static int wait_started(tfs_store_t *store, const char *id, int ino, int64_t wai
     int64_t left = deadline - tfs_now_ms();
     if (left <= 0)
       return 0;
-    struct pollfd pfd = {.fd = ino, .events = POLLIN};
-    int ms = left < 50 ? (int)left : 50;
-    if (ino >= 0 && poll(&pfd, 1, ms) > 0) {
-      char buf[4096];
-      while (read(ino, buf, sizeof buf) > 0)
-        ;
-    } else if (ino < 0) {
-      poll(NULL, 0, ms);
-    }
+    int tick = tfs_watch_tick_ms(w);
+    tfs_watch_wait(w, left < tick ? left : tick, NULL, -1, NULL, NULL);
   }
+}
+
+/* What the launcher prepares before it forks: nothing is allocated between
+ * fork and exec. */
+typedef struct {
+  const char *exe;
+  char *argv[8];
+  char envarg[16];
+  int envfd, devnull, logfd, st[2]; /* st: the exec status pipe */
+} spawn_t;
+
+static void spawn_close(spawn_t *sp) {
+  int *fds[] = {&sp->envfd, &sp->devnull, &sp->logfd, &sp->st[0], &sp->st[1]};
+  for (size_t i = 0; i < sizeof fds / sizeof *fds; i++) {
+    if (*fds[i] >= 0)
+      close(*fds[i]);
+    *fds[i] = -1;
+  }
+}
+
+static int spawn_prepare(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
+                         spawn_t *sp) {
+  memset(sp, 0, sizeof *sp);
+  sp->envfd = sp->devnull = sp->logfd = sp->st[0] = sp->st[1] = -1;
+  sp->exe = opts && opts->exe ? opts->exe : getenv("TASKFS_SUPERVISOR_EXE");
+  if (!sp->exe || !*sp->exe)
+    sp->exe = "/proc/self/exe";
+  int err = env_memfd(opts ? opts->env : NULL, &sp->envfd);
+  if (err)
+    return err;
+  snprintf(sp->envarg, sizeof sp->envarg, "%d", sp->envfd);
+  char **a = sp->argv;
+  *a++ = "taskfs";
+  *a++ = "supervise";
+  *a++ = "--state-dir";
+  *a++ = (char *)tfs_store_path(store);
+  if (sp->envfd >= 0) {
+    *a++ = "--env-fd";
+    *a++ = sp->envarg;
+  }
+  *a++ = (char *)id;
+  *a = NULL;
+  if ((sp->devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+    return -errno;
+  sp->logfd = sup_open_file(store, id, TFS_FILE_SUPERVISOR_LOG, O_WRONLY | O_CREAT | O_APPEND);
+  if (sp->logfd < 0)
+    return sp->logfd;
+  return pipe2(sp->st, O_CLOEXEC) < 0 ? -errno : 0;
+}
+
+/* Reports errno on the status pipe and ends the child. */
+static void child_fail(const spawn_t *sp, int code) {
+  int e = errno;
+  (void)!write(sp->st[1], &e, sizeof e);
+  _exit(code);
+}
+
+/* The grandchild: a clean slate (signals, fds, cwd), then exec. Only
+ * async-signal-safe calls. */
+static void spawn_exec(const spawn_t *sp) {
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  for (int sig = 1; sig < NSIG; sig++)
+    sigaction(sig, &dfl, NULL);
+  if (dup2(sp->devnull, 0) < 0 || dup2(sp->devnull, 1) < 0 || dup2(sp->logfd, 2) < 0 ||
+      chdir("/") < 0)
+    child_fail(sp, 1);
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    for (int fd = 3; fd < 1024; fd++)
+      if (fd != sp->st[1])
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+  /* The one fd the supervisor inherits on purpose. */
+  if (sp->envfd >= 0 && fcntl(sp->envfd, F_SETFD, 0) < 0)
+    child_fail(sp, 1);
+  execve(sp->exe, sp->argv, environ);
+  child_fail(sp, 127);
+}
+
+/* Forks the intermediate child (a session of its own, then away) and the
+ * grandchild that execs. Returns 0 once the exec worked, or its error. */
+static int spawn_run(spawn_t *sp) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return -errno;
+  if (pid == 0) {
+    if (setsid() < 0 || (pid = fork()) < 0)
+      child_fail(sp, 1);
+    if (pid > 0)
+      _exit(0);
+    spawn_exec(sp);
+  }
+  close(sp->st[1]);
+  sp->st[1] = -1;
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  int child_err = 0;
+  ssize_t n;
+  while ((n = read(sp->st[0], &child_err, sizeof child_err)) < 0 && errno == EINTR)
+    ;
+  return n == (ssize_t)sizeof child_err && child_err ? -child_err : 0;
 }
 
 int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
                tfs_record_t *rec_out) {
+  spawn_t sp;
+  tfs_watch_t *w = NULL;
+  tfs_state_t state = TFS_QUEUED;
   if (rec_out)
     tfs_record_init(rec_out);
   if (!tfs_id_valid(id))
     return TFS_EBADID;
-  const char *exe = opts && opts->exe ? opts->exe : getenv("TASKFS_SUPERVISOR_EXE");
-  if (!exe || !*exe)
-    exe = "/proc/self/exe";
   int64_t wait_ms = opts ? opts->wait_ms : -1;
   if (wait_ms < 0)
     wait_ms = 10000;
-
-  tfs_state_t state = TFS_QUEUED;
   int err = reload(store, id, rec_out, &state);
   if (err)
     return err;
   if (state != TFS_QUEUED)
     return -EALREADY;
+  err = spawn_prepare(store, id, opts, &sp);
+  /* Watch before forking, so a quick supervisor cannot be missed. */
+  if (!err && !(err = tfs_watch_open(store, &w)))
+    tfs_watch_add(w, id, TFS_WATCH_STATE);
+  if (!err && (err = spawn_run(&sp))) {
+    tfs_task_fail_queued(store, id, 127, "cannot start the supervisor '%s': %s", sp.exe,
+                         strerror(-err));
+    reload(store, id, rec_out, &state);
+  } else if (!err) {
+    err = wait_started(store, id, w, wait_ms, rec_out);
+  }
+  spawn_close(&sp);
+  tfs_watch_close(w);
+  return err;
+}
 
-  int envfd = -1;
-  err = env_memfd(opts ? opts->env : NULL, &envfd);
+/* ---- starting a task: create or find, then launch if needed ------------ */
+
+void tfs_start_free(tfs_start_t *st) {
+  tfs_record_free(&st->rec);
+}
+
+int tfs_task_start_create(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_start_t *st) {
+  tfs_state_t state = TFS_QUEUED;
+  memset(st, 0, sizeof *st);
+  tfs_record_init(&st->rec);
+  int err = tfs_task_create(store, spec, st->id, &st->existed);
   if (err)
     return err;
-  char envarg[16];
-  snprintf(envarg, sizeof envarg, "%d", envfd);
-  char *argv[] = {"taskfs", "supervise", "--state-dir", (char *)tfs_store_path(store),
-                  NULL,     NULL,        NULL,          NULL};
-  int ai = 4;
-  if (envfd >= 0) {
-    argv[ai++] = "--env-fd";
-    argv[ai++] = envarg;
+  if (!st->existed) {
+    st->launch = 1;
+    return reload(store, st->id, &st->rec, &state);
   }
-  argv[ai] = (char *)id;
+  if ((err = reload(store, st->id, &st->rec, &state)))
+    return err;
+  /* Queued with no supervisor: its launcher died between creating and
+   * launching it. Adopt it, or the key would be wedged for ever. Should
+   * the first launch still be on its way, the later of the two
+   * supervisors finds the task taken and leaves. */
+  st->launch = state == TFS_QUEUED && tfs_task_alive(store, st->id) == 0;
+  st->ended = tfs_state_terminal(state);
+  return 0;
+}
 
-  int devnull = -1, logfd = -1, ino = -1, st[2] = {-1, -1};
-  devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0) {
-    err = -errno;
-    goto out;
-  }
-  logfd = tfs_sup_open_file(store, id, "supervisor.log", O_WRONLY | O_CREAT | O_APPEND);
-  if (logfd < 0) {
-    err = logfd;
-    goto out;
-  }
-  if (pipe2(st, O_CLOEXEC) < 0) {
-    err = -errno;
-    goto out;
-  }
-  /* Watch before forking, so a quick supervisor cannot be missed. */
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/tasks/%s", tfs_store_path(store), id);
-  ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (ino >= 0 && inotify_add_watch(ino, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE) < 0) {
-    close(ino);
-    ino = -1;
-  }
-
-  pid_t pid = fork();
-  if (pid < 0) {
-    err = -errno;
-    goto out;
-  }
-  if (pid == 0) {
-    /* The intermediate child: a session of its own, then away. */
-    if (setsid() < 0 || (pid = fork()) < 0) {
-      int e = errno;
-      (void)!write(st[1], &e, sizeof e);
-      _exit(1);
-    }
-    if (pid > 0)
-      _exit(0);
-    /* The grandchild: a clean slate, then exec. */
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int sig = 1; sig < NSIG; sig++)
-      sigaction(sig, &dfl, NULL);
-    if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(logfd, 2) < 0 || chdir("/") < 0) {
-      int e = errno;
-      (void)!write(st[1], &e, sizeof e);
-      _exit(1);
-    }
-    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-      for (int fd = 3; fd < 1024; fd++)
-        if (fd != st[1])
-          fcntl(fd, F_SETFD, FD_CLOEXEC);
-    /* The one fd the supervisor inherits on purpose. */
-    if (envfd >= 0 && fcntl(envfd, F_SETFD, 0) < 0) {
-      int e = errno;
-      (void)!write(st[1], &e, sizeof e);
-      _exit(1);
-    }
-    execve(exe, argv, environ);
-    int e = errno;
-    (void)!write(st[1], &e, sizeof e);
-    _exit(127);
-  }
-
-  close(st[1]);
-  st[1] = -1;
-  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-    ;
-  int child_err = 0;
-  ssize_t n;
-  while ((n = read(st[0], &child_err, sizeof child_err)) < 0 && errno == EINTR)
-    ;
-  if (n == (ssize_t)sizeof child_err && child_err) {
-    err = -child_err;
-    record_launch_failure(store, id, exe, err);
-    tfs_state_t ignored;
-    reload(store, id, rec_out, &ignored);
-    goto out;
-  }
-  err = wait_started(store, id, ino, wait_ms, rec_out);
-
-out:
-  if (envfd >= 0)
-    close(envfd);
-  for (int i = 0; i < 2; i++)
-    if (st[i] >= 0)
-      close(st[i]);
-  if (devnull >= 0)
-    close(devnull);
-  if (logfd >= 0)
-    close(logfd);
-  if (ino >= 0)
-    close(ino);
+int tfs_task_start_launch(tfs_store_t *store, const tfs_launch_opts_t *opts, tfs_start_t *st) {
+  tfs_state_t state = TFS_QUEUED;
+  if (!st->launch)
+    return 0;
+  tfs_record_free(&st->rec);
+  int err = tfs_launch(store, st->id, opts, &st->rec);
+  /* Someone else's launch got there first: fine, report what is. */
+  if (err == -EALREADY)
+    err = reload(store, st->id, &st->rec, &state);
+  else if (err)
+    st->launch_err = err;
+  st->not_started = st->rec.state == TFS_FAILED && st->rec.nexits == 0;
   return err;
 }
 
 int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
-                   char id_out[TFS_ID_MAX + 1], int *existed, tfs_record_t *rec_out) {
-  int ex = 0;
-  tfs_state_t state = TFS_QUEUED;
-  if (rec_out)
-    tfs_record_init(rec_out);
-  int err = tfs_task_create(store, spec, id_out, &ex);
-  if (existed)
-    *existed = ex;
-  if (err)
-    return err;
-  if (ex) {
-    err = reload(store, id_out, rec_out, &state);
-    if (err || state != TFS_QUEUED || tfs_task_alive(store, id_out) != 0)
-      return err;
-  }
-  if (rec_out)
-    tfs_record_free(rec_out);
-  err = tfs_launch(store, id_out, opts, rec_out);
-  /* Someone else's launch got there first: fine, report what is. */
-  if (err == -EALREADY)
-    err = reload(store, id_out, rec_out, &state);
-  return err;
+                   tfs_start_t *st) {
+  int err = tfs_task_start_create(store, spec, st);
+  return err ? err : tfs_task_start_launch(store, opts, st);
 }

@@ -8,6 +8,7 @@
  * signalled right after it was seen as our descendant.
  */
 #include "supervisor/internal.h"
+#include "taskfs/cleanup.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -23,24 +24,15 @@ typedef struct {
   pid_t pid, ppid;
 } proc_t;
 
-/* The one descendant never signalled: the supervisor's sentinel, which
- * must outlive the group it guards until the supervisor ends it. */
-static pid_t spared;
-
-void tfs_proctree_spare(pid_t pid) {
-  spared = pid;
-}
-
 /* Reads the parent pid from /proc/<pid>/stat. The command name in
  * parentheses may hold spaces and ')', so parse after the last ')'. */
 static int read_ppid(int procfd, const char *name, pid_t *ppid) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "%s/stat", name);
-  int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+  int fd TFS_AUTOCLOSE = openat(procfd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -errno;
   ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
   if (n <= 0)
     return -EIO;
   buf[n] = 0;
@@ -64,9 +56,54 @@ static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid) {
   return 0;
 }
 
+/* Reads all of fd into a new NUL-terminated buffer in *out. Returns 0 or
+ * -ENOMEM; a read error ends the text early (the process went away). */
+static int read_all(int fd, char **out) {
+  size_t len = 0, cap = 4096;
+  char *buf TFS_AUTOFREE = malloc(cap);
+  ssize_t r;
+  while (buf && (r = read(fd, buf + len, cap - len - 1)) > 0) {
+    len += (size_t)r;
+    if (cap - len < 2) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb)
+        return -ENOMEM;
+      buf = nb;
+    }
+  }
+  if (!buf)
+    return -ENOMEM;
+  buf[len] = 0;
+  *out = buf;
+  buf = NULL;
+  return 0;
+}
+
+/* Appends the pids listed in the children file of thread tid (in the task
+ * directory dfd of the process pid) to *v. Returns 0, or -ENOENT if this
+ * kernel has no such file (CONFIG_PROC_CHILDREN). */
+static int add_thread_children(int dfd, const char *tid, pid_t pid, pid_t **v, size_t *n,
+                               size_t *cap) {
+  char path[32];
+  snprintf(path, sizeof path, "%s/children", tid);
+  int fd TFS_AUTOCLOSE = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT && pid == getpid() ? -ENOENT : 0;
+  char *buf TFS_AUTOFREE = NULL;
+  int err = read_all(fd, &buf);
+  for (char *p = buf, *q; !err && *p; p = q) {
+    long child = strtol(p, &q, 10);
+    if (q == p)
+      break;
+    if (child > 0)
+      err = push(v, n, cap, (pid_t)child);
+  }
+  return err;
+}
+
 /* Appends the children of every thread of pid (from
  * /proc/<pid>/task/<tid>/children, a space-separated list) to *v. Returns
- * 0, or -ENOENT if this kernel has no such file (CONFIG_PROC_CHILDREN). */
+ * 0, or -ENOENT if this kernel has no such file. */
 static int add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
@@ -75,47 +112,9 @@ static int add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap) {
     return 0; /* gone meanwhile */
   struct dirent *e;
   int err = 0;
-  while (!err && (e = readdir(d))) {
-    if (!isdigit((unsigned char)e->d_name[0]) || strlen(e->d_name) > 12)
-      continue;
-    char cpath[32];
-    snprintf(cpath, sizeof cpath, "%s/children", e->d_name);
-    int fd = openat(dirfd(d), cpath, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT && pid == getpid())
-        err = -ENOENT;
-      continue;
-    }
-    size_t len = 0, bcap = 4096;
-    char *buf = malloc(bcap);
-    ssize_t r = 0;
-    while (buf && (r = read(fd, buf + len, bcap - len - 1)) > 0) {
-      len += (size_t)r;
-      if (bcap - len < 2) {
-        char *nb = realloc(buf, bcap *= 2);
-        if (!nb) {
-          free(buf);
-          buf = NULL;
-        } else {
-          buf = nb;
-        }
-      }
-    }
-    close(fd);
-    if (!buf) {
-      err = -ENOMEM;
-      break;
-    }
-    buf[len] = 0;
-    for (char *p = buf, *q; !err && *p; p = q) {
-      long child = strtol(p, &q, 10);
-      if (q == p)
-        break;
-      if (child > 0)
-        err = push(v, n, cap, (pid_t)child);
-    }
-    free(buf);
-  }
+  while (!err && (e = readdir(d)))
+    if (isdigit((unsigned char)e->d_name[0]) && strlen(e->d_name) <= 12)
+      err = add_thread_children(dirfd(d), e->d_name, pid, v, n, cap);
   closedir(d);
   return err;
 }
@@ -124,49 +123,43 @@ static int add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap) {
  * costs the size of our tree, not of the whole system (a thousand
  * supervisors stopping at once must not each read every /proc entry).
  * The whole tree is collected before anything is signalled. */
-static int kill_walk(int sig) {
+static int kill_walk(int sig, pid_t spare) {
   size_t n = 0, cap = 64, i = 0;
-  pid_t *v = malloc(cap * sizeof *v);
+  pid_t *v TFS_AUTOFREE = malloc(cap * sizeof *v);
   if (!v)
     return -ENOMEM;
   int err = add_children(getpid(), &v, &n, &cap);
   while (!err && i < n)
     err = add_children(v[i++], &v, &n, &cap);
+  if (err)
+    return err;
   int count = 0;
-  if (!err)
-    for (i = 0; i < n; i++)
-      if (v[i] > 0 && v[i] != getpid() && v[i] != spared && kill(v[i], sig) == 0)
-        count++;
-  free(v);
-  return err ? err : count;
+  for (i = 0; i < n; i++)
+    if (v[i] > 0 && v[i] != getpid() && v[i] != spare && kill(v[i], sig) == 0)
+      count++;
+  return count;
 }
 
-int tfs_kill_descendants(int sig) {
-  int r = kill_walk(sig);
+int sup_kill_descendants(int sig, pid_t spare) {
+  int r = kill_walk(sig, spare);
   if (r != -ENOENT)
     return r;
-  return tfs_kill_descendants_scan(sig);
+  return sup_kill_descendants_scan(sig, spare);
 }
 
-/* The portable way: read every /proc/<pid>/stat. */
-int tfs_kill_descendants_scan(int sig) {
-  pid_t self = getpid();
+/* Every process in /proc with its parent, in a new array in *out. Returns
+ * the count or -errno. */
+static ssize_t read_procs(proc_t **out) {
   DIR *d = opendir("/proc");
   if (!d)
     return -errno;
   size_t n = 0, cap = 256;
   proc_t *ps = malloc(cap * sizeof *ps);
-  if (!ps) {
-    closedir(d);
-    return -ENOMEM;
-  }
   struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!isdigit((unsigned char)e->d_name[0]))
-      continue;
+  while (ps && (e = readdir(d))) {
     pid_t ppid;
-    if (read_ppid(dirfd(d), e->d_name, &ppid) < 0)
-      continue; /* it went away meanwhile */
+    if (!isdigit((unsigned char)e->d_name[0]) || read_ppid(dirfd(d), e->d_name, &ppid) < 0)
+      continue; /* not a process, or it went away meanwhile */
     if (n == cap) {
       proc_t *np = realloc(ps, (cap *= 2) * sizeof *ps);
       if (!np)
@@ -178,14 +171,24 @@ int tfs_kill_descendants_scan(int sig) {
     n++;
   }
   closedir(d);
-
-  /* Mark descendants: repeat until no new process joins the set. A process
-   * is marked by setting its ppid to 0 once its parent is known to be ours. */
-  char *mark = calloc(n ? n : 1, 1);
-  if (!mark) {
-    free(ps);
+  if (!ps)
     return -ENOMEM;
-  }
+  *out = ps;
+  return (ssize_t)n;
+}
+
+/* The portable way: read every /proc/<pid>/stat. */
+int sup_kill_descendants_scan(int sig, pid_t spare) {
+  pid_t self = getpid();
+  proc_t *ps TFS_AUTOFREE = NULL;
+  ssize_t got = read_procs(&ps);
+  if (got < 0)
+    return (int)got;
+  size_t n = (size_t)got;
+  /* Mark descendants: repeat until no new process joins the set. */
+  char *mark TFS_AUTOFREE = calloc(n ? n : 1, 1);
+  if (!mark)
+    return -ENOMEM;
   int changed = 1, count = 0;
   while (changed) {
     changed = 0;
@@ -202,18 +205,7 @@ int tfs_kill_descendants_scan(int sig) {
     }
   }
   for (size_t i = 0; i < n; i++)
-    if (mark[i] && ps[i].pid != self && ps[i].pid != spared && kill(ps[i].pid, sig) == 0)
+    if (mark[i] && ps[i].pid != self && ps[i].pid != spare && kill(ps[i].pid, sig) == 0)
       count++;
-  free(mark);
-  free(ps);
   return count;
-}
-
-const char *tfs_signal_name(int sig, char buf[32]) {
-  const char *abbrev = sigabbrev_np(sig);
-  if (abbrev)
-    snprintf(buf, 32, "SIG%s", abbrev);
-  else
-    snprintf(buf, 32, "signal %d", sig);
-  return buf;
 }

@@ -75,6 +75,33 @@ static __attribute__((unused)) void fx_create(const char *cmd, const char *key,
   cr_assert_eq(err, 0, "tfs_task_create: %s", tfs_strerror(err));
 }
 
+/* Sets a task's state as a supervisor would (an end also gets its exit
+ * code and time), e.g. so that it may be forgotten or pruned: only ended
+ * tasks are. */
+static __attribute__((unused)) void fx_set_state(const char *id, tfs_state_t state) {
+  tfs_record_t rec;
+  int err = tfs_task_load(fx_store, id, &rec);
+  cr_assert_eq(err, 0, "load %s: %s", id, tfs_strerror(err));
+  rec.state = state;
+  if (tfs_state_terminal(state)) {
+    rec.exit_code = state == TFS_COMPLETED ? 0 : 1;
+    rec.ended_ms = tfs_now_ms();
+  }
+  err = tfs_task_save(fx_store, &rec);
+  cr_assert_eq(err, 0, "save %s: %s", id, tfs_strerror(err));
+  tfs_record_free(&rec);
+}
+
+/* Lists every task as the faces do (tfs_task_list_opts, oldest first),
+ * asserting success; returns how many records were corrupt. cb may be
+ * NULL. */
+static __attribute__((unused)) size_t fx_list(tfs_list_cb cb, void *arg) {
+  tfs_list_stats_t st;
+  int err = tfs_task_list_opts(fx_store, NULL, cb, arg, &st);
+  cr_assert_eq(err, 0, "tfs_task_list_opts: %s", tfs_strerror(err));
+  return st.corrupt;
+}
+
 /* Waits for a child and returns its exit status (or 128 + signal). */
 static __attribute__((unused)) int fx_wait(pid_t pid) {
   int st;

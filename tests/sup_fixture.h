@@ -85,23 +85,45 @@ static SX_UNUSED int sx_zombie(const char *name) {
   return p && p[1] == ' ' && p[2] == 'Z';
 }
 
+/* 1 if the process runs in this test's directory (workers do), so that
+ * another checkout running the same tests at the same time is not
+ * counted. */
+static SX_UNUSED int in_test_dir(const char *name) {
+  char path[64], cwd[PATH_MAX];
+  snprintf(path, sizeof path, "/proc/%s/cwd", name);
+  ssize_t n = readlink(path, cwd, sizeof cwd - 1);
+  if (n <= 0)
+    return 0;
+  cwd[n] = 0;
+  return !strncmp(cwd, sx_tmp, strlen(sx_tmp));
+}
+
 static int count_cmd(pid_t pid, const char *name, void *arg) {
   char buf[4096];
-  if (sx_cmdline(name, buf, sizeof buf) || sx_zombie(name))
+  if (sx_cmdline(name, buf, sizeof buf) || sx_zombie(name) || !in_test_dir(name))
     return 0;
   return strstr(buf, (const char *)arg) != NULL;
 }
 
-/* Number of live processes whose command line contains needle. */
+/* Number of live processes of this test whose command line contains
+ * needle. */
 static SX_UNUSED int sx_procs_with(const char *needle) {
   return sx_each_proc(count_cmd, (void *)needle);
 }
 
+/* Kills every process whose command line contains arg: used with the
+ * test's store path, which only its supervisors name (they run in /). */
 static int kill_cmd(pid_t pid, const char *name, void *arg) {
   char buf[4096];
   if (sx_cmdline(name, buf, sizeof buf) == 0 && strstr(buf, (const char *)arg))
     kill(pid, SIGKILL);
   return 0;
+}
+
+/* The same for this test's processes only (a marker like "sleep 300.125"
+ * may run in another checkout's test too). */
+static int kill_cmd_here(pid_t pid, const char *name, void *arg) {
+  return in_test_dir(name) ? kill_cmd(pid, name, arg) : 0;
 }
 
 static int kill_in_dir(pid_t pid, const char *name, void *arg) {
@@ -118,7 +140,7 @@ static int kill_in_dir(pid_t pid, const char *name, void *arg) {
 }
 
 static SX_UNUSED void sx_kill_procs_with(const char *needle) {
-  sx_each_proc(kill_cmd, (void *)needle);
+  sx_each_proc(kill_cmd_here, (void *)needle);
 }
 
 static int none_alive(void *arg) {
@@ -164,9 +186,9 @@ static void sx_teardown(void) {
   free(sx_state);
 }
 
-/* Creates a queued task running argv in the test directory. */
-static SX_UNUSED void sx_create(char id[TFS_ID_MAX + 1], char *const argv[],
-                                const tfs_task_spec_t *base) {
+/* base (defaults if NULL) running argv, in the test directory unless base
+ * names another. */
+static tfs_task_spec_t sx_spec(char *const argv[], const tfs_task_spec_t *base) {
   tfs_task_spec_t spec = {
       .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
   if (base)
@@ -174,32 +196,50 @@ static SX_UNUSED void sx_create(char id[TFS_ID_MAX + 1], char *const argv[],
   spec.argv = argv;
   if (!spec.cwd)
     spec.cwd = sx_tmp;
+  return spec;
+}
+
+/* Creates a queued task running argv in the test directory. */
+static SX_UNUSED void sx_create(char id[TFS_ID_MAX + 1], char *const argv[],
+                                const tfs_task_spec_t *base) {
+  tfs_task_spec_t spec = sx_spec(argv, base);
   int existed = 0;
   int err = tfs_task_create(sx_store, &spec, id, &existed);
   cr_assert_eq(err, 0, "tfs_task_create: %s", tfs_strerror(err));
 }
 
-/* Creates and launches `sh -c script`; returns the record after launch in
- * *rec if not NULL. */
+/* Starts argv in the test directory the way every face does
+ * (tfs_task_start); returns the record after the launch in *rec if not
+ * NULL. */
+static SX_UNUSED void sx_start_argv(char id[TFS_ID_MAX + 1], char *const argv[],
+                                    const tfs_task_spec_t *base, char *const *env,
+                                    tfs_record_t *rec) {
+  tfs_task_spec_t spec = sx_spec(argv, base);
+  tfs_launch_opts_t lo = {.env = env, .wait_ms = 20000, .exe = tu_taskfs_bin()};
+  tfs_start_t st;
+  int err = tfs_task_start(sx_store, &spec, &lo, &st);
+  cr_assert_eq(err, 0, "tfs_task_start: %s", tfs_strerror(err));
+  cr_assert(st.launch && !st.existed, "a new task that was not launched");
+  cr_assert_neq(st.rec.state, TFS_QUEUED, "the task did not leave queued");
+  memcpy(id, st.id, sizeof st.id);
+  if (rec) {
+    *rec = st.rec;
+    tfs_record_init(&st.rec);
+  }
+  tfs_start_free(&st);
+}
+
+/* Starts `sh -c script`, as sx_start_argv. */
 static SX_UNUSED void sx_start(char id[TFS_ID_MAX + 1], const char *script,
                                const tfs_task_spec_t *base, char *const *env, tfs_record_t *rec) {
   char *argv[] = {"sh", "-c", (char *)script, NULL};
-  sx_create(id, argv, base);
-  tfs_launch_opts_t lo = {.env = env, .wait_ms = 20000, .exe = tu_taskfs_bin()};
-  tfs_record_t r;
-  int err = tfs_launch(sx_store, id, &lo, &r);
-  cr_assert_eq(err, 0, "tfs_launch: %s", tfs_strerror(err));
-  cr_assert_neq(r.state, TFS_QUEUED, "the task did not leave queued");
-  if (rec)
-    *rec = r;
-  else
-    tfs_record_free(&r);
+  sx_start_argv(id, argv, base, env, rec);
 }
 
 /* Waits (generously) for the task to end; returns its record. */
 static SX_UNUSED tfs_record_t sx_wait(const char *id, int64_t timeout_ms) {
   tfs_record_t rec;
-  int err = tfs_wait_end(sx_store, id, timeout_ms, &rec);
+  int err = tfs_task_wait_end(sx_store, id, timeout_ms, NULL, &rec);
   cr_assert_eq(err, 0, "task %s did not end: %s", id, tfs_strerror(err));
   return rec;
 }
@@ -211,6 +251,23 @@ static SX_UNUSED tfs_record_t sx_load(const char *id) {
   int err = tfs_task_load(sx_store, id, &rec);
   cr_assert_eq(err, 0, "tfs_task_load: %s", tfs_strerror(err));
   return rec;
+}
+
+/* The content of the file name in the test directory (where workers run),
+ * malloc'ed; asserts that it exists. */
+static char *sx_file(const char *name) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", sx_tmp, name);
+  char *got = tu_read_file(path, NULL);
+  cr_assert_not_null(got, "%s: %s", path, strerror(errno));
+  return got;
+}
+
+/* Asserts that the file name in the test directory holds exactly want. */
+static SX_UNUSED void sx_assert_file(const char *name, const char *want) {
+  char *got = sx_file(name);
+  cr_assert_str_eq(got, want, "%s", name);
+  free(got);
 }
 
 static SX_UNUSED char *sx_task_file(const char *id, const char *name, size_t *len) {

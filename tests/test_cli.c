@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "taskfs/taskfs.h"
+#include "tests/helpers/standin.h"
 #include "tests/helpers/testutil.h"
 
 static char *tmp;   /* per-test temporary directory */
@@ -139,49 +140,10 @@ static char *task_file(const char *id, const char *name) {
   return p;
 }
 
-/* Forks a stand-in supervisor: it takes the task lock, marks the task
- * running and sleeps. With obey_cancel it plays the supervisor's part of a
- * stop request: once the cancel file appears it records cancelled. */
+/* A stand-in supervisor (tests/helpers/standin.c), tracked. */
 static pid_t start_running(const char *id, int obey_cancel) {
-  int p[2];
-  cr_assert_eq(pipe(p), 0);
-  pid_t pid = fork();
-  cr_assert_geq(pid, 0);
-  if (pid == 0) {
-    tfs_store_t *s;
-    tfs_record_t rec;
-    close(p[0]);
-    if (tfs_store_open(state, &s) < 0 || tfs_task_lock(s, id) < 0)
-      _exit(1);
-    memset(&rec, 0, sizeof rec);
-    if (tfs_task_load(s, id, &rec) < 0)
-      _exit(1);
-    rec.state = TFS_RUNNING;
-    rec.started_ms = tfs_now_ms();
-    rec.supervisor_pid = getpid();
-    rec.worker_pid = getpid();
-    rec.worker_pgid = getpid();
-    if (tfs_task_save(s, &rec) < 0)
-      _exit(1);
-    if (write(p[1], "r", 1) != 1)
-      _exit(1);
-    for (;;) {
-      struct timespec ts = {0, 10 * 1000 * 1000};
-      if (obey_cancel && tfs_cancel_query(s, id, NULL, 0, NULL) == 1) {
-        rec.state = TFS_CANCELLED;
-        rec.signal = SIGTERM;
-        rec.ended_ms = tfs_now_ms();
-        tfs_record_set_reason(&rec, "stopped on request");
-        tfs_task_save(s, &rec);
-        _exit(0);
-      }
-      nanosleep(&ts, NULL);
-    }
-  }
-  close(p[1]);
-  char c = 0;
-  cr_assert_eq(read(p[0], &c, 1), 1, "the stand-in supervisor did not start");
-  close(p[0]);
+  pid_t pid = tu_standin_supervisor(state, id, obey_cancel);
+  cr_assert_gt(pid, 0, "the stand-in supervisor did not start");
   track(pid);
   return pid;
 }
@@ -290,6 +252,49 @@ Test(cli, every_verb_has_help) {
   cr_expect(!exists(state), "--help created the store");
 }
 
+/* Every verb's help has an EXIT STATUS section; the top-level help names
+ * --version, which works as -V and `version` too. */
+Test(cli, every_help_has_exit_status_and_version_is_listed) {
+  const char *verbs[] = {"run",   "ls",   "show",  "logs",   "cancel", "wait",
+                         "prune", "path", "mount", "umount", "mcp"};
+  char *out;
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+    cr_expect_eq(run(&out, NULL, "%s --help", verbs[i]), 0, "%s --help", verbs[i]);
+    cr_expect(strstr(out, "\nEXIT STATUS\n"), "%s --help has no EXIT STATUS:\n%s", verbs[i], out);
+    free(out);
+  }
+  cr_expect_eq(run(&out, NULL, "--help"), 0);
+  cr_expect(strstr(out, "--version"), "%s", out);
+  cr_expect(strstr(out, "EXIT STATUS"), "%s", out);
+  free(out);
+  const char *version[] = {"--version", "-V", "version"};
+  for (size_t i = 0; i < 3; i++) {
+    cr_expect_eq(run(&out, NULL, "%s", version[i]), 0, "%s", version[i]);
+    cr_expect_eq(strncmp(out, "taskfs ", 7), 0, "%s printed: %s", version[i], out);
+    free(out);
+  }
+}
+
+Test(cli, an_unknown_verb_gets_a_suggestion) {
+  struct {
+    const char *typed, *meant;
+  } cases[] = {{"lss", "ls"}, {"sohw", "show"}, {"cancle", "cancel"}, {"umonut", "umount"}};
+  char *err, want[64];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cr_expect_eq(run(NULL, &err, "%s", cases[i].typed), 100);
+    snprintf(want, sizeof want, "did you mean '%s'?", cases[i].meant);
+    cr_expect(strstr(err, want), "%s: %s", cases[i].typed, err);
+    free(err);
+  }
+  cr_expect_eq(run(NULL, &err, "frobnicate"), 100);
+  cr_expect(!strstr(err, "did you mean") && strstr(err, "unknown verb 'frobnicate'"), "%s", err);
+  free(err);
+  /* umount acts on a mount point: --state-dir is refused in its words. */
+  cr_expect_eq(run(NULL, &err, "umount --state-dir /tmp /nowhere"), 100);
+  cr_expect(!strncmp(err, "taskfs umount: umount takes no --state-dir", 42), "%s", err);
+  free(err);
+}
+
 Test(cli, usage_errors_exit_100_with_a_message) {
   struct {
     const char *args;
@@ -308,7 +313,7 @@ Test(cli, usage_errors_exit_100_with_a_message) {
       {"logs", "which task?"},
       {"cancel", "which task?"},
       {"cancel --timeout 5 abc", "only makes sense with --wait"},
-      {"cancel --wait --timeout soon abc", "--timeout wants seconds"},
+      {"cancel --wait --timeout soon abc", "--timeout wants a duration"},
       {"prune", "--keep N is required"},
       {"prune --keep ten", "--keep wants a whole number"},
       {"prune --keep -1", "--keep wants a whole number"},
@@ -486,6 +491,7 @@ Test(cli, corrupt_record_is_skipped_by_ls_and_reported_by_show) {
   int rc = run(&out, &err, "show --state-dir '%s' %s", state, b);
   cr_expect_eq(rc, 111);
   cr_expect(strstr(err, "is corrupt"), "%s", err);
+  cr_expect(strstr(err, "record.json: line 1"), "the parser's words: %s", err);
   cr_expect(strstr(err, "taskfs prune"), "%s", err);
   cr_expect_str_eq(out, "");
   free(out);
@@ -502,7 +508,7 @@ Test(cli, corrupt_record_is_skipped_by_ls_and_reported_by_show) {
   free(out);
   free(err);
   cr_expect_eq(run(NULL, &err, "show --state-dir '%s' %s", state, c), 111);
-  cr_expect(strstr(err, "corrupt"), "%s", err);
+  cr_expect(strstr(err, "corrupt: it is a directory"), "%s", err);
   free(err);
 }
 

@@ -66,11 +66,7 @@ static int tool_fails(hh_mcp_t *m, const char *tool, json_t *args, json_t **res,
 /* Files directly under a directory, recursively, as a sorted listing
  * string, to prove nothing was created. */
 static char *tree(const char *dir) {
-  hh_res_t r = hh_sh("cd '%s' 2>/dev/null && find . | LC_ALL=C sort", dir);
-  char *out = r.out;
-  r.out = NULL;
-  hh_res_free(&r);
-  return out;
+  return hh_sh_out("cd '%s' 2>/dev/null && find . | LC_ALL=C sort", dir);
 }
 
 static char *start_mount(hh_mount_t *m) {
@@ -1638,20 +1634,10 @@ Test(hard_hostile, h15_env_overrides_reach_only_the_worker) {
     }
   free(env);
   /* The worker got them. */
-  char *tp = hh_task_path(id, "transcript");
-  int64_t end = hh_now_ms() + hh_timeout_ms();
-  char *t = NULL;
-  while (hh_now_ms() < end) {
-    free(t);
-    t = hh_slurp(tp, NULL);
-    if (t && strstr(t, "poll="))
-      break;
-    hh_sleep_ms(20);
-  }
+  char *t = hh_transcript_wait(id, "poll=");
   cr_assert(t && strstr(t, lib) && strstr(t, "poll=86400000"), "the worker did not get its env: %s",
             t ? t : "");
   free(t);
-  free(tp);
   /* And a stop request is still acted on promptly (the supervisor did not
    * take the worker's poll interval). */
   hh_res_t r = hh_tfs("cancel", id, NULL);

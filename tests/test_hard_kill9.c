@@ -164,7 +164,7 @@ Test(hard_kill9, supervisor) {
        * --restart always, restarted with growing delays. */
       char *cnt = hh_count_path(tag);
       const char *cmd[] = {hh.self, "--hh-worker", cnt, "200", "20", NULL};
-      const char *extra[] = {"--restart", "always", "--min-uptime", "60000", "--max-restarts",
+      const char *extra[] = {"--restart", "always", "--min-uptime", "60s", "--max-quick-restarts",
                              "100",       NULL};
       hh_run_task(extra, cmd, id);
       free(cnt);

@@ -97,19 +97,9 @@ Test(hard_security, env_values_never_reach_the_disk) {
   hh_wait_ended(mid);
   /* Both workers saw the value. */
   for (int i = 0; i < 2; i++) {
-    char *t = hh_task_path(i ? mid : id, "transcript");
-    int64_t end = hh_now_ms() + hh_timeout_ms();
-    char *s = NULL;
-    while (hh_now_ms() < end) {
-      free(s);
-      s = hh_slurp(t, NULL);
-      if (s && strstr(s, "has-token"))
-        break;
-      hh_sleep_ms(20);
-    }
+    char *s = hh_transcript_wait(i ? mid : id, "has-token");
     cr_assert(s && strstr(s, "has-token"), "the worker did not get the value");
     free(s);
-    free(t);
   }
   /* The names are recorded, the values nowhere in the store. */
   char *rec = hh_task_path(id, "record.json");
@@ -233,39 +223,103 @@ Test(hard_security, mount_is_for_its_owner_only) {
 }
 
 /* A store directory that already exists but is open to others (made by
- * hand, or planted in a shared place such as /tmp by another user) must
- * not be used as it is: taskfs either tightens it to 0700 (if it is ours)
- * or refuses it with a clear error. Otherwise any local user could plant
- * records, keys and stop requests in it. */
-Test(hard_security, an_open_or_foreign_store_is_tightened_or_refused) {
+ * hand, or planted in a shared place such as /tmp by another user) is not
+ * used: whoever could write to it could have planted records (commands to
+ * run), keys and stop requests. Ours but open to writes, or another
+ * user's: refused with a clear error, by writers and readers alike, and
+ * nothing is made inside. (tests/test_hard_users.c plants one as a real
+ * other user.) */
+Test(hard_security, an_open_or_foreign_store_is_refused) {
   char *tasks = hh_strdupf("%s/tasks", hh.store), *keys = hh_strdupf("%s/keys", hh.store);
   cr_assert_eq(mkdir(hh.store, 0700), 0);
   cr_assert_eq(mkdir(tasks, 0700), 0);
   cr_assert_eq(mkdir(keys, 0700), 0);
-  chmod(hh.store, 0777);
   chmod(tasks, 0777);
-  chmod(keys, 0777);
-  hh_res_t r = hh_tfs("run", "--", "/bin/true", NULL);
-  struct stat st, st_t, st_k;
-  cr_assert_eq(stat(hh.store, &st), 0);
-  cr_assert_eq(stat(tasks, &st_t), 0);
-  cr_assert_eq(stat(keys, &st_k), 0);
-  int tightened = (st.st_mode & 077) == 0 && (st_t.st_mode & 077) == 0 && (st_k.st_mode & 077) == 0;
-  cr_expect(tightened || (r.status != 0 && strlen(r.err) > 10),
-            "taskfs used a world-writable store as it was (modes %o %o %o, exit %d)",
-            st.st_mode & 0777, st_t.st_mode & 0777, st_k.st_mode & 0777, r.status);
+  static const char *const verbs[][3] = {{"run", "--", "/bin/true"}, {"ls", NULL, NULL}};
+  for (int i = 0; i < 2; i++) {
+    hh_res_t r = hh_tfs(verbs[i][0], verbs[i][1], verbs[i][2], NULL);
+    cr_expect_eq(r.status, 111, "taskfs %s used a store open to writes: exit %d", verbs[i][0],
+                 r.status);
+    cr_expect(strstr(r.err, "0777") && strstr(r.err, "chmod 700"),
+              "the refusal names neither the mode nor what to do: %s", r.err);
+    hh_res_free(&r);
+  }
+  hh_res_t r = hh_sh("ls -A '%s'", tasks);
+  cr_expect_str_empty(r.out, "a task was made in the refused store: %s", r.out);
   hh_res_free(&r);
-
   /* Owned by someone else: refused. */
-  chmod(hh.store, 0700);
   chmod(tasks, 0700);
-  chmod(keys, 0700);
   cr_assert_eq(chown(hh.store, 65534, 65534), 0);
-  r = hh_tfs("run", "--", "/bin/true", NULL);
-  cr_expect(r.status != 0 && strlen(r.err) > 10,
-            "taskfs used a store directory owned by another user (uid 65534): exit %d", r.status);
-  hh_res_free(&r);
+  for (int i = 0; i < 2; i++) {
+    r = hh_tfs(verbs[i][0], verbs[i][1], verbs[i][2], NULL);
+    cr_expect_eq(r.status, 111, "taskfs %s used a store owned by uid 65534: exit %d", verbs[i][0],
+                 r.status);
+    cr_expect(strstr(r.err, "uid 65534"), "the refusal does not name the owner: %s", r.err);
+    hh_res_free(&r);
+  }
   chown(hh.store, 0, 0);
   free(tasks);
   free(keys);
+}
+
+/* Secrets off the command line: `--env NAME` takes the value from the
+ * caller's environment and `--env-file FILE` from a file, so that no value
+ * is on the CLI's own command line (readable by every local user for the
+ * whole life of `run --wait`); a bad line of the file is named by number. */
+Test(hard_security, env_values_from_the_environment_or_a_file_stay_off_command_lines) {
+  const char *secret = "s3cr3t-VALUE-4f1b";
+  char *file = hh_strdupf("%s/env", hh.root), *go = hh_strdupf("%s/go", hh.root);
+  char *text = hh_strdupf("# the worker's secrets\n\nFILE_TOKEN=%s=x\n  SPACED = no\n", secret);
+  cr_assert_eq(tu_write_file(file, text, strlen(text)), 0);
+  chmod(file, 0600);
+  /* The fourth line is not NAME=VALUE: refused with its number, nothing run. */
+  hh_res_t r = hh_tfs("run", "--env-file", file, "--", "/bin/true", NULL);
+  cr_assert_eq(r.status, 100, "a bad --env-file line: exit %d", r.status);
+  cr_assert(strstr(r.err, ":4:"), "the error does not name line 4: %s", r.err);
+  hh_res_free(&r);
+  /* A name that the environment does not hold. */
+  unsetenv("TASKFS_TEST_UNSET");
+  r = hh_tfs("run", "--env", "TASKFS_TEST_UNSET", "--", "/bin/true", NULL);
+  cr_assert_eq(r.status, 100, "--env of an unset name: exit %d", r.status);
+  cr_assert(strstr(r.err, "TASKFS_TEST_UNSET"), "%s", r.err);
+  hh_res_free(&r);
+  free(text);
+  text = hh_strdupf("# the worker's secrets\n\nFILE_TOKEN=%s=x\nEMPTY=\n", secret);
+  cr_assert_eq(tu_write_file(file, text, strlen(text)), 0);
+  setenv("API_TOKEN", secret, 1);
+  /* The worker proves it got both values without printing them, then
+   * waits for the go file: `run --wait` lives while command lines are
+   * read. */
+  char *script = hh_strdupf("[ \"$API_TOKEN\" = \"$(printf s3cr3t-VALUE-4f1%%s b)\" ] && "
+                            "[ \"$FILE_TOKEN\" = \"$(printf s3cr3t-VALUE-4f1%%s b)=x\" ] && "
+                            "[ \"${EMPTY-unset}\" = \"\" ] && echo has-both; "
+                            "while [ ! -e '%s' ]; do sleep 0.01; done",
+                            go);
+  const char *argv[] = {tu_taskfs_bin(), "run", "--env",   "API_TOKEN", "--env-file", file,
+                        "--wait",        "--",  "/bin/sh", "-c",        script,       NULL};
+  int out;
+  pid_t pid = hh_spawn(argv, NULL, &out, NULL, NULL);
+  unsetenv("API_TOKEN");
+  char idbuf[64] = "";
+  ssize_t n = read(out, idbuf, sizeof idbuf - 1);
+  cr_assert(n > 0, "taskfs run printed no id");
+  idbuf[n] = 0;
+  hh_chomp(idbuf);
+  char *s = hh_transcript_wait(idbuf, "has-both");
+  cr_assert(s && strstr(s, "has-both"), "the worker did not get both values");
+  free(s);
+  r = hh_sh("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c "
+            "'s3cr3t-VALUE-4f1[b]'");
+  cr_assert_eq(atoi(r.out), 0, "a value is on a command line");
+  hh_res_free(&r);
+  cr_assert_eq(tu_write_file(go, "", 0), 0);
+  cr_assert_eq(hh_wait(pid, hh_timeout_ms()), 0, "run --wait did not end with the task");
+  close(out);
+  r = hh_sh("grep -rl 's3cr3t-VALUE-4f1[b]' '%s'", hh.store);
+  cr_assert_str_empty(r.out, "a value is written in: %s", r.out);
+  hh_res_free(&r);
+  free(script);
+  free(go);
+  free(text);
+  free(file);
 }

@@ -131,12 +131,12 @@ static const case_t cases[] = {
     {"foo.cpp(12): warning C4996: 'strcpy': This function may be unsafe.", W},
     {"Found 3 errors in 2 files.", E},
     {"Found 0 errors. Watching for file changes.", P},
-    {"/usr/bin/ld: cannot find -lfoo: No such file or directory", P},
+    {"/usr/bin/ld: cannot find -lfoo: No such file or directory", E},
     {"collect2: error: ld returned 1 exit status", E},
     /* make */
     {"make: *** [Makefile:12: build/main.o] Error 1", F},
     {"make[2]: *** [src/CMakeFiles/app.dir/build.make:76: src/app.o] Error 2", F},
-    {"make: *** No rule to make target 'install'.  Stop.", F},
+    {"make: *** No rule to make target 'install'.  Stop.", E},
     {"make[1]: Leaving directory '/home/u/src'", P},
     {"make: Nothing to be done for 'all'.", P},
     /* pytest */
@@ -148,7 +148,7 @@ static const case_t cases[] = {
     {"========================= 3 passed, 1 failed in 0.12s =========================", S},
     {"==================== 1 failed, 2 passed, 1 error in 0.51s =====================", S},
     {"============================== 5 passed in 0.03s ===============================", S},
-    {"=================================== FAILURES ===================================", F},
+    {"=================================== FAILURES ===================================", P},
     {"=========================== short test summary info ============================", P},
     {"collected 4 items", P},
     /* python */
@@ -170,7 +170,7 @@ static const case_t cases[] = {
     {"ok  \tgithub.com/acme/widget\t0.012s", S},
     {"PASS", S},
     {"=== RUN   TestParse", P},
-    {"    parse_test.go:14: got 2, want 3", P},
+    {"    parse_test.go:14: got 2, want 3", E},
     {"panic: runtime error: index out of range [3] with length 3", E},
     {"goroutine 1 [running]:", P},
     /* cargo / rustc */
@@ -182,7 +182,7 @@ static const case_t cases[] = {
     {"warning: unused variable: `error`", W},
     {"error: could not compile `widget` (lib) due to 2 previous errors", E},
     {"thread 'main' panicked at src/main.rs:2:5:", E},
-    {"failures:", F},
+    {"failures:", P},
     {"   Compiling widget v0.1.0 (/home/u/widget)", P},
     {"    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.52s", P},
     /* jest */
@@ -213,7 +213,7 @@ static const case_t cases[] = {
     {"found 0 vulnerabilities", P},
     /* Criterion */
     {"[FAIL] store::reopen: (0.01s)", F},
-    {"[----] tests/test_store.c:41: Assertion Failed", F},
+    {"[----] tests/test_store.c:41: Assertion Failed", E},
     {"[====] Synthesis: Tested: 3 | Passing: 3 | Failing: 0 | Crashing: 0", S},
     {"[RUN ] store::reopen", P},
     /* ctest */
@@ -246,7 +246,7 @@ static const case_t cases[] = {
     {"Kernel panic - not syncing: Attempted to kill init!", E},
     {"==4242== ERROR SUMMARY: 0 errors from 0 contexts (suppressed: 0 from 0)", S},
     {"==4242== ERROR SUMMARY: 2 errors from 2 contexts (suppressed: 0 from 0)", E},
-    {"==4242== Invalid read of size 4", P},
+    {"==4242== Invalid read of size 4", E},
     /* logs */
     {"2026-11-30 01:00:00 ERROR connection refused", E},
     {"2026-11-30T01:00:00Z WARN disk almost full", W},
@@ -303,6 +303,107 @@ static const case_t cases[] = {
     {"request failed with error code 500", E},
     {"", P},
     {"   ", P},
+    /* issue 14: a source location followed by a message is a diagnostic */
+    {"internal/store/postgres.go:23:31: undefined: txOptions", E},
+    {"cmd/migrate/main.go:7:2: no required module provides package x; to add it:", E},
+    {"/home/ci/metricsd/src/server.c:13: undefined reference to `handle_metrics'", E},
+    {"payroll.cob:7: error: 'WS-HOURS' is not defined", E},
+    {"config.xml:5: parser error : Opening and ending tag mismatch: port line 5", E},
+    {"ledger.pas(6,24) Error: Identifier not found \"fee\"", E},
+    {"src/saxpy.cu(3): error: identifier \"threadIdx_x\" is undefined", E},
+    {"ledger.pas(3,1) Hint: Local variable \"x\" not used", P},
+    {"e: file:///a/StockService.kt:42:25 Unresolved reference: reserveAll", E},
+    {"w: file:///a/Warehouse.kt:18:13 Variable 'unused' is never used", W},
+    {"12:30:45: backup started", P},
+    {"10.0.0.1:8080: connection accepted", P},
+    {"tests/test_api.py::test_list ok", P},
+    {"/usr/include/c++/12/bits/hashtable_policy.h:1261:7:   required from here", P},
+    {"tests/test_client.py:1: in <module>", P},
+    {"/usr/include/c++/12/bits/stl_vector.h:2035:5: note:   template argument deduction/"
+     "substitution failed:",
+     P},
+    /* exception names, dotted or not, followed by ':' or the end */
+    {"etl.errors.SchemaMismatchError: column 'amount': expected numeric, got text", E},
+    {"org.postgresql.util.PSQLException: Connection to db:5432 refused.", E},
+    {"OSError: [Errno 28] No space left on device", E},
+    {"MemoryError", E},
+    {"see src/errors/ParseError.ts for the details", P},
+    {"the KeyError handler logs and goes on", P},
+    /* stack frames and code excerpts are context */
+    {"    at error (/home/ci/web/node_modules/@acme/config/lib/index.js:6:9)", P},
+    {"\tat org.junit.Assert.fail(Assert.java:89)", P},
+    {"at least one error occurred", E},
+    {"  File \"/app/errors.py\", line 3, in raise_error", P},
+    {"    #1 0x563ab8947348 in error_path src/ppm.c:15", P},
+    {"==12==    by 0x1091B2: fail (ring.c:6)", P},
+    {"    > 3 |     console.error('Warning: token refresh failed');", P},
+    {"   12 |   error(\"x\");", P},
+    /* shell, apt, git, the linker, valgrind, the sanitizers */
+    {"./deploy.sh: line 7: kubeclt: command not found", E},
+    {"./train.sh: line 14:  2752 Killed                  /usr/bin/python3 train.py", E},
+    {"./release.sh: line 4: VERSION: unbound variable", E},
+    {"sh: 1: webpack: not found", E},
+    {"cp: cannot stat 'dist/app.js': No such file or directory", E},
+    {"bash: kubeclt: command not found", E},
+    {"Killed", E},
+    {"INFO: 12 tasks queued", P},
+    {"E: Unable to locate package libpq5-dev", E},
+    {"#6 3.524 E: Unable to locate package libpq5-dev", E},
+    {"W: Some index files failed to download. They have been ignored.", W},
+    {"CONFLICT (content): Merge conflict in version.c", E},
+    {" ! [rejected]        main -> main (fetch first)", E},
+    {"conflict resolution is up to you", P},
+    {"/usr/bin/ld: build/server.o: in function `server_run':", P},
+    {"==4631== Memcheck, a memory error detector", P},
+    {"==4631== Invalid write of size 8", E},
+    {"==3718==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000c0", E},
+    {"Can't locate Text/CSV_XS.pm in @INC (you may need to install the Text::CSV_XS module)", E},
+    {"can't read \"release_tag\": no such variable", E},
+    {"Canterbury cannonball", P},
+    {"CMake Error at CMakeLists.txt:7 (find_package):", E},
+    {"CMake Warning (dev) at CMakeLists.txt:3 (project):", W},
+    {"fatal: [localhost]: FAILED! => {\"changed\": false}", E},
+    {"\xe2\x94\x82 Error: Reference to undeclared resource", E},
+    /* test runners' headings and bodies */
+    {"  \xe2\x97\x8f CartService \xe2\x80\xba applyDiscount \xe2\x80\xba caps the discount", F},
+    {"  \xe2\x97\x8f Console", P},
+    {"     \xc3\x97 caps the discount 7ms", F},
+    {"E       assert 20 == 50", E},
+    {"E        +  where 100 = <bound method Cart.subtotal>()", P},
+    {"___________________________ test_discount_is_capped ____________________________", P},
+    {"____________________ ERROR collecting tests/test_client.py _____________________", E},
+    {"FAIL: test_rounding (tests.test_invoice.InvoiceTotalTest.test_rounding)", F},
+    {"test_rounding (tests.test_invoice.InvoiceTotalTest.test_rounding) ... FAIL", F},
+    {"ERROR: test_io (tests.test_io.IoTest.test_io)", E},
+    {"DiscountServiceTest > capsDiscountAtFiftyEuros() FAILED", F},
+    {"[xUnit.net 00:00:00.41]     Shop.Tests.OrderTests.CalculatesTotal [FAIL]", F},
+    {"  Failed Shop.Tests.OrderTests.CalculatesTotal [6 ms]", F},
+    /* summaries and success lines, tools' hints and headings */
+    {"Tests run: 4, Failures: 0, Errors: 0, Skipped: 0", S},
+    {"[INFO] Tests run: 4, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.04 s -- in a.B", S},
+    {"[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.", P},
+    {"[ERROR] ", P},
+    {"[ERROR] -> [Help 1]", P},
+    {"[ERROR] Failures: ", P},
+    {"npm error", P},
+    {"npm error gyp info it worked if it ends with ok", P},
+    {"npm error   react@\"^17.0.2\" from the root project", P},
+    {"npm error code ERESOLVE", E},
+    {"npm error ../binding.cc:9:10: fatal error: node_api.h: No such file or directory", E},
+    {"WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError': "
+     "Failed to establish a new connection",
+     W},
+    {"For more information about this error, try `rustc --explain E0308`.", P},
+    {"note: This error originates from a subprocess, and is likely not a problem with pip.", P},
+    {"hint: Updates were rejected because the remote contains work that you do", P},
+    {"make: *** Waiting for unfinished jobs....", P},
+    {"Errors  Files", P},
+    /* an OSC 8 hyperlink reads as its text */
+    {"retry.c:3:7: error: unused variable 'retries' "
+     "[\x1b]8;;https://gcc.gnu.org/onlinedocs/gcc/Warning-Options.html\x07-Werror=unused-"
+     "variable\x1b]8;;\x07]",
+     E},
+    {"\x1b]8;;file:///src/a.c\x1b\\src/a.c\x1b]8;;\x1b\\:3:1: warning: unused x", W},
 };
 
 Test(classify, table) {
@@ -424,6 +525,10 @@ Test(kept, crlf_and_colours) {
   cr_assert_str_eq(kept_text("error: dos line\r", 16), "error: dos line");
   cr_assert_str_eq(kept_text("error: only one\r\r", 17), "error: only one\xEF\xBF\xBD");
   cr_assert_str_eq(kept_text("\x1b[1;31merror\x1b[0m: red\r", 22), "error: red");
+  /* OSC 8 hyperlinks, ended by BEL or by ESC \, go like colours. */
+  static const char osc[] = "a.c:1: error: x [\x1b]8;;https://e.org/w\x07-Wx\x1b]8;;\x07] "
+                            "\x1b]8;;file:///a\x1b\\a\x1b]8;;\x1b\\";
+  cr_assert_str_eq(kept_text(osc, sizeof osc - 1), "a.c:1: error: x [-Wx] a");
   tfs_important_t imp;
   cr_assert_eq(tfs_important_init(&imp, 3), 0);
   const char *crlf = "src/a.c:1:2: warning: unused\r";
@@ -604,4 +709,71 @@ Test(classify, short_lines) {
   cr_assert_eq(tfs_classify_line("ERR", 3), TFS_LINE_ERROR);
   cr_assert_eq(tfs_classify_line("\xe2\x9c\x97", 3), TFS_LINE_FAILURE);
   cr_assert_eq(tfs_classify_line("\xe2\x9c\x98", 3), TFS_LINE_FAILURE);
+}
+
+/* ---- fed lines against added ones ------------------------------------------ */
+
+/* One line of a mix: repeats of one diagnostic, other important lines,
+ * plain lines, escapes, CR, invalid UTF-8, and lines longer than a kept
+ * text (some with an escape past the kept prefix). */
+static size_t mixed_line(unsigned *seed, int i, char *buf) {
+  static const char *const forms[] = {
+      "src/a.c:12:3: error: expected ';'",
+      "warning: unused variable 'x'",
+      "\x1b[31merror\x1b[0m: red",
+      "FAIL\tpkg/x\r",
+      "error: bad \xff\xfe byte",
+      "progress 10%",
+      "plain words only",
+      "--- FAIL: TestThing (0.01s)",
+  };
+  unsigned r = (unsigned)rand_r(seed);
+  if (r % 5 < 2) /* the same line, many times in a row */
+    return (size_t)sprintf(buf, "%s", forms[0]);
+  if (r % 5 == 2) {
+    size_t n = (size_t)sprintf(buf, "error: long line %d ", i);
+    size_t len = 400 + r % 900;
+    for (; n < len; n++)
+      buf[n] = (char)('a' + n % 26);
+    if (r & 64)
+      memcpy(buf + len - 20, "\x1b[1m", 4);
+    return len;
+  }
+  return (size_t)sprintf(buf, "%s %d", forms[r % 8], i % 7);
+}
+
+static void assert_same_line(const tfs_important_line_t *a, const tfs_important_line_t *b) {
+  cr_assert_eq(a->line, b->line);
+  cr_assert_eq(a->kind, b->kind, "line %lld", (long long)a->line);
+  cr_assert_str_eq(a->text, b->text, "line %lld", (long long)a->line);
+}
+
+/* Feeding keeps the last ring's lines as prefixes and makes their texts
+ * when they are read, and classifies a repeated line once: what it keeps
+ * must be exactly what adding each classified line keeps. */
+Test(important, fed_lines_read_as_added_ones) {
+  tfs_important_t fed, added;
+  cr_assert_eq(tfs_important_init(&fed, 7), 0);
+  cr_assert_eq(tfs_important_init(&added, 7), 0);
+  unsigned seed = 12345;
+  char buf[2048];
+  for (int i = 1; i <= 20000; i++) {
+    size_t n = mixed_line(&seed, i, buf);
+    cr_assert_eq(tfs_important_feed(&fed, i, buf, n), 0);
+    tfs_line_kind_t k = tfs_classify_line(buf, n);
+    if (k != TFS_LINE_PLAIN)
+      cr_assert_eq(tfs_important_add(&added, i, k, buf, n), 0);
+    if (i % 997 == 0) /* reads in the middle, as record saves do */
+      for (size_t j = 0; j < fed.nlast; j++)
+        assert_same_line(tfs_important_last(&fed, j), tfs_important_last(&added, j));
+  }
+  cr_assert_eq(fed.total, added.total);
+  cr_assert_eq(fed.nfirst, added.nfirst);
+  cr_assert_eq(fed.nlast, added.nlast);
+  for (size_t j = 0; j < fed.nfirst; j++)
+    assert_same_line(&fed.first[j], &added.first[j]);
+  for (size_t j = 0; j < fed.nlast; j++)
+    assert_same_line(tfs_important_last(&fed, j), tfs_important_last(&added, j));
+  tfs_important_free(&fed);
+  tfs_important_free(&added);
 }

@@ -13,7 +13,7 @@ static int strcmp_nl(const char *a, const char *b) {
 #define NPROC 8
 #define PER 200
 
-static int count_cb(const tfs_record_t *rec, void *arg) {
+static int count_cb(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   (*(int *)arg)++;
   return 0;
 }
@@ -69,11 +69,9 @@ Test(race, many_creators_unique_ids) {
                  ids[i]);
   tfs_ids_free(ids, n);
   free(all);
-  size_t corrupt = 99;
   int count = 0;
-  cr_assert_eq(tfs_task_list(fx_store, count_cb, &count, &corrupt), 0);
+  cr_assert_eq(fx_list(count_cb, &count), 0);
   cr_assert_eq(count, NPROC * PER);
-  cr_assert_eq(corrupt, 0);
   cr_assert_eq(tfs_task_count(fx_store), NPROC * PER);
 }
 
@@ -208,7 +206,126 @@ Test(race, many_keys_in_parallel) {
     if (fx_kids[k])
       cr_assert_eq(fx_wait(fx_kids[k]), 0);
   cr_assert_eq(tfs_task_count(fx_store), 50);
-  size_t corrupt;
-  cr_assert_eq(tfs_task_list(fx_store, NULL, NULL, &corrupt), 0);
-  cr_assert_eq(corrupt, 0);
+  cr_assert_eq(fx_list(NULL, NULL), 0);
+}
+
+/* ---- prune and forget beside tasks being created ------------------------ */
+
+/* What prune and forget may remove: a task that has ended (or whose record
+ * is corrupt), never one still queued (its supervisor may be on its way),
+ * nor a directory still being created (no record yet), nor one whose lock
+ * someone holds. */
+Test(race, prune_removes_only_ended_tasks) {
+  char queued[TFS_ID_MAX + 1], done[TFS_ID_MAX + 1], lost[TFS_ID_MAX + 1], bad[TFS_ID_MAX + 1];
+  char held[TFS_ID_MAX + 1], p[128];
+  fx_create("q", NULL, queued);
+  fx_create("d", NULL, done);
+  fx_set_state(done, TFS_COMPLETED);
+  fx_create("l", NULL, lost); /* running, supervisor gone: reads lost */
+  fx_set_state(lost, TFS_RUNNING);
+  fx_create("b", NULL, bad);
+  snprintf(p, sizeof p, "tasks/%s/record.json", bad);
+  fx_write(p, "{not json");
+  fx_create("h", NULL, held);
+  fx_set_state(held, TFS_FAILED);
+  /* A task dir that has no record yet: a creator is between its mkdir and
+   * its first save. */
+  char creating[TFS_ID_MAX + 1];
+  fx_create("c", NULL, creating);
+  snprintf(p, sizeof p, "tasks/%s/record.json", creating);
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  /* A lock holder (a settler, a late supervisor): a process of its own. */
+  int go[2];
+  cr_assert_eq(pipe(go), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(go[0]);
+    tfs_store_t *s;
+    if (tfs_store_open(fx_path(""), &s) || tfs_task_lock(s, held) < 0)
+      _exit(1);
+    char c = 'x';
+    if (write(go[1], &c, 1) != 1)
+      _exit(2);
+    pause();
+    _exit(0);
+  }
+  fx_track(pid);
+  close(go[1]);
+  char c;
+  cr_assert_eq(read(go[0], &c, 1), 1, "the lock holder did not start");
+  close(go[0]);
+
+  cr_assert_eq(tfs_task_forget(fx_store, queued), -EBUSY, "a queued task is not forgotten");
+  cr_assert_eq(tfs_task_forget(fx_store, creating), -EBUSY, "a task being created neither");
+  cr_assert_eq(tfs_task_forget(fx_store, held), -EBUSY, "nor one whose lock is held");
+  cr_assert_eq(tfs_task_prune(fx_store, 0), 3, "done, lost and the corrupt one");
+  char **ids;
+  size_t n;
+  cr_assert_eq(tfs_task_ids(fx_store, &ids, &n), 0);
+  cr_assert_eq(n, 3);
+  const char *kept[] = {queued, held, creating};
+  for (int i = 0; i < 3; i++) {
+    int found = 0;
+    for (size_t k = 0; k < n; k++)
+      found |= !strcmp(ids[k], kept[i]);
+    cr_assert(found, "%s was pruned", kept[i]);
+  }
+  tfs_ids_free(ids, n);
+  cr_assert_eq(tfs_task_forget(fx_store, "zzzzzzzz-zzzzzz"), TFS_ENOTASK);
+}
+
+/* The report that started it: `taskfs prune --keep 0` in a loop beside
+ * `taskfs run` calls made some runs fail ("cannot create the task" or
+ * "cannot start the supervisor of task X: no such task"). Every run must
+ * succeed, and every task it started must still be there. */
+Test(race, prune_beside_runs_never_breaks_a_run, .timeout = 180) {
+  const char *bin = tu_taskfs_bin();
+  char stop[4096];
+  snprintf(stop, sizeof stop, "%s/stop-pruning", fx_dir);
+  pid_t pruner = fork();
+  if (pruner == 0) {
+    char *argv[] = {(char *)bin, "prune", "--keep", "0", "--state-dir", (char *)fx_path(""), NULL};
+    int devnull = open("/dev/null", O_WRONLY);
+    while (access(stop, F_OK) != 0) {
+      pid_t k = fork();
+      if (k == 0) {
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execv(bin, argv);
+        _exit(127);
+      }
+      waitpid(k, NULL, 0);
+    }
+    _exit(0);
+  }
+  fx_track(pruner);
+  enum { RUNS = 30 };
+  char ids[RUNS][TFS_ID_MAX + 1];
+  int failed = 0;
+  char first_err[512] = "";
+  for (int i = 0; i < RUNS; i++) {
+    char *out = NULL;
+    int rc = tu_sh(&out, "'%s' run --state-dir '%s' -- sleep 90 2>&1", bin, fx_path(""));
+    snprintf(ids[i], sizeof ids[i], "%.15s", out ? out : "");
+    if (rc != 0) {
+      if (!failed++)
+        snprintf(first_err, sizeof first_err, "%s", out ? out : "");
+      ids[i][0] = '\0';
+    }
+    free(out);
+  }
+  fx_write("../stop-pruning", "");
+  fx_wait(pruner);
+  /* Stop everything that runs before judging, so nothing outlives us. */
+  int missing = 0;
+  for (int i = 0; i < RUNS; i++) {
+    if (!ids[i][0])
+      continue;
+    int err = tfs_cancel_request(fx_store, ids[i], "test cleanup");
+    missing += err == TFS_ENOTASK;
+    if (!err)
+      tfs_task_wait_end(fx_store, ids[i], 30000, NULL, NULL);
+  }
+  cr_assert_eq(failed, 0, "%d of %d runs failed; the first said: %s", failed, RUNS, first_err);
+  cr_assert_eq(missing, 0, "%d running tasks were pruned", missing);
 }

@@ -200,7 +200,7 @@ Test(run, wait_times_out_with_124_and_knows_unknown_tasks) {
   first_id(out, id);
   free(out);
   cr_assert_eq(taskfs(NULL, &err, "wait --timeout 0.3 --state-dir '%s' %s", sx_state, id), 124);
-  cr_assert_not_null(strstr(err, "still running"), "stderr: %s", err);
+  cr_assert_not_null(strstr(err, "still running after 300ms (--timeout)"), "stderr: %s", err);
   free(err);
   cr_assert_eq(taskfs(NULL, NULL, "wait --state-dir '%s' no-such-key", sx_state), 101);
   /* A stop request through the CLI: wait then reports cancelled, 130. */
@@ -309,11 +309,23 @@ Test(run, help_and_usage_errors) {
   free(out);
   cr_assert_eq(taskfs(NULL, NULL, "run --state-dir '%s'", sx_state), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --restart sometimes -- true"), 100);
+  cr_assert_eq(taskfs(NULL, NULL, "run --stderr both -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --env 1BAD=x -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --wait --follow -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "run --bogus -- true"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "wait"), 100);
   cr_assert_eq(taskfs(NULL, NULL, "wait --timeout soon x"), 100);
+  /* Every duration option reads the same syntax, and refuses the same. */
+  const char *bad[] = {"run --grace 5x -- true",      "run --min-uptime -1 -- true",
+                       "run --min-uptime 1d -- true", "wait --timeout 1.5.2 x",
+                       "wait --timeout ms x",         "cancel --wait --timeout '' x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *err;
+    cr_assert_eq(taskfs(NULL, &err, "%s", bad[i]), 100, "%s", bad[i]);
+    cr_assert_not_null(strstr(err, "wants a duration like 500ms, 10s, 5m or 1h"), "%s: %s", bad[i],
+                       err);
+    free(err);
+  }
 }
 
 Test(run, a_key_whose_launcher_died_before_launching_is_adopted) {
@@ -375,12 +387,14 @@ Test(run, a_task_launched_twice_runs_once) {
 
 Test(run, important_k_and_policy_options_reach_the_record) {
   char *out, id[TFS_ID_MAX + 1];
-  cr_assert_eq(taskfs(&out, NULL,
-                      "run --wait --important-k 3 --grace 1234 --min-uptime 50 --max-restarts 7 "
-                      "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
-                      "do echo \"error: e$i\"; done'",
-                      sx_state),
-               0);
+  cr_assert_eq(
+      taskfs(&out, NULL,
+             "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
+             "--max-quick-restarts 2 --stderr split "
+             "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
+             "do echo \"error: e$i\"; done'",
+             sx_state),
+      0);
   first_id(out, id);
   free(out);
   tfs_record_t rec = sx_load(id);
@@ -392,6 +406,64 @@ Test(run, important_k_and_policy_options_reach_the_record) {
   cr_assert_eq(rec.grace_ms, 1234);
   cr_assert_eq(rec.min_uptime_ms, 50);
   cr_assert_eq(rec.max_restarts, 7);
+  cr_assert_eq(rec.max_quick_restarts, 2);
   cr_assert_eq(rec.restart, TFS_RESTART_ON_FAILURE);
+  cr_assert_eq(rec.stderr_mode, TFS_STDERR_SPLIT);
   tfs_record_free(&rec);
+}
+
+/* When a limit ends the restarts, the task ends as its last worker did, so
+ * its state, its exit code and `wait` agree (never failed with exit 0);
+ * --max-restarts counts every restart, --max-quick-restarts only quick
+ * exits in a row. */
+Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
+  struct {
+    const char *opts, *script;
+    int code, restarts;
+    tfs_state_t state;
+    const char *reason;
+  } cases[] = {
+      {"--restart always --max-restarts 3 --min-uptime 0", "exit 0", 0, 3, TFS_COMPLETED,
+       "exited with code 0; not restarted again: 3 restarts, the limit (max-restarts)"},
+      {"--restart on-failure --max-restarts 2 --min-uptime 0", "exit 3", 3, 2, TFS_FAILED,
+       "exited with code 3; not restarted again: 2 restarts, the limit (max-restarts)"},
+      {"--restart always --min-uptime 1h --max-quick-restarts 1", "exit 0", 0, 1, TFS_COMPLETED,
+       "crash loop: 2 exits within min-uptime 3600000 ms in a row (last: exit code 0)"},
+      {"--restart on-failure --min-uptime 500ms --max-quick-restarts 0", "exit 4", 4, 0, TFS_FAILED,
+       "crash loop: 1 exits within min-uptime 500 ms in a row (last: exit code 4)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out, id[TFS_ID_MAX + 1];
+    int rc = taskfs(&out, NULL, "run --wait %s --state-dir '%s' -- sh -c '%s'", cases[i].opts,
+                    sx_state, cases[i].script);
+    cr_assert_eq(rc, cases[i].code, "%s: run --wait exited %d", cases[i].opts, rc);
+    first_id(out, id);
+    free(out);
+    tfs_record_t rec = sx_load(id);
+    cr_assert_eq(rec.state, cases[i].state, "%s: %s", cases[i].opts, tfs_state_name(rec.state));
+    cr_assert_eq(rec.exit_code, cases[i].code);
+    cr_assert_eq(rec.restarts, cases[i].restarts, "%s: %d restarts", cases[i].opts, rec.restarts);
+    cr_assert_str_eq(rec.reason, cases[i].reason);
+    tfs_record_free(&rec);
+    cr_assert_eq(taskfs(NULL, NULL, "wait --state-dir '%s' %s", sx_state, id), cases[i].code);
+  }
+}
+
+/* cancel --wait and wait report a --timeout that ran out in the same words. */
+Test(run, cancel_and_wait_time_out_in_the_same_words) {
+  char *out, *err, id[TFS_ID_MAX + 1];
+  cr_assert_eq(taskfs(&out, NULL,
+                      "run --grace 1m --state-dir '%s' -- sh -c 'trap \"\" TERM; sleep 300.206'",
+                      sx_state),
+               0);
+  first_id(out, id);
+  free(out);
+  cr_assert_eq(taskfs(NULL, &err, "wait --timeout 1 --state-dir '%s' %s", sx_state, id), 124);
+  cr_assert_not_null(strstr(err, "still running after 1s (--timeout)"), "wait: %s", err);
+  free(err);
+  cr_assert_eq(taskfs(NULL, &err, "cancel --wait --timeout 1 --state-dir '%s' %s", sx_state, id),
+               124);
+  cr_assert_not_null(strstr(err, "still running after 1s (--timeout)"), "cancel: %s", err);
+  free(err);
+  sx_kill_procs_with("sleep 300.206");
 }

@@ -2,6 +2,7 @@
  * listing with corrupt records, liveness, forgetting and pruning, and
  * planted symlinks. */
 #include "tests/core_fixture.h"
+#include "core/internal.h" /* tests of the internal file helpers */
 
 #include <sys/file.h>
 
@@ -54,8 +55,8 @@ Test(store, open_modes_independent_of_umask) {
     cr_assert_eq(st.st_mode & 07777, 0700, "%s mode %o", p, st.st_mode & 07777);
   }
   cr_assert_str_eq(tfs_store_path(s), path);
-  cr_assert_geq(tfs_store_fd(s), 0);
-  cr_assert_geq(tfs_store_tasks_fd(s), 0);
+  cr_assert_geq(tfs__store_fd(s), 0);
+  cr_assert_geq(tfs__store_tasks_fd(s), 0);
   char id[TFS_ID_MAX + 1];
   char *argv[] = {"true", NULL};
   tfs_task_spec_t spec = {.argv = argv, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
@@ -239,7 +240,7 @@ Test(store, hostile_ids_rejected_everywhere) {
     cr_assert_eq(tfs_transcript_open_append(fx_store, b), TFS_EBADID);
     cr_assert_eq(tfs_transcript_read(fx_store, b, 1, -1, NULL, NULL), TFS_EBADID);
     cr_assert_eq(tfs_follower_open(fx_store, b, 0, &f), TFS_EBADID);
-    cr_assert_eq(tfs_task_openat(fx_store, b, "record.json", O_RDONLY, 0), TFS_EBADID);
+    cr_assert_eq(tfs__task_openat(fx_store, b, "record.json", O_RDONLY, 0), TFS_EBADID);
     cr_assert_eq(tfs_key_lookup(fx_store, b, id), TFS_EBADID);
     cr_assert_eq(tfs_task_resolve(fx_store, b, id), TFS_EBADID, "resolve %s", b);
     char *argv[] = {"true", NULL};
@@ -408,6 +409,8 @@ Test(store, create_with_key_semantics) {
   cr_assert_eq(tfs_task_count(fx_store), 2);
 
   /* Forgetting the old task leaves the key (it names the new one). */
+  cr_assert_eq(tfs_task_forget(fx_store, b), -EBUSY, "queued: not forgotten");
+  fx_set_state(b, TFS_COMPLETED);
   cr_assert_eq(tfs_task_forget(fx_store, a), 0);
   cr_assert_eq(tfs_key_lookup(fx_store, "build:main", c), 0);
   cr_assert_str_eq(c, b);
@@ -445,7 +448,8 @@ Test(store, create_rejects_bad_specs) {
   cr_assert_str_eq(rec.cwd, getcwd(cwd, sizeof cwd), "NULL cwd = current directory");
   cr_assert_str_eq(rec.key, "");
   cr_assert_eq(rec.min_uptime_ms, 1000);
-  cr_assert_eq(rec.max_restarts, 5);
+  cr_assert_eq(rec.max_restarts, -1);
+  cr_assert_eq(rec.max_quick_restarts, 5);
   cr_assert_eq(rec.grace_ms, 5000);
   cr_assert_eq(rec.important.k, TFS_IMPORTANT_K_DEFAULT);
   tfs_record_free(&rec);
@@ -486,7 +490,7 @@ typedef struct {
   int stop_after;
 } collect_t;
 
-static int collect_cb(const tfs_record_t *rec, void *arg) {
+static int collect_cb(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   collect_t *c = arg;
   strcpy(c->ids[c->n++], rec->id);
   return c->stop_after && c->n >= c->stop_after;
@@ -526,10 +530,8 @@ Test(store, list_skips_and_counts_corrupt) {
   fx_write("tasks/.record.json.tmp.1.abc", "{");
 
   collect_t c = {0};
-  size_t corrupt = 99;
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c, &corrupt), 0);
+  cr_assert_eq(fx_list(collect_cb, &c), 9);
   cr_assert_eq(c.n, 3);
-  cr_assert_eq(corrupt, 9);
   for (int i = 0; i < 3; i++)
     cr_assert_str_eq(c.ids[i], good[i], "oldest first");
   cr_assert_eq(tfs_task_count(fx_store), 12);
@@ -548,13 +550,12 @@ Test(store, list_skips_and_counts_corrupt) {
   snprintf(p, sizeof p, "tasks/%s/record.json", fresh);
   cr_assert_eq(unlink(fx_path(p)), 0);
   collect_t c2 = {.stop_after = 2};
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c2, &corrupt), 0);
+  fx_list(collect_cb, &c2);
   cr_assert_eq(c2.n, 2, "the callback stops the listing");
   collect_t c3 = {0};
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c3, &corrupt), 0);
+  cr_assert_eq(fx_list(collect_cb, &c3), 9);
   cr_assert_eq(c3.n, 3);
-  cr_assert_eq(corrupt, 9);
-  cr_assert_eq(tfs_task_list(fx_store, collect_cb, &c3, NULL), 0);
+  cr_assert_eq(tfs_task_list_opts(fx_store, NULL, collect_cb, &c3, NULL), 0, "no stats");
 
   /* Corrupt tasks can still be forgotten, including the planted dir. */
   for (int i = 0; i < 9; i++)
@@ -655,8 +656,10 @@ Test(store, queued_with_supervisor_reads_lost) {
 
 Test(store, prune_keeps_newest_and_locked) {
   char ids[10][TFS_ID_MAX + 1];
-  for (int i = 0; i < 10; i++)
+  for (int i = 0; i < 10; i++) {
     fx_create("x", i == 1 ? "keyed" : NULL, ids[i]);
+    fx_set_state(ids[i], i % 2 ? TFS_FAILED : TFS_COMPLETED);
+  }
   hold_lock(ids[0]); /* the oldest lives */
   cr_assert_eq(tfs_task_prune(fx_store, 3), 6);
   char **left;
@@ -711,7 +714,7 @@ Test(store, planted_symlinks_refused) {
   cr_assert_eq(symlink(victim, fx_path(p)), 0);
   cr_assert_eq(tfs_task_lock(fx_store, id), TFS_ESYMLINK);
   cr_assert_eq(tfs_task_alive(fx_store, id), TFS_ESYMLINK);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "lock", O_RDONLY, 0), TFS_ESYMLINK);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "lock", O_RDONLY, 0), TFS_ESYMLINK);
 
   /* tasks/<id> itself */
   char id2[TFS_ID_MAX + 1], vdir[4096];
@@ -731,9 +734,7 @@ Test(store, planted_symlinks_refused) {
   char got[TFS_ID_MAX + 1];
   cr_assert_eq(tfs_task_resolve(fx_store, id2, got), TFS_ESYMLINK);
   /* Listing counts both as corrupt, and forget removes the links only. */
-  size_t corrupt;
-  cr_assert_eq(tfs_task_list(fx_store, NULL, NULL, &corrupt), 0);
-  cr_assert_eq(corrupt, 2);
+  cr_assert_eq(fx_list(NULL, NULL), 2);
   cr_assert_eq(tfs_task_forget(fx_store, id), 0);
   cr_assert_eq(tfs_task_forget(fx_store, id2), 0);
   tfs_record_free(&rec);
@@ -764,37 +765,37 @@ Test(store, planted_symlinks_refused) {
 Test(store, task_openat_and_io_helpers) {
   char id[TFS_ID_MAX + 1];
   fx_create("x", NULL, id);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "../escape", O_RDONLY, 0), -EINVAL);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "..", O_RDONLY, 0), -EINVAL);
-  cr_assert_eq(tfs_task_openat(fx_store, id, "nothere", O_RDONLY, 0), -ENOENT);
-  cr_assert_eq(tfs_task_openat(fx_store, "zzzzzzzz-zzzzzz", "x", O_RDONLY, 0), TFS_ENOTASK);
-  int fd = tfs_task_openat(fx_store, id, "record.json", O_RDONLY, 0);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "../escape", O_RDONLY, 0), -EINVAL);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "..", O_RDONLY, 0), -EINVAL);
+  cr_assert_eq(tfs__task_openat(fx_store, id, "nothere", O_RDONLY, 0), -ENOENT);
+  cr_assert_eq(tfs__task_openat(fx_store, "zzzzzzzz-zzzzzz", "x", O_RDONLY, 0), TFS_ENOTASK);
+  int fd = tfs__task_openat(fx_store, id, "record.json", O_RDONLY, 0);
   cr_assert_geq(fd, 0);
   cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
   close(fd);
 
   int dfd = open(fx_dir, O_RDONLY | O_DIRECTORY);
-  cr_assert_eq(tfs_write_atomic(dfd, "f.txt", "hello", 5), 0);
+  cr_assert_eq(tfs__write_atomic(dfd, "f.txt", "hello", 5), 0);
   char *out;
   size_t len;
-  cr_assert_eq(tfs_read_small(dfd, "f.txt", 100, &out, &len), 0);
+  cr_assert_eq(tfs__read_small(dfd, "f.txt", 100, &out, &len), 0);
   cr_assert_eq(len, 5);
   cr_assert_str_eq(out, "hello");
   free(out);
-  cr_assert_eq(tfs_read_small(dfd, "f.txt", 4, &out, &len), -EFBIG);
-  cr_assert_eq(tfs_write_atomic(dfd, "f.txt", "", 0), 0);
-  cr_assert_eq(tfs_read_small(dfd, "f.txt", 4, &out, &len), 0);
+  cr_assert_eq(tfs__read_small(dfd, "f.txt", 4, &out, &len), -EFBIG);
+  cr_assert_eq(tfs__write_atomic(dfd, "f.txt", "", 0), 0);
+  cr_assert_eq(tfs__read_small(dfd, "f.txt", 4, &out, &len), 0);
   cr_assert_eq(len, 0);
   free(out);
-  cr_assert_eq(tfs_write_atomic(dfd, "a/b", "x", 1), -EINVAL);
+  cr_assert_eq(tfs__write_atomic(dfd, "a/b", "x", 1), -EINVAL);
   cr_assert_eq(mkfifo("/dev/null/x", 0600), -1);
   char fifo[4200];
   snprintf(fifo, sizeof fifo, "%s/fifo", fx_dir);
   cr_assert_eq(mkfifo(fifo, 0600), 0);
-  cr_assert_eq(tfs_read_small(dfd, "fifo", 100, &out, &len), TFS_ECORRUPT, "a FIFO never hangs");
+  cr_assert_eq(tfs__read_small(dfd, "fifo", 100, &out, &len), TFS_ECORRUPT, "a FIFO never hangs");
   /* O_PATH directory fds work for the atomic write too. */
   int pfd = open(fx_dir, O_PATH | O_DIRECTORY);
-  cr_assert_eq(tfs_write_atomic(pfd, "g.txt", "x", 1), 0);
+  cr_assert_eq(tfs__write_atomic(pfd, "g.txt", "x", 1), 0);
   close(pfd);
   close(dfd);
   char *ls = NULL;
@@ -893,4 +894,212 @@ Test(store, load_records_of_every_size) {
   cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
   cr_assert_eq(tfs_task_load(fx_store, id, &rec), TFS_ECORRUPT, "a FIFO never hangs");
   free(base);
+}
+
+/* Task files by role: the names, the one type check (a regular file; the
+ * doorbell a FIFO), stats and removal, and what the mount stats. */
+Test(store, task_files_by_role) {
+  char id[TFS_ID_MAX + 1], p[256];
+  fx_create("x", NULL, id);
+  cr_assert_str_eq(tfs_task_file_name(TFS_FILE_RECORD), "record.json");
+  cr_assert_str_eq(tfs_task_file_name(TFS_FILE_SUPERVISOR_LOG), "supervisor.log");
+  cr_assert_null(tfs_task_file_name(TFS_FILE_COUNT));
+  cr_assert_str_eq(tfs_view_name(TFS_VIEW_OWNER), "owner");
+  cr_assert_str_eq(tfs_view_name(TFS_VIEW_RECORD), "record.json");
+  cr_assert_null(tfs_view_name(TFS_VIEW_COUNT));
+
+  int fd = tfs_task_file_open(fx_store, id, TFS_FILE_RECORD, O_RDONLY, 0);
+  cr_assert_geq(fd, 0);
+  cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  cr_assert_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0, "the caller's blocking mode is back");
+  close(fd);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_TRANSCRIPT, O_RDONLY, 0), -ENOENT);
+  cr_assert_eq(tfs_task_file_open(fx_store, "zzzzzzzz-zzzzzz", TFS_FILE_RECORD, O_RDONLY, 0),
+               TFS_ENOTASK);
+  cr_assert_eq(tfs_task_file_open(fx_store, "../x", TFS_FILE_RECORD, O_RDONLY, 0), TFS_EBADID);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_COUNT, O_RDONLY, 0), -EINVAL);
+
+  /* A FIFO where a regular file belongs: refused at once, for reading and
+   * for writing (no reader: ENXIO would otherwise leak out). */
+  snprintf(p, sizeof p, "tasks/%s/transcript", id);
+  cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_TRANSCRIPT, O_RDONLY, 0), TFS_ECORRUPT);
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_TRANSCRIPT, O_WRONLY, 0), TFS_ECORRUPT);
+  struct stat st;
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_TRANSCRIPT, &st), -ENOENT);
+  cr_assert_eq(tfs_task_file_remove(fx_store, id, TFS_FILE_TRANSCRIPT), 0);
+  cr_assert_eq(tfs_task_file_remove(fx_store, id, TFS_FILE_TRANSCRIPT), 0, "absent is fine");
+  /* The doorbell is the one FIFO, and only a FIFO. */
+  snprintf(p, sizeof p, "tasks/%s/doorbell", id);
+  fx_write(p, "planted");
+  cr_assert_eq(tfs_task_file_open(fx_store, id, TFS_FILE_DOORBELL, O_WRONLY, 0), TFS_ECORRUPT);
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_DOORBELL, &st), -ENOENT);
+  cr_assert_eq(unlink(fx_path(p)), 0);
+  cr_assert_eq(mkfifo(fx_path(p), 0600), 0);
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_DOORBELL, &st), 0);
+  fd = tfs_task_file_open(fx_store, id, TFS_FILE_DOORBELL, O_RDWR, 0);
+  cr_assert_geq(fd, 0);
+  close(fd);
+
+  cr_assert_eq(tfs_task_file_stat(fx_store, id, TFS_FILE_RECORD, &st), 0);
+  cr_assert(S_ISREG(st.st_mode) && st.st_size > 0);
+  cr_assert_eq(tfs_task_stat(fx_store, id, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+  cr_assert_eq(tfs_task_stat(fx_store, "zzzzzzzz-zzzzzz", &st), TFS_ENOTASK);
+  cr_assert_eq(tfs_task_stat(fx_store, "nope", &st), TFS_EBADID);
+  cr_assert_eq(tfs_store_stat(fx_store, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+  cr_assert_eq(tfs_owner_stat(fx_store, &st), -ENOENT);
+  cr_assert_eq(tfs_store_acquire(fx_store, "test", NULL), 0);
+  cr_assert_eq(tfs_owner_stat(fx_store, &st), 0);
+
+  /* A symlink planted as a task dir is no task. */
+  char id2[TFS_ID_MAX + 1];
+  fx_create("y", NULL, id2);
+  snprintf(p, sizeof p, "tasks/%s", id2);
+  tu_rmrf(fx_path(p));
+  cr_assert_eq(symlink(fx_path("keys"), fx_path(p)), 0);
+  cr_assert_eq(tfs_task_stat(fx_store, id2, &st), TFS_ENOTASK);
+  cr_assert_eq(tfs_task_file_stat(fx_store, id2, TFS_FILE_RECORD, &st), TFS_ENOTASK);
+}
+
+/* The keys as the mount's by-key/ lists them: sorted, well-formed regular
+ * files only. */
+Test(store, key_list) {
+  char id[TFS_ID_MAX + 1];
+  fx_create("x", "b-key", id);
+  fx_create("y", "a-key", id);
+  fx_write("keys/.tmp.x", "junk");
+  cr_assert_eq(mkdir(fx_path("keys/dir-key"), 0700), 0);
+  cr_assert_eq(symlink("/etc/passwd", fx_path("keys/link-key")), 0);
+  char **keys;
+  size_t n;
+  cr_assert_eq(tfs_key_list(fx_store, &keys, &n), 0);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(keys[0], "a-key");
+  cr_assert_str_eq(keys[1], "b-key");
+  tfs_ids_free(keys, n);
+}
+
+/* A handle per thread: a reopened handle is independent of the original,
+ * which may be refreshed (its fds swapped and closed) or closed. */
+Test(store, reopened_handle_survives_the_originals_refresh) {
+  char id[TFS_ID_MAX + 1], got[TFS_ID_MAX + 1];
+  fx_create("x", "k", id);
+  tfs_store_t *copy;
+  cr_assert_eq(tfs_store_reopen(fx_store, &copy), 0);
+  cr_assert_str_eq(tfs_store_path(copy), tfs_store_path(fx_store));
+  /* Remove and recreate the store under both: the original refreshes onto
+   * the new one, closing its old fds; the copy keeps working on its own. */
+  char moved[4096];
+  snprintf(moved, sizeof moved, "%s/moved", fx_dir);
+  cr_assert_eq(rename(fx_path(""), moved), 0);
+  tfs_store_t *fresh;
+  cr_assert_eq(tfs_store_open(fx_path(""), &fresh), 0);
+  tfs_store_close(fresh);
+  cr_assert_eq(tfs_store_refresh(fx_store), 1);
+  cr_assert_eq(tfs_key_lookup(fx_store, "k", got), TFS_ENOTASK, "the original sees the new store");
+  cr_assert_eq(tfs_key_lookup(copy, "k", got), 0, "the copy still reads its own");
+  cr_assert_str_eq(got, id);
+  tfs_store_close(fx_store);
+  fx_store = NULL;
+  tfs_record_t rec;
+  cr_assert_eq(tfs_task_load(copy, id, &rec), 0, "closing the original leaves the copy working");
+  tfs_record_free(&rec);
+  /* A writer's copy is a writer: it creates. */
+  char id2[TFS_ID_MAX + 1];
+  char *argv[] = {"z", NULL};
+  tfs_task_spec_t spec = {
+      .argv = argv, .cwd = "/", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  cr_assert_eq(tfs_task_create(copy, &spec, id2, NULL), 0);
+  tfs_store_close(copy);
+  cr_assert_eq(tfs_store_open(fx_path(""), &fx_store), 0);
+}
+
+/* tfs_task_load leaves the record freeable on every path, whatever the
+ * caller's memory held before; tfs_task_load_reason says in words why a
+ * record does not load (what `taskfs show` prints). */
+Test(store, a_failed_load_is_freeable_and_says_why) {
+  char id[TFS_ID_MAX + 1], other[TFS_ID_MAX + 1], p[128], why[256];
+  tfs_record_t rec;
+  fx_create("x", NULL, id);
+  fx_create("y", NULL, other);
+  snprintf(p, sizeof p, "tasks/%s/record.json", id);
+  const char *bad_ids[] = {"zzzzzzzz-zzzzzz", "../x", id};
+  fx_write(p, "{\"v\": 1, \"id\": tru");
+  for (size_t i = 0; i < 3; i++) {
+    memset(&rec, 0xa5, sizeof rec); /* garbage, as an uninitialized local */
+    cr_assert_lt(tfs_task_load(fx_store, bad_ids[i], &rec), 0);
+    tfs_record_free(&rec);
+  }
+  cr_assert_eq(tfs_task_load_reason(fx_store, id, &rec, why, sizeof why), TFS_ECORRUPT);
+  cr_assert(strstr(why, "record.json: line 1"), "%s", why);
+  tfs_record_free(&rec);
+
+  struct {
+    const char *what, *want;
+  } cases[] = {{"empty", "it is empty"},
+               {"dir", "it is a directory"},
+               {"fifo", "it is not a regular file"},
+               {"other", "it is the record of another task"},
+               {"symlink", "it is a symlink"}};
+  char target[4096];
+  snprintf(target, sizeof target, "%s", fx_path(p));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    unlink(target);
+    rmdir(target);
+    const char *w = cases[i].what;
+    if (!strcmp(w, "empty"))
+      fx_write(p, "");
+    else if (!strcmp(w, "dir"))
+      cr_assert_eq(mkdir(target, 0700), 0);
+    else if (!strcmp(w, "fifo"))
+      cr_assert_eq(mkfifo(target, 0600), 0);
+    else if (!strcmp(w, "symlink"))
+      cr_assert_eq(symlink("/etc/passwd", target), 0);
+    else {
+      char from[128], *text;
+      size_t len;
+      snprintf(from, sizeof from, "tasks/%s/record.json", other);
+      cr_assert_not_null(text = tu_read_file(fx_path(from), &len));
+      cr_assert_eq(tu_write_file(target, text, len), 0);
+      free(text);
+    }
+    int err = tfs_task_load_reason(fx_store, id, &rec, why, sizeof why);
+    cr_assert(err == TFS_ECORRUPT || err == TFS_ESYMLINK, "%s: %s", w, tfs_strerror(err));
+    cr_assert(strstr(why, cases[i].want), "%s: '%s'", w, why);
+    tfs_record_free(&rec);
+  }
+  cr_assert_eq(tfs_task_load_reason(fx_store, other, &rec, why, sizeof why), 0);
+  cr_assert_str_eq(why, "", "a record that loads has no reason");
+  tfs_record_free(&rec);
+  cr_assert_eq(tfs_task_load_reason(fx_store, "zzzzzzzz-zzzzzz", &rec, NULL, 0), TFS_ENOTASK);
+}
+
+/* tfs_task_dirs lists only real task directories: what tfs_task_stat and
+ * a lookup through the mount accept. */
+Test(store, task_dirs_are_the_real_directories) {
+  char a[TFS_ID_MAX + 1], b[TFS_ID_MAX + 1], path[4096];
+  fx_create("x", NULL, a);
+  fx_create("y", NULL, b);
+  cr_assert_eq(symlink(fx_path("tasks"), fx_path("tasks/zzzzzzzz-symlnk")), 0);
+  fx_write("tasks/zzzzzzzz-afile0", "x");
+  char **ids;
+  size_t n;
+  cr_assert_eq(tfs_task_ids(fx_store, &ids, &n), 0);
+  cr_assert_eq(n, 4, "every well-formed name");
+  tfs_ids_free(ids, n);
+  cr_assert_eq(tfs_task_dirs(fx_store, &ids, &n), 0);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(ids[0], a);
+  cr_assert_str_eq(ids[1], b);
+  cr_assert_null(ids[2]);
+  tfs_ids_free(ids, n);
+  struct stat st;
+  cr_assert_eq(tfs_task_stat(fx_store, "zzzzzzzz-symlnk", &st), TFS_ENOTASK);
+  cr_assert_eq(tfs_task_path(fx_store, a, path, sizeof path), 0);
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert(S_ISDIR(st.st_mode));
+  cr_assert_eq(tfs_task_path(fx_store, "../etc", path, sizeof path), TFS_EBADID);
+  cr_assert_eq(tfs_task_path(fx_store, a, path, 8), -ENAMETOOLONG);
 }

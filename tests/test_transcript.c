@@ -106,11 +106,11 @@ Test(transcript, follower_last_n) {
   cr_assert_eq(tfs_follower_open(fx_store, tid, 100, &fbig), 0);
   lines_t a = {0}, b = {0}, c = {0}, d = {0};
   cr_assert_eq(tfs_follower_next(f0, 0, lines_cb, &a), 0, "last 0: nothing old");
-  cr_assert_eq(tfs_follower_next(f2, 0, lines_cb, &b), 2);
-  cr_assert_str_eq(b.text[0], "l4");
-  cr_assert_eq(b.lineno[0], 4);
-  cr_assert_str_eq(b.text[1], "l5");
-  cr_assert_eq(tfs_follower_lineno(f2), 5);
+  cr_assert_eq(tfs_follower_next(f0, 1, lines_cb, &a), 0, "the old partial is not new");
+  /* The last two lines are "l5" and the partial "part", held back. */
+  cr_assert_eq(tfs_follower_next(f2, 0, lines_cb, &b), 1);
+  cr_assert_str_eq(b.text[0], "l5");
+  cr_assert_eq(b.lineno[0], 5);
   cr_assert_eq(tfs_follower_next(fall, 0, lines_cb, &c), 5, "partial held back");
   cr_assert_eq(c.lineno[0], 1);
   cr_assert_eq(tfs_follower_next(fbig, 0, lines_cb, &d), 5);
@@ -136,7 +136,6 @@ Test(transcript, follower_last_n) {
   cr_assert_eq(a.partial[a.n - 1], 1);
   cr_assert_eq(a.lineno[a.n - 1], 8);
   cr_assert_eq(tfs_follower_next(f0, 1, lines_cb, &a), 0);
-  cr_assert_eq(tfs_follower_lineno(f0), 8);
   for (int i = 0; i < 4; i++)
     tfs_follower_close(fs[i]);
   close(fd);
@@ -195,7 +194,7 @@ Test(transcript, follower_truncated_and_vanished) {
   cr_assert_eq(tfs_follower_next(f, 0, lines_cb, &l), 4);
   cr_assert_str_eq(l.text[6], "r1");
   cr_assert_eq(l.lineno[6], 1);
-  cr_assert_eq(tfs_follower_lineno(f), 4);
+  cr_assert_eq(l.lineno[9], 4);
   tfs_follower_close(f);
 }
 
@@ -321,4 +320,152 @@ Test(transcript, concurrent_appends_whole_lines) {
     cr_assert_eq(all[off + 600], '\n');
   }
   free(all);
+}
+
+/* One definition of the last N lines: a final line without its newline
+ * counts as one of them, as in tail(1). For "a\nb\nc" the last line is "c",
+ * for the follower as for `taskfs logs -n 1`. */
+Test(transcript, last_n_counts_a_final_partial_line) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  append(fd, "a\nb\nc", 0);
+  tfs_follower_t *f1, *f2;
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 1, &f1), 0);
+  cr_assert_eq(tfs_follower_open(fx_store, tid, 2, &f2), 0);
+  lines_t a = {0}, b = {0};
+  cr_assert_eq(tfs_follower_next(f1, 1, lines_cb, &a), 1, "the last line is c alone");
+  cr_assert_str_eq(a.text[0], "c");
+  cr_assert_eq(a.lineno[0], 3);
+  cr_assert_eq(a.partial[0], 1);
+  /* While the task runs the partial is held back: one line of the two. */
+  cr_assert_eq(tfs_follower_next(f2, 0, lines_cb, &b), 1);
+  cr_assert_str_eq(b.text[0], "b");
+  append(fd, "!", 1);
+  cr_assert_eq(tfs_follower_next(f2, 0, lines_cb, &b), 1);
+  cr_assert_str_eq(b.text[1], "c!", "completed, delivered whole");
+  cr_assert_eq(b.lineno[1], 3);
+  tfs_follower_close(f1);
+  tfs_follower_close(f2);
+  close(fd);
+}
+
+/* The same through the binary: `logs -n 1` and `logs -n 1 -f` print the
+ * same last line. */
+Test(transcript, logs_and_logs_follow_agree_on_the_last_line) {
+  char *out = NULL;
+  const char *bin = tu_taskfs_bin();
+  int rc = tu_sh(&out, "'%s' run --wait --state-dir '%s' -- printf 'a\\nb\\nc'", bin, fx_path(""));
+  cr_assert_eq(rc, 0, "run: %s", out);
+  char id[TFS_ID_MAX + 1];
+  snprintf(id, sizeof id, "%.15s", out);
+  free(out);
+  rc = tu_sh(&out, "'%s' logs -n 1 --state-dir '%s' %s", bin, fx_path(""), id);
+  cr_assert_eq(rc, 0);
+  cr_assert_str_eq(out, "c", "logs -n 1");
+  free(out);
+  rc = tu_sh(&out, "'%s' logs -n 1 -f --state-dir '%s' %s", bin, fx_path(""), id);
+  cr_assert_eq(rc, 0);
+  cr_assert_str_eq(out, "c", "logs -n 1 -f");
+  free(out);
+  rc = tu_sh(&out, "'%s' logs -n 2 -f --state-dir '%s' %s", bin, fx_path(""), id);
+  cr_assert_str_eq(out, "b\nc", "logs -n 2 -f");
+  free(out);
+  rc = tu_sh(&out, "'%s' logs -n 0 -f --state-dir '%s' %s", bin, fx_path(""), id);
+  cr_assert_str_eq(out, "", "logs -n 0 -f");
+  free(out);
+}
+
+/* tfs_transcript_tail and tfs_transcript_copy: the offsets and bytes the
+ * faces print, byte-exact (binary and a final partial line included). */
+Test(transcript, tail_offsets_and_byte_copy) {
+  fx_create("x", NULL, tid);
+  off_t off, size;
+  int64_t line;
+  cr_assert_eq(tfs_transcript_tail(fx_store, tid, 3, &off, &line, &size), 0, "nothing yet");
+  cr_assert(off == 0 && line == 1 && size == 0);
+  int fd = append_fd();
+  append(fd, "a\nb\nc", 0);
+  struct {
+    int64_t n;
+    off_t off;
+    int64_t line;
+  } want[] = {{0, 5, 3}, {1, 4, 3}, {2, 2, 2}, {3, 0, 1}, {9, 0, 1}, {-1, 0, 1}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    cr_assert_eq(tfs_transcript_tail(fx_store, tid, want[i].n, &off, &line, &size), 0);
+    cr_assert_eq(off, want[i].off, "n=%lld: offset %lld", (long long)want[i].n, (long long)off);
+    cr_assert_eq(line, want[i].line, "n=%lld: line %lld", (long long)want[i].n, (long long)line);
+    cr_assert_eq(size, 5);
+  }
+  cr_assert_eq(tfs_transcript_append(fd, "\n\xff\x00z\n", 5, 0), 0);
+  /* "a\nb\nc\n\xff" is 8 bytes; then NUL, "z\n": the last line is "\xff\0z". */
+  cr_assert_eq(tfs_transcript_tail(fx_store, tid, 1, &off, &line, &size), 0);
+  cr_assert_eq(off, 6);
+  cr_assert_eq(line, 4);
+
+  signal(SIGPIPE, SIG_IGN);
+  int p[2];
+  char buf[64];
+  cr_assert_eq(pipe(p), 0);
+  cr_assert_eq(tfs_transcript_copy(fx_store, tid, 2, p[1]), 0);
+  close(p[1]);
+  ssize_t n = read(p[0], buf, sizeof buf);
+  close(p[0]);
+  cr_assert_eq(n, 6);
+  cr_assert_eq(memcmp(buf, "c\n\xff\0z\n", 6), 0, "byte-exact");
+  cr_assert_eq(pipe(p), 0);
+  cr_assert_eq(tfs_transcript_copy(fx_store, tid, -1, p[1]), 0);
+  close(p[1]);
+  n = read(p[0], buf, sizeof buf);
+  cr_assert_eq(n, 10);
+  close(p[0]);
+  cr_assert_eq(pipe(p), 0);
+  close(p[0]);
+  cr_assert_eq(tfs_transcript_copy(fx_store, tid, -1, p[1]), -EPIPE, "the reader went away");
+  close(p[1]);
+  close(fd);
+}
+
+/* The tail bounded in bytes (the MCP transcript resource): whole lines
+ * that fit, a final partial line counting as one, the window kept whole
+ * when one line is longer than it. */
+Test(transcript, tail_bytes_keeps_whole_lines) {
+  fx_create("x", NULL, tid);
+  char *text;
+  size_t len;
+  off_t size;
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, 10, &text, &len, &size), 0);
+  cr_assert(len == 0 && size == 0 && !strcmp(text, ""), "nothing yet");
+  free(text);
+  int fd = append_fd();
+  append(fd, "aaa\nbbb\ncc", 0); /* 10 bytes */
+  struct {
+    size_t max;
+    const char *want;
+  } cases[] = {
+      {100, "aaa\nbbb\ncc"},
+      {10, "aaa\nbbb\ncc"},
+      {9, "bbb\ncc"},
+      {6, "bbb\ncc"},
+      {5, "cc"},
+      {2, "cc"},
+      {1, "c"}, /* the last line does not fit: its last byte */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, cases[i].max, &text, &len, &size), 0);
+    cr_assert_str_eq(text, cases[i].want, "max %zu", cases[i].max);
+    cr_assert_eq(len, strlen(cases[i].want));
+    cr_assert_eq(size, 10);
+    free(text);
+  }
+  append(fd, "", 1); /* "aaa\nbbb\ncc\n": 11 bytes */
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, 3, &text, &len, &size), 0);
+  cr_assert_str_eq(text, "cc\n", "a window that starts a line keeps it");
+  free(text);
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, tid, 2, &text, &len, &size), 0);
+  cr_assert_str_eq(text, "c\n", "one line longer than the window: its end");
+  free(text);
+  close(fd);
+  cr_assert_eq(tfs_transcript_tail_bytes(fx_store, "zzzzzzzz-zzzzzz", 9, &text, &len, NULL),
+               TFS_ENOTASK);
+  cr_assert_null(text);
 }

@@ -7,6 +7,11 @@
 //   node rtt.mjs list TASKFS STATE RUNS EXPECT
 //     The first page of list_managed_tasks on a large store: one fresh
 //     server per run (start + initialize + first call), then warm calls.
+//   node rtt.mjs follow TASKFS STATE TASKID COUNT OUT TIMEOUT_MS
+//     Follow latency of the MCP long-poll (row 4): for each of the COUNT
+//     lines "STAMP seq ns" that `bt stamper` writes, one read_managed_task
+//     with untilPattern "^STAMP seq " after the line of the last match;
+//     appends "seq arrival-stamp" (ns, CLOCK_REALTIME) to OUT, as `bt lat`.
 //
 // Prints one JSON object on stdout. Any protocol failure, tool error or
 // wrong answer exits non-zero with a message: a broken server must fail
@@ -152,14 +157,57 @@ async function list(taskfs, state, runs, expect) {
   return out;
 }
 
+// Realtime in ns, with the microseconds performance.now() has (Date.now()
+// alone is whole milliseconds).
+function realNs() {
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+}
+
+async function follow(taskfs, state, taskId, count, out, timeoutMs) {
+  const s = await connect("taskfs mcp", taskfs, ["mcp", "--state-dir", state]);
+  const deadline = Date.now() + timeoutMs;
+  let since = 0;
+  const lines = [];
+  for (let seq = 0; seq < count; seq++) {
+    const left = deadline - Date.now();
+    if (left <= 0) die(`only ${seq} of ${count} stamped lines arrived in ${timeoutMs} ms`);
+    const res = await s.client.callTool({
+      name: "read_managed_task",
+      arguments: { taskId, untilPattern: `^STAMP ${seq} `, sinceLine: since, waitMs: Math.min(left, 50000), tailLines: 0 },
+    });
+    const now = realNs();
+    checkTool("read_managed_task", res);
+    const m = res.structuredContent?.match;
+    if (!m) {
+      if (Date.now() < deadline) {
+        seq--; /* the long-poll ran out before the line came: ask again */
+        continue;
+      }
+      die(`no match for STAMP ${seq}: ${JSON.stringify(res.structuredContent).slice(0, 300)}`);
+    }
+    const stamp = BigInt(m.text.split(" ")[2]);
+    lines.push(`${seq} ${now - stamp}\n`);
+    since = m.line;
+  }
+  await s.client.close();
+  const { appendFileSync } = await import("node:fs");
+  appendFileSync(out, lines.join(""));
+  return { count, out };
+}
+
 const [mode, ...rest] = process.argv.slice(2);
 let result;
 if (mode === "rtt" && rest.length === 5) {
   result = await rtt(rest[0], rest[1], rest[2], Number(rest[3]), Number(rest[4]));
 } else if (mode === "list" && rest.length === 4) {
   result = await list(rest[0], rest[1], Number(rest[2]), Number(rest[3]));
+} else if (mode === "follow" && rest.length === 6) {
+  result = await follow(rest[0], rest[1], rest[2], Number(rest[3]), rest[4], Number(rest[5]));
 } else {
-  die("usage: node rtt.mjs rtt TASKFS STATE TASKID CALLS RUNS | list TASKFS STATE RUNS EXPECT");
+  die(
+    "usage: node rtt.mjs rtt TASKFS STATE TASKID CALLS RUNS | list TASKFS STATE RUNS EXPECT | " +
+      "follow TASKFS STATE TASKID COUNT OUT TIMEOUT_MS",
+  );
 }
 process.stdout.write(JSON.stringify(result) + "\n");
 process.exit(0);

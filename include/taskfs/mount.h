@@ -25,25 +25,30 @@ typedef struct {
   /* With ready_fd and detach: after "ok", stdin/stdout/stderr go to
    * /dev/null. */
   int detach;
-} tfs_mount_opts_t;
+} fs_mount_opts_t;
 
 /* Mounts the store and serves it until unmounted or until SIGTERM, SIGINT
  * or SIGHUP, then unmounts. Returns 0 on a clean end, else a negative
  * error (after logging what went wrong). */
-int tfs_mount_run(const tfs_mount_opts_t *opts);
+int fs_mount_run(const fs_mount_opts_t *opts);
 
 /* The default mount point: $XDG_RUNTIME_DIR/taskfs, else $HOME/taskfs.
  * Returns 0 or -ENAMETOOLONG / -ENOENT (no HOME). */
-int tfs_mount_default_point(char *buf, size_t len);
+int fs_mount_default_point(char *buf, size_t len);
 
-/* Checks that path can be mounted on: an existing directory, not a stale
- * (disconnected) FUSE mount. On failure writes a message saying what to do
- * into msg and returns a negative errno. */
-int tfs_mount_check_point(const char *path, char *msg, size_t msglen);
+/* Checks that path can be mounted on: an existing directory, no live FUSE
+ * mount. A dead taskfs mount there (its mount process died: statfs says
+ * ENOTCONN) is cleared first, never stacked over, and *cleared (if not
+ * NULL) set to 1; a dead mount of another file system is refused. On
+ * failure writes a message saying what to do into msg and returns a
+ * negative errno. */
+int fs_mount_check_point(const char *path, int *cleared, char *msg, size_t msglen);
 
-/* Unmounts a taskfs (or any FUSE) mount point; lazy detaches even if busy.
- * Uses umount2() as root, fusermount3 -u otherwise. */
-int tfs_mount_unmount(const char *path, int lazy, char *msg, size_t msglen);
+/* Unmounts a taskfs (or any FUSE) mount point; lazy detaches even if busy,
+ * and a dead mount is always detached lazily. Dead taskfs mounts left
+ * underneath go too, so one call clears the mount point. Uses umount2() as
+ * root, fusermount3 -u otherwise. */
+int fs_mount_unmount(const char *path, int lazy, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -36,23 +36,38 @@ typedef struct {
 int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
                tfs_record_t *rec_out);
 
-/* Creates the task (tfs_task_create: with a key, the idempotency rules) and
- * makes sure it runs: a new task is launched with opts; an existing keyed
- * task that is still queued with no live supervisor (its launcher died
- * between creating and launching it) is launched too, so a key is never
- * wedged (two launches of one task are safe: the second supervisor finds
- * it taken and leaves). *existed (may be NULL) as tfs_task_create sets it.
- * Initializes and fills rec_out (may be NULL) with the record after. */
-int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
-                   char id_out[TFS_ID_MAX + 1], int *existed, tfs_record_t *rec_out);
+/* Starting a task, the one path for every face: create it (with a key,
+ * the idempotency rules of tfs_task_create) or find it, then launch its
+ * supervisor when it needs one: a new task, or an existing keyed task still
+ * queued with no live supervisor (its launcher died between creating and
+ * launching it: adopted, so a key is never wedged; two launches of one task
+ * are safe, the second supervisor finds it taken and leaves). */
+typedef struct {
+  char id[TFS_ID_MAX + 1];
+  int existed;      /* the key named a task already: nothing was created */
+  int ended;        /* it existed and has ended: not run again (no rerun) */
+  int launch;       /* a supervisor is (was) to be started for it */
+  int launch_err;   /* the supervisor could not be started (the task is then
+                       failed, exit code 127): why; else 0 */
+  int not_started;  /* the task failed before its command ran (not found, bad
+                       cwd, no supervisor): exit code 127, rec.reason says why */
+  tfs_record_t rec; /* the record after (still queued: a slow supervisor) */
+} tfs_start_t;
 
-/* Waits until the task has ended (completed, failed, cancelled or lost) or
- * timeout_ms passes (< 0: no limit). A task read as lost is settled (written
- * as lost) on the way. Uses inotify on the task directory, with a 250 ms
- * re-check because a supervisor's death changes no file. Initializes and
- * fills rec_out (may be NULL) with the record as last read. Returns 0 once ended, -ETIMEDOUT,
- * or another error (TFS_ENOTASK, ...). */
-int tfs_wait_end(tfs_store_t *store, const char *id, int64_t timeout_ms, tfs_record_t *rec_out);
+/* Step one, quick (no fork, no wait): creates or finds the task and
+ * decides st->launch. Fills st (free it with tfs_start_free, also after an
+ * error). Returns 0 or tfs_task_create's error (TFS_EKEYCONFLICT, ...). */
+int tfs_task_start_create(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_start_t *st);
+/* Step two: with st->launch, tfs_launch() and the outcome in st. Returns 0
+ * (also when the command itself could not start: st->not_started) or the
+ * launch error (also in st->launch_err). Blocks up to opts->wait_ms: a
+ * face with an event loop runs it on another thread, with its own store
+ * handle (tfs_store_reopen). */
+int tfs_task_start_launch(tfs_store_t *store, const tfs_launch_opts_t *opts, tfs_start_t *st);
+/* Both steps. */
+int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
+                   tfs_start_t *st);
+void tfs_start_free(tfs_start_t *st);
 
 /* The body of the hidden `taskfs supervise` verb. Returns an exit code. */
 int tfs_supervise_main(int argc, char **argv);

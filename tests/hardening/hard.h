@@ -117,13 +117,18 @@ static HH_UNUSED void hh_sleep_ms(int64_t ms) {
     ;
 }
 
+static HH_UNUSED char *hh_vstrdupf(const char *fmt, va_list ap) {
+  char *s;
+  if (vasprintf(&s, fmt, ap) < 0)
+    abort();
+  return s;
+}
+
 static HH_UNUSED char *hh_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static HH_UNUSED char *hh_strdupf(const char *fmt, ...) {
   va_list ap;
-  char *s;
   va_start(ap, fmt);
-  if (vasprintf(&s, fmt, ap) < 0)
-    abort();
+  char *s = hh_vstrdupf(fmt, ap);
   va_end(ap);
   return s;
 }
@@ -157,12 +162,22 @@ static HH_UNUSED int hh_proc_is_ours(pid_t pid) {
   return ours;
 }
 
-/* SIGKILLs every process of this test (supervisors and workers included,
- * which live in sessions of their own) until none is left. */
-static HH_UNUSED void hh_kill_ours(void) {
-  if (!hh.root)
-    return;
-  for (int pass = 0; pass < 50; pass++) {
+/* 1 if /proc/<pid> (its stat text) is a zombie: gone already, its parent
+ * reaps it. */
+static HH_UNUSED int hh_proc_zombie(pid_t pid) {
+  char st[64];
+  snprintf(st, sizeof st, "/proc/%d/stat", (int)pid);
+  char *s = tu_read_file(st, NULL);
+  char *rp = s ? strrchr(s, ')') : NULL;
+  int z = rp && rp[1] && rp[2] == 'Z';
+  free(s);
+  return z;
+}
+
+/* SIGKILLs every live process for which match(pid, arg) holds until none
+ * is left. */
+static HH_UNUSED void hh_kill_where(int (*match)(pid_t, void *), void *arg) {
+  for (int pass = 0; pass < 100; pass++) {
     int found = 0;
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -170,17 +185,9 @@ static HH_UNUSED void hh_kill_ours(void) {
       return;
     while ((e = readdir(d))) {
       pid_t pid = (pid_t)atoi(e->d_name);
-      if (pid > 1 && hh_proc_is_ours(pid)) {
-        char st[64], *s;
-        snprintf(st, sizeof st, "/proc/%d/stat", (int)pid);
-        s = tu_read_file(st, NULL);
-        /* Zombies are gone already; their parent reaps them. */
-        char *rp = s ? strrchr(s, ')') : NULL;
-        if (!(rp && rp[1] && rp[2] == 'Z')) {
-          kill(pid, SIGKILL);
-          found = 1;
-        }
-        free(s);
+      if (pid > 1 && match(pid, arg) && !hh_proc_zombie(pid)) {
+        kill(pid, SIGKILL);
+        found = 1;
       }
     }
     closedir(d);
@@ -190,6 +197,17 @@ static HH_UNUSED void hh_kill_ours(void) {
       return;
     hh_sleep_ms(20);
   }
+}
+
+static HH_UNUSED int hh_match_ours(pid_t pid, void *arg) {
+  return hh_proc_is_ours(pid);
+}
+
+/* SIGKILLs every process of this test (supervisors and workers included,
+ * which live in sessions of their own) until none is left. */
+static HH_UNUSED void hh_kill_ours(void) {
+  if (hh.root)
+    hh_kill_where(hh_match_ours, NULL);
 }
 
 static HH_UNUSED void hh_register_mount(const char *mnt) {
@@ -466,15 +484,28 @@ static HH_UNUSED hh_res_t hh_tfs(const char *arg0, ...) {
 static HH_UNUSED hh_res_t hh_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static HH_UNUSED hh_res_t hh_sh(const char *fmt, ...) {
   va_list ap;
-  char *cmd;
   va_start(ap, fmt);
-  if (vasprintf(&cmd, fmt, ap) < 0)
-    abort();
+  char *cmd = hh_vstrdupf(fmt, ap);
   va_end(ap);
   const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
   hh_res_t r = hh_run_argv(argv, NULL, 0, hh_timeout_ms());
   free(cmd);
   return r;
+}
+
+/* The stdout of a shell command line (malloc'ed). */
+static HH_UNUSED char *hh_sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static HH_UNUSED char *hh_sh_out(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *cmd = hh_vstrdupf(fmt, ap);
+  va_end(ap);
+  hh_res_t r = hh_sh("%s", cmd);
+  char *out = r.out;
+  r.out = NULL;
+  hh_res_free(&r);
+  free(cmd);
+  return out;
 }
 
 /* Trims trailing whitespace in place. */
@@ -548,6 +579,22 @@ static HH_UNUSED char *hh_task_path(const char *id, const char *name) {
   return hh_strdupf("%s/tasks/%s/%s", hh.store, id, name);
 }
 
+/* The transcript of id once it holds text (malloc'ed; what it holds, or
+ * NULL, if it does not within the timeout). */
+static HH_UNUSED char *hh_transcript_wait(const char *id, const char *text) {
+  char *path = hh_task_path(id, "transcript"), *s = NULL;
+  int64_t end = hh_now_ms() + hh_timeout_ms();
+  while (hh_now_ms() < end) {
+    free(s);
+    s = hh_slurp(path, NULL);
+    if (s && strstr(s, text))
+      break;
+    hh_sleep_ms(20);
+  }
+  free(path);
+  return s;
+}
+
 /* Reads and parses a task's record.json straight from disk (no lost
  * computation). Returns 0, or a negative error with why in err. */
 static HH_UNUSED int hh_record_raw(const char *id, tfs_record_t *rec, char *err, size_t errlen) {
@@ -574,15 +621,7 @@ static HH_UNUSED int hh_record_raw(const char *id, tfs_record_t *rec, char *err,
 static HH_UNUSED int hh_supervisor_running(const tfs_record_t *rec) {
   char path[64], *s;
   size_t len;
-  if (rec->supervisor_pid <= 0)
-    return 0;
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)rec->supervisor_pid);
-  if (!(s = tu_read_file(path, NULL)))
-    return 0;
-  char *rp = strrchr(s, ')');
-  int zombie = rp && rp[1] && rp[2] == 'Z';
-  free(s);
-  if (zombie)
+  if (rec->supervisor_pid <= 0 || hh_proc_zombie(rec->supervisor_pid))
     return 0;
   snprintf(path, sizeof path, "/proc/%d/cmdline", (int)rec->supervisor_pid);
   if (!(s = tu_read_file(path, &len)))

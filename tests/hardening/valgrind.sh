@@ -99,7 +99,7 @@ tf wait --timeout=120 "$id1" >/dev/null || fail "wait $id1"
 tf logs -n 5 "$id1" >/dev/null || fail "logs"
 tf show "$id1" >/dev/null || fail "show"
 id2=$(tf run --key vg-sleeper -- sleep 300) || fail "run sleeper"
-id3=$(tf run --restart on-failure --min-uptime 5000 --max-restarts 2 -- false)
+id3=$(tf run --restart on-failure --min-uptime 5s --max-quick-restarts 2 -- false)
 tf wait --timeout=120 "$id3" >/dev/null
 tf ls >/dev/null || fail "ls"
 tf ls --json >/dev/null || fail "ls --json"
@@ -153,6 +153,43 @@ MCP_PID=
 [ $rc -eq 0 ] || fail "the MCP server exited with $rc (99: valgrind found errors); see $LOGS"
 n=$(grep -c '"jsonrpc"' "$T/mcp.out")
 [ "$n" -ge 15 ] || fail "the MCP server wrote $n messages, want at least 15"
+
+step "the MCP server, 2026-07-28"
+mkfifo "$T/mcp2.in"
+"${VG[@]}" "$BIN" mcp <"$T/mcp2.in" >"$T/mcp2.out" 2>"$T/mcp2.err" &
+MCP_PID=$!
+exec 3>"$T/mcp2.in"
+M='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{},"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/logLevel":"debug"}'
+START='"name":"start_managed_task","arguments":{"taskKey":"vg-mcp-modern","command":["sh","-c","echo error: late; sleep 1"]}'
+send "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{$START,$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{$START,\"inputResponses\":{\"roots\":{\"roots\":[{\"uri\":\"file://$T\"}]}},$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"subscriptions/listen\",\"params\":{\"notifications\":{\"resourceSubscriptions\":[\"taskfs://tasks/$id1/record\"],\"taskIds\":[\"$id1\"]},$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"$id1\",$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"$id1\",\"maxBytes\":1024},$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"prompts/get\",\"params\":{\"name\":\"diagnose_task\",\"arguments\":{\"task\":\"$id1\"},$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"completion/complete\",\"params\":{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"diagnose_task\"},\"argument\":{\"name\":\"task\",\"value\":\"\"},$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"1900-01-01\"}}}"
+send '{"jsonrpc":"2.0","id":11,"method":"tools/list"}'
+send "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"read_managed_task\",\"arguments\":{\"taskKey\":123},$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"subscriptions/listen\",\"params\":{\"notifications\":{\"resourceSubscriptions\":[\"taskfs://tasks/$id1/transcript\"]},$M}}"
+send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":13}}'
+wait_for "grep -q '\"id\":12' '$T/mcp2.out' && grep -q '\"id\":4' '$T/mcp2.out'" 300 ||
+  fail "the MCP server (2026-07-28) did not answer: $(tail -5 "$T/mcp2.err")"
+mid=$(grep '"id":4,' "$T/mcp2.out" | grep -o '"taskId":"[a-z0-9-]*"' | head -1 | cut -d'"' -f4)
+[ -n "$mid" ] || fail "no task from the task-augmented start: $(grep '"id":4,' "$T/mcp2.out")"
+send "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"$mid\",$M}}"
+send "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tasks/cancel\",\"params\":{\"taskId\":\"$mid\",$M}}"
+wait_for "grep -q '\"id\":15' '$T/mcp2.out'" 300 || fail "the MCP server (2026-07-28) did not answer tasks/cancel"
+exec 3>&- # end of input: the open listen gets its graceful end, then the exit
+wait_for "! kill -0 $MCP_PID 2>/dev/null" 120 || fail "the MCP server (2026-07-28) did not exit on stdin EOF"
+wait "$MCP_PID"
+rc=$?
+MCP_PID=
+[ $rc -eq 0 ] || fail "the MCP server (2026-07-28) exited with $rc (99: valgrind found errors); see $LOGS"
+grep -q '"id":5,"result":{"resultType":"complete"' "$T/mcp2.out" || grep -q '"id":5,"result"' "$T/mcp2.out" ||
+  fail "the open listen got no graceful end"
 
 step "stopping: the mount on SIGTERM, every task to its end"
 for id in $(tf ls --json | grep -o '"id": *"[a-z0-9-]*"' | grep -o '[a-z0-9]*-[a-z0-9]*'); do

@@ -161,7 +161,7 @@ test('stdin from a regular file is served to its end', async (t) => {
 test('a host that floods requests without reading answers: memory stays bounded, nothing is lost', async (t) => {
   const s = rawServer(t);
   s.child.stdout.pause();
-  const n = 10000; // each answer (tools/list) is ~9 KiB: ~90 MiB in all
+  const n = 4000; // each answer (tools/list) is ~23 KiB: ~90 MiB in all
   const line = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n';
   for (let i = 0; i < n; i++) s.child.stdin.write(line);
   s.child.stdin.end();
@@ -174,4 +174,47 @@ test('a host that floods requests without reading answers: memory stays bounded,
   assert.equal(code, 0);
   await s.waitFor(n, 30000);
   assert.equal(s.messages.length, n);
+});
+
+const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+test('one connection, one era: the pin, errors that name the field, and serving on', async (t) => {
+  // Legacy: initialize pins; a modern _meta is refused by name.
+  const a = rawServer(t);
+  a.send({ jsonrpc: '2.0', id: 0, method: 'server/discover', params: { _meta: META } }); // does not pin
+  a.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+  a.send({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: META } });
+  a.send({ jsonrpc: '2.0', id: 3, method: 'ping' });
+  const ma = await a.waitFor(4);
+  assert.equal(ma[0].result.resultType, 'complete');
+  assert.equal(ma[1].result.protocolVersion, '2025-11-25');
+  assert.equal(ma[2].error.code, -32602);
+  assert.match(ma[2].error.message, /params\._meta\["io\.modelcontextprotocol\/protocolVersion"\] names the other revision/);
+  assert.deepEqual(ma[3].result, {});
+  // Modern: the first claimed request pins; then the envelope is required.
+  const b = rawServer(t);
+  b.send({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } });
+  b.send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+  b.send({ jsonrpc: '2.0', id: 3, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
+  b.send({ jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } });
+  b.send({ jsonrpc: '2.0', id: 5, method: 'tools/list', params: { _meta: { ...META, 'com.example/pad': 'x'.repeat(200000) } } });
+  b.send({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: { _meta: META } });
+  const mb = await b.waitFor(6);
+  assert.equal(mb[0].result.resultType, 'complete');
+  assert.equal(mb[1].error.code, -32602);
+  assert.equal(mb[1].error.data.envelope.key, 'io.modelcontextprotocol/protocolVersion');
+  assert.equal(mb[2].error.code, -32600);
+  assert.equal(mb[3].error.code, -32022);
+  assert.deepEqual(mb[3].error.data, { supported: ['2026-07-28'], requested: '2099-01-01' });
+  assert.equal(mb[4].error.code, -32602);
+  assert.match(mb[4].error.message, /params\._meta is \d+ bytes/);
+  assert.equal(mb[5].result.tools.length, 4, 'still serving');
+  // The v2 client's discover probe: one request, then EOF; the server exits at once.
+  const c = rawServer(t);
+  c.send({ jsonrpc: '2.0', id: 'probe', method: 'server/discover', params: { _meta: META } });
+  await c.waitFor(1);
+  const t0 = Date.now();
+  c.child.stdin.end();
+  assert.equal((await c.exited).code, 0);
+  assert.ok(Date.now() - t0 < 3000, 'exits promptly on EOF');
 });

@@ -50,11 +50,44 @@ test('task-augmented start: callToolStream, getTask, listTasks, cancelTask', asy
   await assert.rejects(tasks.cancelTask(id), (e) => e.code === -32602);
   await assert.rejects(tasks.getTask('zzzzzzzz-zzzzzz'), (e) => e.code === -32602);
   await assert.rejects(tasks.getTask('../etc'), (e) => e.code === -32602);
-  // tasks/result of a cancelled task: the CallToolResult, flagged isError.
+  // tasks/result of a cancelled task: exactly the plain call's answer
+  // (a start's answer is never isError for a task that ran).
   const payload = await tasks.getTaskResult(longId, CallToolResultSchema);
-  assert.equal(payload.isError, true);
+  assert.equal(payload.isError, undefined);
   assert.equal(payload.structuredContent.state, 'cancelled');
   assert.equal(payload._meta[RELATED].taskId, longId);
+});
+
+test('task-augmented: a failed task\'s result is the plain call\'s; an ended key begins working; bad arguments are the plain isError', async (t) => {
+  const store = makeStore(t);
+  const { client } = await store.connect();
+  const tasks = client.experimental.tasks;
+  const seen = [];
+  let result;
+  for await (const m of tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'bad-build', command: 'echo "error: it broke"; exit 4' } }, undefined, { task: {} })) {
+    seen.push(m.type === 'taskStatus' ? m.task.status : m.type);
+    if (m.type === 'result') result = m.result;
+    if (m.type === 'error') throw m.error;
+  }
+  assert.equal(seen.at(-1), 'result', `the SDK fetches the result: ${seen}`);
+  assert.equal(result.isError, undefined);
+  assert.equal(result.structuredContent.state, 'failed');
+  assert.equal(result.structuredContent.exitCode, 4);
+  const plain = await call(client, 'start_managed_task', { taskKey: 'bad-build', command: 'echo "error: it broke"; exit 4' });
+  assert.equal(plain.isError, undefined);
+  assert.deepEqual(plain.structuredContent.important, result.structuredContent.important);
+  // The key names an ended task: the MCP task still begins working.
+  for await (const m of tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'bad-build', command: 'echo "error: it broke"; exit 4' } }, undefined, { task: {} })) {
+    if (m.type === 'taskCreated') { assert.equal(m.task.status, 'working'); break; }
+  }
+  // Bad arguments: the same isError result as the plain call, no task.
+  const raw = await client.request({ method: 'tools/call', params: { name: 'start_managed_task', arguments: { taskKey: 7, command: 'true' }, task: {} } }, CallToolResultSchema);
+  assert.equal(raw.isError, true);
+  assert.match(raw.content[0].text, /taskKey must be a string/);
+  const same = await call(client, 'start_managed_task', { taskKey: 7, command: 'true' });
+  assert.deepEqual(same.content, raw.content);
+  // tasks/list refuses a cursor that names no task.
+  await assert.rejects(tasks.listTasks('zzzzzzzz-zzzzzz'), (e) => e.code === -32602 && /names no task/.test(e.message));
 });
 
 test('tasks/list paginates', async (t) => {

@@ -1,0 +1,134 @@
+/* Transcripts through the mount: reads straight from the backing file, and
+ * poll readiness.
+ *
+ * A transcript is read through an fd opened at open(): each read is
+ * answered with fuse_reply_data() on that fd, which splices the bytes into
+ * /dev/fuse when the kernel allows it. Poll says readable when there are
+ * bytes past what the handle has read or the task has ended; otherwise the
+ * store watch (fs/watch.c) wakes the poller later.
+ *
+ * Two kinds of handle (decided at open, fs/file.c): a running task's
+ * transcript is opened direct_io, so every read reaches us (no read stops
+ * at a stale cached size, and what a handle has read is what poll needs
+ * to know); an ended task's transcript can no longer grow, so it is read
+ * through the page cache (keep_cache): a second `cat` is served by the
+ * kernel alone, at the speed of the backing file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+
+/* The largest read the mount serves in one request; the kernel asks for at
+ * most max_pages (256 pages = 1 MiB with libfuse 3.14). */
+#define READ_MAX (4u << 20)
+
+/* Opens a task's transcript for reading (the core refuses anything but a
+ * regular file, and never blocks in the open). O_NONBLOCK stays on: every
+ * request is served on one thread. */
+int fs_transcript_open(tfs_store_t *s, const char *id) {
+  if (!s)
+    return -ENOENT;
+  return tfs_task_file_open(s, id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
+}
+
+/* A handle opened before the supervisor made the transcript tries again. */
+static void backing_retry(mnt_t *m, tfile_t *f) {
+  if (f->fd >= 0)
+    return;
+  int fd = fs_transcript_open(fs_store(m), m->tasks.v[f->task].name);
+  if (fd >= 0)
+    f->fd = fd;
+}
+
+/* The reply names the transcript's fd and offset instead of carrying the
+ * bytes: libfuse splices them from the page cache into /dev/fuse when the
+ * kernel allows it (one copy instead of two), and otherwise reads them
+ * itself. The size is clipped to what the file holds now, so the reply
+ * never promises bytes that are not there (the transcript only grows), and
+ * a read at the end gets an empty reply (EOF). */
+void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t off) {
+  backing_retry(m, f);
+  if (f->fd < 0) {
+    fuse_reply_buf(req, NULL, 0);
+    return;
+  }
+  if (size > READ_MAX)
+    size = READ_MAX;
+  struct stat st;
+  if (fstat(f->fd, &st)) {
+    fuse_reply_err(req, errno);
+    return;
+  }
+  if (off < 0 || off >= st.st_size) {
+    fuse_reply_buf(req, NULL, 0);
+    return;
+  }
+  if ((uint64_t)size > (uint64_t)(st.st_size - off))
+    size = (size_t)(st.st_size - off);
+  if ((uint64_t)off + size > f->seen)
+    f->seen = (uint64_t)off + size;
+  struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+  bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+  bv.buf[0].fd = f->fd;
+  bv.buf[0].pos = off;
+  fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+}
+
+/* The record says the task ended (a supervisor that died reads lost): it
+ * is saved after the supervisor's last write to the transcript, so from
+ * then on the transcript is final. A store or record that cannot be read
+ * counts as ended too: the reader will see what there is and its end. */
+int fs_transcript_final(mnt_t *m, tfile_t *f) {
+  tfs_store_t *s = fs_store(m);
+  if (!s)
+    return 1;
+  tfs_record_t rec;
+  int err = tfs_task_load(s, m->tasks.v[f->task].name, &rec);
+  int final = err || tfs_state_terminal(rec.state);
+  tfs_record_free(&rec);
+  return final;
+}
+
+/* Whether a poll on the transcript should report it readable now: bytes
+ * past the furthest point this handle has read, or a task that has ended
+ * (the reader will see EOF), or one that cannot be read at all. */
+int fs_transcript_ready(mnt_t *m, tfile_t *f) {
+  struct stat st;
+  backing_retry(m, f);
+  if (f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
+    return 1;
+  return fs_transcript_final(m, f);
+}
+
+/* Readiness of an open file. A transcript that is not ready keeps the
+ * poll handle, and the store watch (or its tick) wakes it. Small files are
+ * always readable. Never ENOSYS: one ENOSYS turns poll off for the whole
+ * mount. */
+void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                struct fuse_pollhandle *ph) {
+  mnt_t *m = fuse_req_userdata(req);
+  tfile_t *f = (tfile_t *)(uintptr_t)fi->fh;
+  if (f->kind != K_TRANSCRIPT) {
+    if (ph)
+      fuse_pollhandle_destroy(ph);
+    fuse_reply_poll(req, POLLIN | POLLRDNORM | (f->kind == K_CANCEL ? POLLOUT | POLLWRNORM : 0));
+    return;
+  }
+  if (ph) {
+    if (f->ph)
+      fuse_pollhandle_destroy(f->ph);
+    f->ph = ph;
+  }
+  int ready = fs_transcript_ready(m, f);
+  if (ready && f->ph) {
+    fuse_pollhandle_destroy(f->ph);
+    f->ph = NULL;
+  }
+  if (f->ph)
+    fs_watch_poll_kept(m);
+  fuse_reply_poll(req, ready ? POLLIN | POLLRDNORM : 0);
+}

@@ -1,0 +1,481 @@
+/* What the modules of libtaskfs-mcp.a share; transports need only mcp.h.
+ *
+ * Who owns what: server.c the server object; session.c sessions and every
+ * outgoing JSON-RPC message; dispatch.c method routing and the lifecycle;
+ * era.c the per-request protocol era, the connection's pin and modern
+ * shaping; watch.c the server's watch of tasks; pending.c requests that
+ * wait; schema.c the tool descriptions; validate.c arguments against them;
+ * reply.c tools/call results; tools.c tools/call routing; output.c a
+ * task's output as an answer; shorten.c the bound's last resort;
+ * tool_read.c, tool_start.c, tool_list.c (and the pager), tool_cancel.c
+ * one tool each; roots.c the client's roots; tasks.c the Task and the
+ * 2025-11-25 Tasks utility; tasks_ext.c the 2026-07-28 tasks extension;
+ * resources.c resources and subscriptions; listen.c subscriptions/listen;
+ * prompts.c prompts and completion; stdio.c the stdio transport. */
+#ifndef TASKFS_MCP_INTERNAL_H
+#define TASKFS_MCP_INTERNAL_H
+
+#include <regex.h>
+
+#include "mcp/mcp.h"
+#include "taskfs/taskfs.h"
+
+/* Long-polls are capped below the 60 s that common clients time out at. */
+#define MCP_WAIT_CAP_MS 50000
+/* notifications/resources/updated: at most one per this interval per
+ * resource. */
+#define MCP_NOTIFY_INTERVAL_MS 500
+
+typedef struct mcp_pending mcp_pending_t;
+typedef struct mcp_listener mcp_listener_t;
+typedef struct mcp_watch mcp_watch_t;
+typedef struct mcp_sub mcp_sub_t;
+
+struct mcp_server {
+  uv_loop_t *loop;
+  tfs_store_t *store;
+  char who[64];               /* "<role> pid N", recorded as the canceller */
+  json_t *tools;              /* the tool list (schema.c); NULL if it failed to parse */
+  json_t *tools_modern;       /* the same as 2026-07-28 lists it */
+  mcp_session_t *sessions;    /* open sessions (session.c) */
+  mcp_pending_t *pending;     /* requests that wait (pending.c) */
+  mcp_watch_t *watch;         /* the tasks they wait on (watch.c) */
+  int holds;                  /* launches in flight that the end waits for */
+  int closing;                /* mcp_server_shutdown() was called */
+  int store_state;            /* 0 when the store was there at the last request, else its error */
+  void (*on_idle)(void *arg); /* see mcp_server_config_t */
+  void *idle_arg;
+};
+
+typedef struct mcp_outreq mcp_outreq_t;
+typedef struct mcp_listen mcp_listen_t;
+
+struct mcp_session {
+  mcp_session_t *next;
+  mcp_server_t *srv;
+  mcp_send_fn send;
+  void *arg;
+  int refs;   /* the open session, and each request kept past its handler */
+  int closed; /* mcp_session_close() was called: nothing is sent any more */
+  /* The era the connection is pinned to (era.c): 0 until its opening
+   * request says, then MCP_ERA_LEGACY (initialize) or MCP_ERA_MODERN (a
+   * request with the modern _meta; server/discover does not pin). */
+  unsigned pin;
+  char pinned_by[40];    /* the method that pinned it, for error messages */
+  char version[16];      /* legacy: the version initialize negotiated */
+  unsigned caps;         /* legacy: MCP_CAP_* from initialize */
+  int log_level;         /* legacy: logging/setLevel's level, -1 before any */
+  mcp_sub_t *subs;       /* legacy resource subscriptions (resources.c) */
+  mcp_listen_t *listens; /* modern subscriptions/listen streams (listen.c) */
+  /* Legacy requests to the client (roots.c): the ones awaiting an answer,
+   * the next id, and the first root as last answered. */
+  mcp_outreq_t *out;
+  int64_t next_out;
+  int roots_known; /* root is what the client said (until list_changed) */
+  char *root;      /* the first root's path; NULL: none usable */
+};
+
+/* The two protocol eras one server speaks (docs/mcp.md, "Revisions"):
+ * legacy, the handshake revisions up to 2025-11-25 (initialize, the Tasks
+ * utility, resources/subscribe), and modern, 2026-07-28 (no handshake: the
+ * version and the client's capabilities ride in every request's _meta;
+ * server/discover, resultType, the tasks extension, subscriptions/listen).
+ * The dispatcher classifies each request (era.c); handlers are shared and
+ * only the era layer shapes what differs. */
+#define MCP_ERA_LEGACY 1u
+#define MCP_ERA_MODERN 2u
+#define MCP_MODERN_PROTOCOL "2026-07-28"
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_CLIENT "io.modelcontextprotocol/clientInfo"
+#define MCP_META_LOGLEVEL "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVER "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+#define MCP_TASKS_EXTENSION "io.modelcontextprotocol/tasks"
+/* A request's params._meta larger than this (compact JSON) is refused: the
+ * protocol's own keys need a few hundred bytes. */
+#define MCP_META_MAX (64u * 1024)
+/* -32021, -32022: the modern revision's codes. */
+#define MCP_RPC_MISSING_CAPABILITY (-32021)
+#define MCP_RPC_UNSUPPORTED_VERSION (-32022)
+
+/* What the client declared it can do, as seen by one request: the
+ * request's own _meta (modern) or the session's initialize (legacy). */
+#define MCP_CAP_ROOTS 0x1u /* roots (roots/list; MRTR input in modern) */
+#define MCP_CAP_TASKS 0x2u /* modern: the io.modelcontextprotocol/tasks extension */
+
+typedef struct mcp_method mcp_method_t; /* a row of the method table (below) */
+
+/* Where the reply to one request goes, and how to shape it. The
+ * dispatcher hands each handler one that lives as long as the handler runs
+ * (id borrowed); whatever answers later keeps its own copy with
+ * mcp_req_keep(). */
+typedef struct {
+  mcp_server_t *srv; /* sess->srv */
+  mcp_session_t *sess;
+  json_t *id;
+  unsigned era;               /* MCP_ERA_LEGACY or MCP_ERA_MODERN */
+  unsigned caps;              /* MCP_CAP_* the client declared */
+  int log_level;              /* lowest severity (0 debug .. 7 emergency) to send, -1: none */
+  const mcp_method_t *method; /* NULL for errors about messages no method was found for */
+} mcp_req_t;
+
+/* ---- server.c --------------------------------------------------------- */
+
+tfs_store_t *mcp_store(mcp_server_t *srv);
+const char *mcp_who(mcp_server_t *srv);
+int mcp_closing(mcp_server_t *srv);
+/* Counts work in flight (a launch on the threadpool) that the end waits
+ * for, so that no task is left queued by a server that exits mid-launch. */
+void mcp_hold(mcp_server_t *srv, int delta);
+/* Tells the transport, once the server is shutting down and idle. */
+void mcp_server_check_idle(mcp_server_t *srv);
+/* Follows a store that was removed and recreated under a long-running
+ * server; called before each request. */
+void mcp_server_refresh(mcp_server_t *srv);
+
+/* ---- session.c -------------------------------------------------------- */
+
+void mcp_session_ref(mcp_session_t *s);
+void mcp_session_unref(mcp_session_t *s);
+void mcp_req_keep(mcp_req_t *dst, const mcp_req_t *src);
+void mcp_req_release(mcp_req_t *r);
+
+/* Sends one message (msg stolen) answering id (see mcp_send_fn). */
+void mcp_send(mcp_session_t *s, const json_t *id, json_t *msg);
+/* The same for a message already serialised: data (malloc'ed, stolen)
+ * holds len bytes of compact JSON and a NUL. For answers built as text so
+ * that a large result is not serialised twice. */
+void mcp_send_raw(mcp_session_t *s, const json_t *id, char *data, size_t len);
+/* A result / an error for the request (result stolen). */
+void mcp_reply(const mcp_req_t *r, json_t *result);
+void mcp_reply_error(const mcp_req_t *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same with data (stolen, may be NULL) as the error's data member. */
+void mcp_reply_error_data(const mcp_req_t *r, int code, json_t *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A notification to the session (params stolen). */
+void mcp_notify(mcp_session_t *s, const char *method, json_t *params);
+/* Logs a line on stderr and, when the client asked for log messages at
+ * that level (legacy: logging/setLevel; modern: the request's logLevel),
+ * sends it as notifications/message on the request's way out. */
+void mcp_log(const mcp_req_t *r, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same for what concerns no request: stderr, and every legacy session
+ * that set a level. */
+void mcp_log_all(mcp_server_t *srv, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- era.c: the per-request era ---------------------------------------- */
+
+#define MCP_LOG_INFO 1
+#define MCP_LOG_WARNING 3
+#define MCP_LOG_ERROR 4
+/* A log level's index (0 debug .. 7 emergency), or -1. */
+int mcp_log_level_parse(const char *name);
+const char *mcp_log_level_name(int level);
+/* 1 if v is a legacy version initialize negotiates (dispatch.c). */
+int mcp_legacy_version_known(const char *v);
+/* Fills r->era, r->caps and r->log_level from the session's pin and
+ * params._meta. Replies with an error naming the field and returns -1
+ * when the request cannot be served in any era. */
+int mcp_era_classify(mcp_req_t *r, const char *method, json_t *params);
+/* Pins the session to era (once; later calls do nothing). */
+void mcp_era_pin(mcp_session_t *s, unsigned era, const char *method);
+/* Shapes a result (kept, returned) for r's era: a modern result gets its
+ * resultType ("complete" unless set), serverInfo in _meta and, for a
+ * cacheable method, ttlMs and cacheScope. */
+json_t *mcp_era_result(const mcp_req_t *r, json_t *result);
+/* The text mcp_era_result() adds to a tools/call result, for results
+ * assembled as text; *len its length ("" for legacy). */
+const char *mcp_era_tail(const mcp_req_t *r, size_t *len);
+/* In the modern era, replies -32021 naming what is missing and returns -1
+ * unless the request declared every capability in needs (why names what
+ * needs them). Legacy requests always pass. */
+int mcp_require_caps(const mcp_req_t *r, unsigned needs, const char *why);
+
+/* ---- roots.c: requests to the client, and the client's first root ----- */
+
+/* A response the client sent (to a legacy roots/list of ours). */
+void mcp_client_response(mcp_session_t *s, json_t *msg);
+/* Drops what the session asked the client and has not been answered
+ * (all of it; or what it asked on behalf of request id, cancelled). */
+void mcp_client_drop_session(mcp_session_t *s);
+void mcp_client_drop(mcp_session_t *s, const json_t *id);
+/* The server's end: what waits for the client's answer goes on without. */
+void mcp_client_flush(mcp_server_t *srv);
+/* Forgets the roots the client gave (notifications/roots/list_changed, a
+ * new initialize). */
+void mcp_roots_forget(mcp_session_t *s);
+/* The client's first root, as a directory the task may run in: cb gets
+ * it (NULL: none to use; why says why when the client declared roots,
+ * NULL when it did not) now or later. answer 0 tells cb that nobody waits
+ * for the reply any more (the session ended, the request was cancelled):
+ * it must only clean up.
+ * Legacy: asks the client with roots/list when it declared roots (once per
+ * session, until the list changes); modern: from params.inputResponses,
+ * else -- when the request declared roots -- replies with an
+ * input_required result asking for them and returns 1 (cb is not called).
+ * Returns 0 when cb was or will be called. */
+typedef void (*mcp_root_fn)(const mcp_req_t *r, void *arg, const char *root, const char *why,
+                            int answer);
+int mcp_roots_first(const mcp_req_t *r, json_t *params, mcp_root_fn cb, void *arg);
+
+/* ---- watch.c: the server's watch of tasks ----------------------------- */
+
+/* A listener is told what changed (TFS_WATCH_* bits; TFS_WATCH_GONE
+ * always), or MCP_WATCH_TICK on the tick, which comes every
+ * tfs_watch_tick_ms() for what inotify cannot see. Either way it is only
+ * "look again". It may add and remove listeners (a removal takes effect
+ * once the round of calls is over: a removed listener is not called). */
+#define MCP_WATCH_TICK 0x100u
+typedef void (*mcp_watch_fn)(void *arg, unsigned what);
+int mcp_watch_open(mcp_server_t *srv);
+void mcp_watch_close(mcp_server_t *srv);
+/* Listens to task id for what (TFS_WATCH_STATE, TFS_WATCH_OUTPUT). NULL
+ * only when out of memory: the caller then looks every
+ * mcp_watch_tick_ms() on its own. */
+mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
+                              void *arg);
+void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l); /* l may be NULL */
+int mcp_watch_tick_ms(mcp_server_t *srv);
+
+/* ---- pending.c: requests that wait for a task ------------------------- */
+
+/* What one look found (tfs_task_ended): the record as stored, a dead
+ * supervisor's task settled as lost. */
+typedef struct {
+  const char *task_id;
+  int err;                 /* 0, or why the task could not be read (rec is empty) */
+  const tfs_record_t *rec; /* borrowed for the call */
+  int ended;               /* completed, failed, cancelled or lost */
+  int timed_out;           /* the deadline passed or the server is ending */
+  int64_t waited_ms;
+} mcp_look_t;
+/* Decides from a look whether to answer. Replies and returns 1, or returns
+ * 0 to wait on; with err or timed_out it must reply. */
+typedef int (*mcp_check_fn)(const mcp_req_t *r, void *data, const mcp_look_t *lk);
+
+/* The one wait: looks at task_id at once and, unless check answered,
+ * parks r (kept) on the server's watch of the task for what
+ * (TFS_WATCH_STATE, | TFS_WATCH_OUTPUT to hear of output), looking again
+ * at every change, at every tick and at the deadline: wait_ms > 0 after
+ * that long, 0 at the first look, < 0 never (only the end or the server's
+ * end answer it). data goes with the request (free_fn frees it, may be
+ * NULL). */
+void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned what,
+              mcp_check_fn check, void *data, void (*free_fn)(void *data));
+/* Drops the request id of s (notifications/cancelled): no reply is sent. */
+void mcp_pending_drop(mcp_session_t *s, const json_t *id);
+/* Drops every request of s, unanswered (the session ended). */
+void mcp_pending_drop_session(mcp_session_t *s);
+/* Answers every waiting request with what it has (shutdown). */
+void mcp_pending_flush(mcp_server_t *srv);
+
+/* ---- method handlers (each replies exactly once) --------------------- */
+
+typedef void (*mcp_method_fn)(const mcp_req_t *r, json_t *params);
+
+/* One row of the method table (dispatch.c): which eras serve the method,
+ * what the client must have declared for it in the modern era, and its
+ * caching hint there (ttl_ms < 0: not cacheable). A method the eras serve
+ * differently has a row per era. */
+struct mcp_method {
+  const char *name;
+  mcp_method_fn fn;
+  unsigned eras;     /* MCP_ERA_* bits */
+  unsigned needs;    /* MCP_CAP_* bits a modern request must carry */
+  int64_t ttl_ms;    /* ttlMs of a complete modern result; < 0: none */
+  const char *scope; /* its cacheScope: "public" or "private" */
+};
+
+json_t *mcp_schema_tools(void); /* schema.c: the parsed tool list, or NULL */
+/* The list as the modern era gives it (a copy without execution). */
+json_t *mcp_schema_modern(const json_t *tools);
+/* The inputSchema of tool name (borrowed), or NULL for no such tool. */
+json_t *mcp_tool_input_schema(mcp_server_t *srv, const char *name);
+void mcp_tools_list(const mcp_req_t *r, json_t *params);
+void mcp_tools_call(const mcp_req_t *r, json_t *params);
+void mcp_tasks_get(const mcp_req_t *r, json_t *params);
+void mcp_tasks_result(const mcp_req_t *r, json_t *params);
+void mcp_tasks_list(const mcp_req_t *r, json_t *params);
+void mcp_tasks_cancel(const mcp_req_t *r, json_t *params);
+/* The 2026-07-28 tasks extension (tasks_ext.c). A DetailedTask: the
+ * Task, and once completed the start call's final result (NULL when out
+ * of memory). */
+json_t *mcp_task_detailed(const mcp_req_t *r, const tfs_record_t *rec);
+void mcp_tasks_get_ext(const mcp_req_t *r, json_t *params);
+void mcp_tasks_cancel_ext(const mcp_req_t *r, json_t *params);
+void mcp_tasks_update_ext(const mcp_req_t *r, json_t *params);
+/* subscriptions/listen (listen.c): a stream of resource and task
+ * notifications until notifications/cancelled or the server's end. */
+void mcp_listen(const mcp_req_t *r, json_t *params);
+void mcp_listen_drop(mcp_session_t *s, const json_t *id);
+void mcp_listen_drop_session(mcp_session_t *s);
+/* The server's end: every stream gets its graceful result. */
+void mcp_listen_flush(mcp_server_t *srv);
+/* prompts.c: the diagnose_task prompt and argument completion. */
+void mcp_prompts_list(const mcp_req_t *r, json_t *params);
+void mcp_prompts_get(const mcp_req_t *r, json_t *params);
+void mcp_completion(const mcp_req_t *r, json_t *params);
+void mcp_resources_list(const mcp_req_t *r, json_t *params);
+void mcp_resources_templates(const mcp_req_t *r, json_t *params);
+void mcp_resources_read(const mcp_req_t *r, json_t *params);
+void mcp_resources_subscribe(const mcp_req_t *r, json_t *params);
+void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params);
+/* Ends every legacy subscription of s. */
+void mcp_resources_drop(mcp_session_t *s);
+
+/* Subscriptions (resources.c): a watch of one task's record or transcript
+ * that calls fn when the file changed, at most every
+ * MCP_NOTIFY_INTERVAL_MS. MCP_RES_TASK watches the record like
+ * MCP_RES_RECORD, for task status notifications. */
+enum { MCP_RES_RECORD, MCP_RES_TRANSCRIPT, MCP_RES_TASK };
+typedef void (*mcp_sub_fn)(void *arg, mcp_sub_t *s);
+/* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */
+int mcp_resource_parse(const char *uri, char id[TFS_ID_MAX + 1], int *kind);
+/* NULL when out of memory. The caller keeps it in a list of its own
+ * through mcp_sub_next(). */
+mcp_sub_t *mcp_sub_open(mcp_server_t *srv, const char *uri, const char *id, int kind, mcp_sub_fn fn,
+                        void *arg);
+void mcp_sub_close(mcp_sub_t *s);
+const char *mcp_sub_uri(const mcp_sub_t *s);
+const char *mcp_sub_task(const mcp_sub_t *s);
+mcp_sub_t **mcp_sub_next(mcp_sub_t *s);
+
+/* ---- the tools (tool_*.c); args is an object that fits the tool's
+ * inputSchema, task the params.task of a legacy task-augmented call or
+ * NULL, params the call's params ------------------------------------- */
+
+typedef void (*mcp_tool_fn)(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+void mcp_tool_list(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+void mcp_tool_cancel(const mcp_req_t *r, json_t *args, json_t *task, json_t *params);
+
+/* validate.c: checks args against a tool's inputSchema. Returns 0, or -1
+ * with msg saying which argument is wrong and what it must be. */
+int mcp_validate_args(const json_t *schema, const json_t *args, char *msg, size_t msglen);
+/* An integer argument already checked against the schema, or def. */
+int64_t mcp_arg_i64(json_t *args, const char *name, int64_t def);
+/* tools.c: resolves taskId / taskKey arguments into an id; on failure
+ * fills msg with what was wrong and what to do, and returns a negative
+ * error. */
+int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], char *msg,
+                     size_t msglen);
+
+/* ---- reply.c: results ------------------------------------------------- */
+
+json_t *mcp_time_or_null(int64_t ms);
+/* The state every tool returns: id, key, state, command, times, counts. */
+json_t *mcp_record_compact(const tfs_record_t *rec);
+/* A tools/call result: the structured content (stolen) and the same JSON
+ * as text. */
+json_t *mcp_call_result(json_t *structured, int is_error);
+/* Bytes of the whole tools/call result message for a structured content
+ * whose compact dump is text: what the maxBytes bound is checked against. */
+size_t mcp_result_size(const char *text);
+/* Replies with the tools/call result for structured (stolen), whose
+ * compact dump is text (malloc'ed and stolen; NULL to dump it here). */
+void mcp_reply_result(const mcp_req_t *r, json_t *structured, char *text);
+/* A tool failure: an isError result whose text says what to do. */
+void mcp_tool_error(const mcp_req_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- a read: arguments, output, waiting (output.c, tool_read.c) ------- */
+
+typedef struct {
+  int64_t tail_lines;
+  int64_t since_line; /* -1: tail mode */
+  int64_t max_bytes;
+  int has_re;
+  regex_t re;
+  tfs_follower_t *fol;
+  int64_t match_line;
+  char *match_text;
+  /* start_managed_task only */
+  int is_start;
+  int existing;
+  const char *cwd_from; /* "argument", "root", "server", "task" (static) */
+  char cwd_note[240];   /* why the client's first root was not used */
+  /* task-augmented result (tasks/result) */
+  int task_result;
+  /* Bytes the answer's era and wrapping add to the result, which
+   * max_bytes bounds too. */
+  size_t extra_bytes;
+} mcp_read_t;
+
+/* A read with the defaults (20 tail lines, 4096 bytes) for r's era, or
+ * NULL. */
+mcp_read_t *mcp_read_new(const mcp_req_t *r);
+void mcp_read_free(mcp_read_t *ra);
+/* Parses the read arguments shared by read_managed_task and the answer of
+ * start_managed_task. Returns 0, or -1 with msg. */
+int mcp_read_parse(json_t *args, mcp_read_t *ra, int64_t *wait_ms, int64_t wait_def, char *msg,
+                   size_t msglen);
+/* Answers now if it can (no wait, the task has ended, shutting down), else
+ * parks the request until the task ends, the pattern matches or wait_ms
+ * (-1: no deadline) passes. Takes ra. */
+void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int64_t wait_ms);
+/* output.c: the read/start answer for rec, trimmed so that the whole
+ * tools/call result fits ra->max_bytes; *text gets its compact dump
+ * (malloc'ed, or NULL). */
+json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_read_t *ra,
+                         int64_t waited_ms, int timed_out, char **text);
+
+/* shorten.c: shortens the longest string of fields in the answer o (the
+ * argv first to its first arguments, then one string) by about need bytes
+ * of result, keeping at least keep bytes and an ellipsis; shortened gets
+ * the field's name. Returns 1, or 0 when nothing is longer than keep. */
+int mcp_shorten(json_t *o, const char *const *fields, size_t need, size_t keep, json_t *shortened);
+/* The very last resort, a step at a time: leaves out o's null members and
+ * the empty lists of its important lines, then one member after another,
+ * least needed first (its name appended to left_out). Returns 1 if that
+ * changed anything. */
+int mcp_shorten_compact(json_t *o, json_t *left_out);
+
+/* ---- the Tasks utility and cancel (tasks.c, tool_cancel.c) ------------ */
+
+/* The MCP task status of a taskfs state (tasks.c: the call's status). */
+const char *mcp_task_status(tfs_state_t s);
+/* The MCP Task object of rec, in era (ttl/pollInterval or
+ * ttlMs/pollIntervalMs). */
+json_t *mcp_task_object(unsigned era, const tfs_record_t *rec);
+/* Reads params.taskId into rec (the record as stored, lost settled), or
+ * replies -32602 naming the id (and the store for one it does not hold)
+ * and returns -1. */
+int mcp_task_param(const mcp_req_t *r, json_t *params, tfs_record_t *rec);
+/* tasks/result payload: the CallToolResult of the (start) call, exactly as
+ * the plain call answers, with the related-task _meta (structured
+ * stolen). */
+json_t *mcp_task_payload(json_t *structured, const char *task_id);
+/* Records the stop request and parks until the task is terminal, replying
+ * as tasks/cancel (mcp_task) or as cancel_managed_task. Returns 1 if the
+ * task had already ended (rec filled; nothing replied), 0 if parked, -1 on
+ * error (msg filled; nothing replied). */
+int mcp_cancel_start(const mcp_req_t *r, const char *task_id, int mcp_task, tfs_record_t *rec,
+                     char *msg, size_t msglen);
+
+/* ---- paging (tool_list.c), shared by the three lists ------------------ */
+
+/* One page of tasks, newest first, older than the cursor (the last id of
+ * the previous page), over the core listing. cb gets each record kept. */
+typedef struct {
+  unsigned states; /* TFS_STATE_BIT()s; 0: every state */
+  size_t limit;    /* records kept */
+  tfs_list_cb cb;
+  void *arg;
+  /* filled by the page */
+  size_t total;              /* tasks in the store */
+  int capped;                /* the scan cap ended the page before limit */
+  char next[TFS_ID_MAX + 1]; /* the next page's cursor; "" after the last */
+} mcp_page_t;
+/* Returns 0, or -1 with what was wrong (a cursor this server never handed
+ * out, a store that cannot be listed) in err. */
+int mcp_page_run(mcp_server_t *srv, const char *cursor, mcp_page_t *pg, char *err, size_t errlen);
+/* Answers a protocol list (tasks/list, resources/list) with the page for
+ * params.cursor: {field: [...], nextCursor}, the array being what cb
+ * appends to its arg for each record; -32602 for a bad cursor. */
+void mcp_page_reply(const mcp_req_t *r, json_t *params, const char *field, size_t limit,
+                    tfs_list_cb cb);
+
+#endif /* TASKFS_MCP_INTERNAL_H */

@@ -1,0 +1,428 @@
+/* start_managed_task: its arguments (the default cwd is the client's
+ * first root, roots.c), then the core's start in its two steps: the task
+ * is created (or found by its key, a stranded one adopted) on the loop,
+ * and its supervisor launched on the thread pool with a store handle of
+ * the launch's own; the answer then waits like a read. A task-augmented
+ * call (legacy params.task; in 2026-07-28 a request that declared the
+ * tasks extension and launches a task) is answered with the task at once. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mcp/internal.h"
+#include "taskfs/supervise.h"
+#include "taskfs/text.h"
+
+#define START_WAIT_DEFAULT 1000
+
+/* What start needs, parsed and checked. */
+typedef struct {
+  char key[TFS_KEY_MAX + 1];
+  char **argv;
+  char cwd[PATH_MAX];
+  char **env;       /* NAME=VALUE */
+  char **env_names; /* NAME */
+  int rerun;
+  tfs_restart_t restart;
+  int64_t min_uptime_ms, grace_ms; /* -1: core's default */
+  int max_restarts;
+  int max_quick_restarts;
+  tfs_stderr_t stderr_mode; /* stderr: "merged" (default) or "split" */
+} start_args_t;
+
+static void start_args_free(start_args_t *sa) {
+  tfs_strv_free(sa->argv);
+  tfs_strv_free(sa->env);
+  tfs_strv_free(sa->env_names);
+}
+
+/* The parse steps return 0, -EINVAL with msg saying what to fix, or
+ * -ENOMEM with msg "out of memory". */
+static int no_memory(char *msg, size_t msglen) {
+  snprintf(msg, msglen, "out of memory");
+  return -ENOMEM;
+}
+
+static int parse_key(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  const char *key = json_string_value(json_object_get(args, "taskKey")); /* required */
+  if (!tfs_key_valid(key)) {
+    snprintf(msg, msglen,
+             "taskKey '%.64s' is not valid: use 1-128 characters of A-Z a-z 0-9 . _ : -", key);
+    return -EINVAL;
+  }
+  snprintf(sa->key, sizeof sa->key, "%s", key);
+  return 0;
+}
+
+/* command: an argv array, or a string run as /bin/sh -c string. */
+static int parse_command(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  json_t *cmd = json_object_get(args, "command");
+  if (json_is_string(cmd)) {
+    const char *sh[] = {"/bin/sh", "-c", json_string_value(cmd)};
+    if (!(sa->argv = calloc(4, sizeof *sa->argv)))
+      return no_memory(msg, msglen);
+    for (size_t i = 0; i < 3; i++)
+      if (!(sa->argv[i] = strdup(sh[i])))
+        return no_memory(msg, msglen);
+    return 0;
+  }
+  /* An array of strings with at least one (the schema); argv[0] names a
+   * program. */
+  size_t n = json_array_size(cmd);
+  if (!(sa->argv = calloc(n + 1, sizeof *sa->argv)))
+    return no_memory(msg, msglen);
+  for (size_t i = 0; i < n; i++) {
+    const char *a = json_string_value(json_array_get(cmd, i));
+    if (i == 0 && !*a) {
+      snprintf(msg, msglen, "command[0] must name a program (it is empty)");
+      return -EINVAL;
+    }
+    if (!(sa->argv[i] = strdup(a)))
+      return no_memory(msg, msglen);
+  }
+  return 0;
+}
+
+/* cwd given: an existing absolute directory. */
+static int parse_cwd(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  const char *c = json_string_value(json_object_get(args, "cwd"));
+  if (c[0] != '/') {
+    snprintf(msg, msglen, "cwd must be an absolute path (got %.200s)", c);
+    return -EINVAL;
+  }
+  struct stat st;
+  if (stat(c, &st) || !S_ISDIR(st.st_mode)) {
+    snprintf(msg, msglen, "cwd %.200s is not an existing directory; create it or pass another", c);
+    return -EINVAL;
+  }
+  snprintf(sa->cwd, sizeof sa->cwd, "%s", c);
+  return 0;
+}
+
+/* env: NAME: VALUE strings, for the process only (the record keeps the
+ * names). */
+static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  json_t *env = json_object_get(args, "env");
+  if (!json_is_object(env))
+    return 0;
+  size_t n = json_object_size(env), i = 0;
+  sa->env = calloc(n + 1, sizeof *sa->env);
+  sa->env_names = calloc(n + 1, sizeof *sa->env_names);
+  if (!sa->env || !sa->env_names)
+    return no_memory(msg, msglen);
+  const char *name;
+  json_t *val;
+  json_object_foreach(env, name, val) {
+    if (!tfs_env_name_valid(name)) {
+      snprintf(msg, msglen, "env name '%.64s' is not valid: use letters, digits and _", name);
+      return -EINVAL;
+    }
+    if (asprintf(&sa->env[i], "%s=%s", name, json_string_value(val)) < 0) {
+      sa->env[i] = NULL;
+      return no_memory(msg, msglen);
+    }
+    if (!(sa->env_names[i] = strdup(name)))
+      return no_memory(msg, msglen);
+    i++;
+  }
+  return 0;
+}
+
+/* Everything but cwd, which may come from the client's roots. */
+static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  memset(sa, 0, sizeof *sa);
+  int err;
+  if ((err = parse_key(args, sa, msg, msglen)) || (err = parse_command(args, sa, msg, msglen)) ||
+      (err = parse_env(args, sa, msg, msglen)))
+    return err;
+  sa->rerun = json_is_true(json_object_get(args, "rerun"));
+  const char *policy = json_string_value(json_object_get(args, "restart"));
+  sa->restart = TFS_RESTART_NO;
+  if (policy)
+    tfs_restart_parse(policy, &sa->restart); /* one of the schema's enum */
+  sa->min_uptime_ms = mcp_arg_i64(args, "minUptimeMs", -1);
+  sa->grace_ms = mcp_arg_i64(args, "graceMs", -1);
+  sa->max_restarts = (int)mcp_arg_i64(args, "maxRestarts", -1);
+  sa->max_quick_restarts = (int)mcp_arg_i64(args, "maxQuickRestarts", -1);
+  const char *se = json_string_value(json_object_get(args, "stderr"));
+  if (se)
+    tfs_stderr_parse(se, &sa->stderr_mode); /* one of the schema's enum */
+  return 0;
+}
+
+static void describe_conflict(mcp_server_t *srv, const char *key, char *msg, size_t msglen) {
+  char id[TFS_ID_MAX + 1];
+  tfs_record_t rec;
+  char cmd[300] = "";
+  if (tfs_key_lookup(mcp_store(srv), key, id) == 0 &&
+      tfs_task_load(mcp_store(srv), id, &rec) == 0) {
+    size_t o = 0;
+    for (int i = 0; i < rec.argc && o < sizeof cmd - 4; i++)
+      o += (size_t)snprintf(cmd + o, sizeof cmd - o, "%s%s", i ? " " : "", rec.argv[i]);
+    snprintf(msg, msglen,
+             "taskKey '%s' already names a different command or cwd (task %s: `%.200s` in %.200s); "
+             "choose another key, or read that task with read_managed_task",
+             key, id, cmd, rec.cwd ? rec.cwd : "?");
+    tfs_record_free(&rec);
+    return;
+  }
+  snprintf(msg, msglen, "taskKey '%s' already names a different command or cwd; choose another key",
+           key);
+}
+
+/* Step one: creates (or finds) the task, on the loop (no fork, no wait).
+ * Returns 0 with st filled, or -1 with msg. */
+static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, char *msg,
+                       size_t msglen) {
+  tfs_store_t *store = mcp_store(srv);
+  tfs_task_spec_t spec = {
+      .argv = sa->argv,
+      .cwd = sa->cwd,
+      .key = sa->key,
+      .env_names = sa->env_names,
+      .restart = sa->restart,
+      .min_uptime_ms = sa->min_uptime_ms,
+      .max_restarts = sa->max_restarts,
+      .crash_loop_exits = sa->max_quick_restarts >= 0 ? sa->max_quick_restarts + 1 : 0,
+      .grace_ms = sa->grace_ms,
+      .important_k = 0,
+      .rerun = sa->rerun,
+      .stderr_mode = sa->stderr_mode,
+  };
+  int err = tfs_task_start_create(store, &spec, st);
+  if (err == TFS_EKEYCONFLICT) {
+    describe_conflict(srv, sa->key, msg, msglen);
+    return -1;
+  }
+  if (err == -ENOSPC || err == -EDQUOT) {
+    /* Say which disk: the store's, not the cwd's or the server's. */
+    snprintf(msg, msglen,
+             "could not create the task: %s in %.300s (the store's file system is full); free "
+             "some space there and start it again",
+             err == -ENOSPC ? "no space left on device" : "disk quota exceeded",
+             tfs_store_path(store));
+    return -1;
+  }
+  if (err) {
+    snprintf(msg, msglen, "could not create the task in %.300s: %s", tfs_store_path(store),
+             tfs_strerror(err));
+    return -1;
+  }
+  return 0;
+}
+
+/* Step two runs on the libuv thread pool: tfs_task_start_launch forks (a
+ * threaded caller is fine: only async-signal-safe calls between fork and
+ * exec) and waits until the task leaves `queued` — a wait the loop must
+ * not sit through. It works on a store handle of its own: the loop's may
+ * be refreshed meanwhile (a store removed and recreated), which swaps and
+ * closes that handle's directory fds. */
+#define LAUNCH_WAIT_MS 10000
+typedef struct {
+  uv_work_t work;
+  mcp_req_t req;      /* kept while the launch runs */
+  int answer;         /* 0 when the reply was already sent (task-augmented) */
+  start_args_t sa;    /* owns the environment until the launch is done */
+  tfs_start_t st;     /* the start, from step one */
+  tfs_store_t *store; /* the launch's own handle */
+  mcp_read_t *ra;
+  int64_t wait_ms, t0;
+  int err;
+} launch_t;
+
+static void launch_free(launch_t *l) {
+  mcp_read_free(l->ra);
+  start_args_free(&l->sa);
+  tfs_start_free(&l->st);
+  tfs_store_close(l->store);
+  free(l);
+}
+
+static void launch_work(uv_work_t *work) {
+  launch_t *l = work->data;
+  tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
+  l->err = tfs_task_start_launch(l->store, &lo, &l->st);
+}
+
+static void launch_done(uv_work_t *work, int status) {
+  launch_t *l = work->data;
+  mcp_server_t *srv = l->req.srv;
+  const char *id = l->st.id;
+  if (l->err)
+    mcp_log(&l->req, MCP_LOG_ERROR, "starting the supervisor of %s failed: %s", id,
+            tfs_strerror(l->err));
+  if (l->answer && !l->req.sess->closed) {
+    if (l->err) {
+      mcp_tool_error(&l->req, "task %s was created but its supervisor could not be started: %s", id,
+                     tfs_strerror(l->err));
+    } else {
+      int64_t left = l->wait_ms - (tfs_now_ms() - l->t0);
+      mcp_read_park(&l->req, id, l->ra, left > 0 ? left : 0);
+      l->ra = NULL;
+    }
+  }
+  mcp_req_release(&l->req);
+  launch_free(l);
+  mcp_hold(srv, -1);
+}
+
+/* Runs step two on the thread pool; the answer (if any) follows in
+ * launch_done. Takes l. Without a handle of its own the launch cannot
+ * run: the task is then failed (never left queued) and the error is
+ * returned. */
+static int launch(const mcp_req_t *r, launch_t *l) {
+  int err = tfs_store_reopen(mcp_store(r->srv), &l->store);
+  if (err) {
+    tfs_task_fail_queued(mcp_store(r->srv), l->st.id, 127,
+                         "the MCP server could not open the store to launch it: %s",
+                         tfs_strerror(err));
+    return err;
+  }
+  mcp_req_keep(&l->req, r);
+  l->work.data = l;
+  mcp_hold(r->srv, 1);
+  if (uv_queue_work(mcp_loop(r->srv), &l->work, launch_work, launch_done)) {
+    /* Cannot happen with valid arguments; run it here rather than lose it. */
+    launch_work(&l->work);
+    launch_done(&l->work, 0);
+  }
+  return 0;
+}
+
+/* Task-augmented: the answer is the durable task, at once. Legacy tasks
+ * begin working (2025-11-25 lifecycle) even when the key named a task that
+ * has ended: the first tasks/get then reads its end. */
+static void reply_created(const mcp_req_t *r, const tfs_record_t *rec) {
+  if (r->era == MCP_ERA_MODERN) {
+    json_t *t = mcp_task_object(r->era, rec);
+    json_object_set_new(t, "resultType", json_string("task"));
+    mcp_reply(r, t);
+    return;
+  }
+  json_t *t = mcp_task_object(r->era, rec);
+  json_object_set_new(t, "status", json_string("working"));
+  mcp_reply(r, json_pack("{s:o}", "task", t));
+}
+
+/* Steps one and two once cwd is known; takes l. aug: answer with the task
+ * (legacy params.task). */
+static void start_run(const mcp_req_t *r, launch_t *l, int aug) {
+  char msg[1024];
+  if (create_task(r->srv, &l->sa, &l->st, msg, sizeof msg)) {
+    mcp_tool_error(r, "%s", msg);
+    launch_free(l);
+    return;
+  }
+  l->ra->is_start = 1;
+  l->ra->existing = l->st.existed;
+  /* 2026-07-28: the server decides; a task is made for what this call
+   * launches, when the request can take one. */
+  if (r->era == MCP_ERA_MODERN)
+    aug = (r->caps & MCP_CAP_TASKS) && l->st.launch;
+  if (aug) {
+    reply_created(r, &l->st.rec);
+    mcp_read_free(l->ra);
+    l->ra = NULL;
+  }
+  if (!l->st.launch) {
+    /* Nothing to launch: a plain call answers like a read of the task. */
+    if (!aug)
+      mcp_read_park(r, l->st.id, l->ra, 0);
+    l->ra = NULL;
+    launch_free(l);
+    return;
+  }
+  l->answer = !aug;
+  int err = launch(r, l);
+  if (err) {
+    if (!aug)
+      mcp_tool_error(r, "task %s was created but its supervisor could not be started: %s", l->st.id,
+                     tfs_strerror(err));
+    launch_free(l);
+  }
+}
+
+/* What waits for the client's roots: the start, and whether it is task
+ * augmented (params.task is not kept past the handler). */
+typedef struct {
+  launch_t *l;
+  int aug;
+} rooted_t;
+
+/* cwd defaults to the client's first root, else the server's. */
+static void on_root(const mcp_req_t *r, void *arg, const char *root, const char *why, int answer) {
+  rooted_t *rt = arg;
+  launch_t *l = rt->l;
+  int aug = rt->aug;
+  free(rt);
+  if (!answer) {
+    launch_free(l); /* nobody waits for the answer: nothing is started */
+    return;
+  }
+  if (mcp_closing(r->srv)) {
+    mcp_tool_error(r, "the server is shutting down; start the task again after reconnecting");
+    launch_free(l);
+    return;
+  }
+  if (root) {
+    snprintf(l->sa.cwd, sizeof l->sa.cwd, "%s", root);
+    l->ra->cwd_from = "root";
+  } else if (getcwd(l->sa.cwd, sizeof l->sa.cwd)) {
+    l->ra->cwd_from = "server";
+    if (why)
+      snprintf(l->ra->cwd_note, sizeof l->ra->cwd_note,
+               "%s; the server's working directory is used", why);
+  } else {
+    mcp_tool_error(r, "cannot determine the server's working directory; pass cwd");
+    launch_free(l);
+    return;
+  }
+  start_run(r, l, aug);
+}
+
+void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
+  char msg[1024];
+  launch_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  l->t0 = tfs_now_ms();
+  l->ra = mcp_read_new(r);
+  int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
+  if (!err && mcp_read_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
+    err = -EINVAL;
+  int has_cwd = json_is_string(json_object_get(args, "cwd"));
+  if (!err && has_cwd && !(err = parse_cwd(args, &l->sa, msg, sizeof msg)))
+    l->ra->cwd_from = "argument";
+  if (err) {
+    /* The same isError result whether or not the call was task-augmented:
+     * no task is made for arguments that cannot start one. */
+    if (err == -ENOMEM)
+      mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    else
+      mcp_tool_error(r, "%s", msg);
+    launch_free(l);
+    return;
+  }
+  if (has_cwd) {
+    start_run(r, l, task != NULL);
+    return;
+  }
+  rooted_t *rt = malloc(sizeof *rt);
+  if (!rt) {
+    mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
+    launch_free(l);
+    return;
+  }
+  rt->l = l;
+  rt->aug = task != NULL;
+  if (mcp_roots_first(r, params, on_root, rt)) {
+    free(rt); /* answered: input_required, or a malformed inputResponses */
+    launch_free(l);
+  }
+}

@@ -1,0 +1,280 @@
+/* The server's watch of the tasks its requests and subscriptions wait on:
+ * one core watch (tfs_watch_t: one inotify instance for any number of
+ * tasks) under a uv_poll_t, and one tick at tfs_watch_tick_ms() for what
+ * inotify cannot see (a supervisor that died changes no file; with
+ * TASKFS_NO_INOTIFY, or the user's inotify instances used up, the tick
+ * alone). Listeners name a task and what they want to hear of; the watch
+ * only ever says "look again", never what they will find.
+ *
+ * The loop's handles exist while anything is watched, so an idle server
+ * (and a server at its end) holds none; they live in a block of their own
+ * that their close callbacks free, never in the server. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/internal.h"
+
+typedef struct watched watched_t;
+
+struct mcp_listener {
+  mcp_listener_t *next;
+  watched_t *task;
+  unsigned what;
+  mcp_watch_fn fn;
+  void *arg;
+  int dead; /* removed while listeners were being told */
+};
+
+struct watched {
+  watched_t *next;
+  char id[TFS_ID_MAX + 1];
+  unsigned what; /* what the core watch is asked for: its listeners' union */
+  mcp_listener_t *listeners;
+};
+
+typedef struct {
+  uv_poll_t poll; /* on the inotify fd, when there is one */
+  uv_timer_t tick;
+  int has_poll;
+  int handles; /* still open; the block is freed at 0 */
+  int tick_ms;
+} uvside_t;
+
+struct mcp_watch {
+  tfs_watch_t *tw;
+  watched_t *tasks;
+  uvside_t *uv;
+  int telling; /* listeners are being called: removals only mark them */
+  int dead;    /* some listener is marked */
+  int said;    /* the watch limit was reported on stderr */
+};
+
+static void on_uv_closed(uv_handle_t *h) {
+  uvside_t *u = h->data;
+  if (--u->handles == 0)
+    free(u);
+}
+
+static void uv_side_close(mcp_watch_t *w) {
+  uvside_t *u = w->uv;
+  if (!u)
+    return;
+  w->uv = NULL;
+  u->handles = 1 + u->has_poll;
+  u->tick.data = u->poll.data = u;
+  if (u->has_poll)
+    uv_close((uv_handle_t *)&u->poll, on_uv_closed);
+  uv_close((uv_handle_t *)&u->tick, on_uv_closed);
+}
+
+/* ---- telling the listeners ------------------------------------------- */
+
+static void tell(mcp_watch_t *w, watched_t *t, unsigned what) {
+  w->telling++;
+  for (mcp_listener_t *l = t->listeners; l; l = l->next)
+    if (!l->dead && (what & (l->what | TFS_WATCH_GONE | MCP_WATCH_TICK)))
+      l->fn(l->arg, what);
+  w->telling--;
+}
+
+static watched_t *find(mcp_watch_t *w, const char *id) {
+  for (watched_t *t = w->tasks; t; t = t->next)
+    if (!strcmp(t->id, id))
+      return t;
+  return NULL;
+}
+
+static void sweep(mcp_server_t *srv);
+static void tick_update(mcp_server_t *srv);
+
+static void on_drained(const char *id, unsigned what, void *arg) {
+  mcp_watch_t *w = arg;
+  watched_t *t = id ? find(w, id) : NULL;
+  if (t)
+    tell(w, t, what);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  mcp_server_t *srv = h->data;
+  tfs_watch_drain(srv->watch->tw, on_drained, srv->watch);
+  sweep(srv);
+  /* A task dir that went away is watched by the tick alone from now. */
+  tick_update(srv);
+}
+
+static void on_tick(uv_timer_t *h) {
+  mcp_server_t *srv = h->data;
+  mcp_watch_t *w = srv->watch;
+  w->telling++;
+  for (watched_t *t = w->tasks; t; t = t->next)
+    tell(w, t, MCP_WATCH_TICK);
+  w->telling--;
+  sweep(srv);
+}
+
+/* The tick follows the core watch: 1 s while inotify sees every task,
+ * faster while some task is watched by the tick alone. */
+static void tick_update(mcp_server_t *srv) {
+  mcp_watch_t *w = srv->watch;
+  int ms = tfs_watch_tick_ms(w->tw);
+  if (w->uv && ms != w->uv->tick_ms) {
+    w->uv->tick_ms = ms;
+    uv_timer_start(&w->uv->tick, on_tick, (uint64_t)ms, (uint64_t)ms);
+  }
+}
+
+static int uv_side_open(mcp_server_t *srv) {
+  mcp_watch_t *w = srv->watch;
+  if (w->uv)
+    return 0;
+  uvside_t *u = calloc(1, sizeof *u);
+  if (!u)
+    return -ENOMEM;
+  uv_timer_init(srv->loop, &u->tick);
+  u->tick.data = srv;
+  int fd = tfs_watch_fd(w->tw);
+  if (fd >= 0 && uv_poll_init(srv->loop, &u->poll, fd) == 0) {
+    u->has_poll = 1;
+    u->poll.data = srv;
+    uv_poll_start(&u->poll, UV_READABLE, on_poll);
+  }
+  w->uv = u;
+  return 0;
+}
+
+/* ---- the listeners' tasks --------------------------------------------- */
+
+/* Asks the core watch for what t's live listeners want, or drops t when
+ * none is left. */
+static void task_update(mcp_server_t *srv, watched_t *t) {
+  mcp_watch_t *w = srv->watch;
+  unsigned what = 0;
+  for (mcp_listener_t *l = t->listeners; l; l = l->next)
+    what |= l->dead ? 0 : l->what;
+  if (!t->listeners) {
+    tfs_watch_remove(w->tw, t->id);
+    for (watched_t **pp = &w->tasks; *pp; pp = &(*pp)->next)
+      if (*pp == t) {
+        *pp = t->next;
+        break;
+      }
+    free(t);
+    return;
+  }
+  if (what == t->what)
+    return;
+  t->what = what;
+  int err = tfs_watch_add(w->tw, t->id, what);
+  if (err == -ENOSPC && !w->said) {
+    w->said = 1;
+    fprintf(stderr,
+            "taskfs mcp: the inotify watch limit is reached (fs.inotify.max_user_watches); "
+            "tasks beyond it are checked every %d ms\n",
+            tfs_watch_tick_ms(w->tw));
+  }
+}
+
+/* Unlinks and frees the listeners marked while they were being told. */
+static void sweep(mcp_server_t *srv) {
+  mcp_watch_t *w = srv->watch;
+  if (w->telling || !w->dead)
+    return;
+  w->dead = 0;
+  for (watched_t *t = w->tasks, *next; t; t = next) {
+    next = t->next;
+    int any = 0;
+    for (mcp_listener_t **pp = &t->listeners; *pp;) {
+      mcp_listener_t *l = *pp;
+      if (l->dead) {
+        *pp = l->next;
+        free(l);
+        any = 1;
+      } else {
+        pp = &l->next;
+      }
+    }
+    if (any)
+      task_update(srv, t);
+  }
+  if (!w->tasks)
+    uv_side_close(w);
+  else
+    tick_update(srv);
+}
+
+mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
+                              void *arg) {
+  mcp_watch_t *w = srv->watch;
+  if (!w || uv_side_open(srv))
+    return NULL;
+  watched_t *t = find(w, id);
+  if (!t && (t = calloc(1, sizeof *t))) {
+    snprintf(t->id, sizeof t->id, "%s", id);
+    t->next = w->tasks;
+    w->tasks = t;
+  }
+  mcp_listener_t *l = t ? calloc(1, sizeof *l) : NULL;
+  if (l) {
+    l->task = t;
+    l->what = what;
+    l->fn = fn;
+    l->arg = arg;
+    l->next = t->listeners;
+    t->listeners = l;
+  }
+  if (t)
+    task_update(srv, t); /* frees t if the listener could not be made */
+  if (w->tasks)
+    tick_update(srv);
+  else
+    uv_side_close(w);
+  return l;
+}
+
+void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l) {
+  if (!l)
+    return;
+  l->dead = 1;
+  srv->watch->dead = 1;
+  sweep(srv);
+}
+
+int mcp_watch_tick_ms(mcp_server_t *srv) {
+  return srv->watch ? tfs_watch_tick_ms(srv->watch->tw) : 1000;
+}
+
+int mcp_watch_open(mcp_server_t *srv) {
+  mcp_watch_t *w = calloc(1, sizeof *w);
+  if (!w || tfs_watch_open(srv->store, &w->tw)) {
+    free(w);
+    return -ENOMEM;
+  }
+  if (tfs_watch_fd(w->tw) < 0 && !tfs_watch_disabled())
+    fprintf(stderr,
+            "taskfs mcp: no inotify instance is left for this user "
+            "(fs.inotify.max_user_instances); waiting requests are checked every %d ms\n",
+            tfs_watch_tick_ms(w->tw));
+  srv->watch = w;
+  return 0;
+}
+
+void mcp_watch_close(mcp_server_t *srv) {
+  mcp_watch_t *w = srv->watch;
+  if (!w)
+    return;
+  uv_side_close(w);
+  while (w->tasks) {
+    watched_t *t = w->tasks;
+    w->tasks = t->next;
+    while (t->listeners) {
+      mcp_listener_t *l = t->listeners;
+      t->listeners = l->next;
+      free(l);
+    }
+    free(t);
+  }
+  tfs_watch_close(w->tw);
+  free(w);
+  srv->watch = NULL;
+}

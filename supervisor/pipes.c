@@ -1,0 +1,233 @@
+/* The worker's output pipes, read by libuv straight into the capture's
+ * line buffers (capture.c decides what goes to the transcript when): one
+ * pipe for the merged stream, two with stderr split.
+ *
+ * With two, while one stream is in the middle of a long line the other one is not
+ * read at all, so its bytes wait in its pipe. That wait is bounded: if the
+ * held stream has output waiting for HOLD_MAX_MS the long line is cut (a
+ * writer blocked on the full pipe may be what keeps the long line from
+ * ending). A pipe still open once the worker's tree is gone (a process
+ * outside the tree holds it) is closed after DRAIN_MS.
+ */
+#include "supervisor/sup.h"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+
+#define HOLD_MAX_MS 1000 /* a stream held back by a long line waits at most this */
+#define DRAIN_MS 1000    /* pipes still open once the tree is gone */
+/* A flood: a read that emptied the pipe less than PACE_GAP_NS after the
+ * one before. Reading then pauses for PACE_MS, so that the pipe (grown to
+ * PACE_PIPE) fills meanwhile and is read in large pieces: a writer of 4 KiB
+ * pieces no longer wakes the supervisor for each one. */
+#define PACE_GAP_NS 1000000
+#define PACE_MS 1
+#define PACE_PIPE (1 << 20)
+
+static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
+static void update_reading(sup_t *s);
+
+static int stream_of(sup_t *s, uv_handle_t *h) {
+  return h == (uv_handle_t *)&s->pipe[SUP_STDERR] ? SUP_STDERR : SUP_STDOUT;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  sup_t *s = h->data;
+  char *p;
+  size_t n;
+  sup_capture_space(&s->cap, stream_of(s, h), &p, &n);
+  buf->base = p;
+  buf->len = n;
+}
+
+/* Bytes waiting for stream i: in its pipe, or kept back in its buffer. */
+static int stream_waiting(sup_t *s, int i) {
+  int n = 0;
+  uv_os_fd_t fd;
+  if (s->cap.s[i].len)
+    return 1;
+  if (s->pipe_open[i] && uv_fileno((uv_handle_t *)&s->pipe[i], &fd) == 0 &&
+      ioctl(fd, FIONREAD, &n) == 0)
+    return n > 0;
+  return 0;
+}
+
+/* A stream has been held back for HOLD_MAX_MS behind the other stream's
+ * long line. If it has output waiting, its writer may be blocked on the
+ * full pipe, and the long line may never end because of that (one process
+ * writing both): the long line is cut (a '\n' the program did not write)
+ * so that the waiting stream can go on. */
+static void on_hold_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  int h = sup_capture_holder(&s->cap);
+  if (h < 0)
+    return;
+  if (!stream_waiting(s, !h)) {
+    uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
+    return;
+  }
+  if (!s->cap.cuts)
+    sup_log(s, "a long line on %s held %s back for %d ms: cut it (more cuts are not logged)",
+            h == SUP_STDERR ? "stderr" : "stdout", h == SUP_STDERR ? "stdout" : "stderr",
+            HOLD_MAX_MS);
+  sup_capture_cut(&s->cap);
+  sup_mark_dirty(s);
+  update_reading(s);
+}
+
+/* Writes what a stream kept back while the holder changes, until it stays
+ * the same; returns the holder (-1: none). */
+static int settle_holder(sup_t *s) {
+  int h;
+  for (int round = 0; round < 3; round++) {
+    h = sup_capture_holder(&s->cap);
+    for (int i = 0; i < 2; i++)
+      if (h < 0 || h == i)
+        sup_capture_pending(&s->cap, i);
+    if (sup_capture_holder(&s->cap) == h)
+      break;
+  }
+  return sup_capture_holder(&s->cap);
+}
+
+/* Reads only the streams that may write now: while one stream is in the
+ * middle of a long line the other one waits, its pipe unread; during a
+ * pause (a flood) none is read. */
+static void update_reading(sup_t *s) {
+  int h = settle_holder(s);
+  /* Only a stream that may have output waits behind the holder: with the
+   * merged stream there is none, and no hold to time. */
+  if (h < 0 || (!s->pipe_open[!h] && !s->cap.s[!h].len))
+    uv_timer_stop(&s->hold_timer);
+  else if (!uv_is_active((uv_handle_t *)&s->hold_timer))
+    uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
+  int paused = uv_is_active((uv_handle_t *)&s->pace_timer);
+  for (int i = 0; i < 2; i++) {
+    if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+      continue;
+    int want = !paused && (h < 0 || h == i);
+    if (want && !s->reading[i])
+      uv_read_start((uv_stream_t *)&s->pipe[i], on_alloc, on_read);
+    else if (!want && s->reading[i])
+      uv_read_stop((uv_stream_t *)&s->pipe[i]);
+    s->reading[i] = want;
+  }
+}
+
+static void on_pipe_closed(uv_handle_t *h) {
+  sup_t *s = h->data;
+  s->pipe_open[stream_of(s, h)] = 0;
+  sup_check_generation_end(s);
+}
+
+static void close_pipe(sup_t *s, int i) {
+  if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+    return;
+  uv_read_stop((uv_stream_t *)&s->pipe[i]);
+  s->reading[i] = 0;
+  sup_capture_eof(&s->cap, i);
+  uv_close((uv_handle_t *)&s->pipe[i], on_pipe_closed);
+}
+
+static void on_pace_timer(uv_timer_t *t) {
+  update_reading(t->data);
+}
+
+/* Grows the open pipes to PACE_PIPE, once: a pause is only safe when the
+ * pipe holds what the writer writes meanwhile (a 64 KiB one would stall
+ * it). An unprivileged user's pipe pages are limited
+ * (fs.pipe-user-pages-soft); a pipe that cannot grow means no pauses. */
+static int pipes_grown(sup_t *s) {
+  if (s->pacing_ok)
+    return s->pacing_ok > 0;
+  s->pacing_ok = 1;
+  for (int i = 0; i < 2; i++) {
+    uv_os_fd_t fd;
+    if (s->pipe_open[i] && uv_fileno((uv_handle_t *)&s->pipe[i], &fd) == 0 &&
+        fcntl(fd, F_SETPIPE_SZ, PACE_PIPE) < PACE_PIPE)
+      s->pacing_ok = -1;
+  }
+  return s->pacing_ok > 0;
+}
+
+/* After a read of n bytes that emptied pipe i (it was shorter than the
+ * space offered): pauses reading when reads come faster than one per
+ * PACE_GAP_NS. A pause that let the pipe fill to 3/4 (the writer may have
+ * waited) is not repeated for 100 ms. */
+static void pace(sup_t *s, int i, size_t n, size_t offered) {
+  uint64_t now = uv_hrtime(), last = s->last_read_ns[i];
+  s->last_read_ns[i] = now;
+  s->paced_bytes += n;
+  if (n >= offered)
+    return; /* the pipe has more: go on reading */
+  if (s->paced_bytes >= PACE_PIPE / 4 * 3)
+    s->calm_until_ns = now + 100000000;
+  s->paced_bytes = 0;
+  if (now - last < PACE_GAP_NS && now >= s->calm_until_ns && pipes_grown(s))
+    uv_timer_start(&s->pace_timer, on_pace_timer, PACE_MS, 0);
+}
+
+static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
+  sup_t *s = h->data;
+  int i = stream_of(s, (uv_handle_t *)h);
+  if (nread > 0) {
+    size_t offered = buf->len;
+    sup_capture_commit(&s->cap, i, (size_t)nread);
+    sup_mark_dirty(s);
+    pace(s, i, (size_t)nread, offered);
+  } else if (nread == UV_ENOBUFS)
+    ; /* held back: update_reading stops this pipe */
+  else if (nread < 0) {
+    close_pipe(s, i);
+    sup_mark_dirty(s); /* a final partial line may have been written */
+  }
+  update_reading(s);
+}
+
+static void on_drain_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  /* Some process outside the tree still holds a pipe: stop waiting. */
+  for (int i = 0; i < 2; i++)
+    close_pipe(s, i);
+  update_reading(s);
+}
+
+void sup_pipes_init(sup_t *s) {
+  uv_timer_init(&s->loop, &s->hold_timer);
+  uv_timer_init(&s->loop, &s->drain_timer);
+  uv_timer_init(&s->loop, &s->pace_timer);
+  s->hold_timer.data = s->drain_timer.data = s->pace_timer.data = s;
+}
+
+void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {
+  int fds[2] = {out_fd, err_fd};
+  s->pacing_ok = 0; /* new pipes: grown when a flood first needs it */
+  for (int i = 0; i < 2; i++) {
+    s->pipe_open[i] = s->reading[i] = 0;
+    if (fds[i] < 0) {
+      /* The merged stream: stderr has no pipe of its own. */
+      s->cap.s[i].eof = 1;
+      continue;
+    }
+    uv_pipe_init(&s->loop, &s->pipe[i], 0);
+    s->pipe[i].data = s;
+    uv_pipe_open(&s->pipe[i], fds[i]);
+    s->pipe_open[i] = 1;
+    s->reading[i] = 0;
+  }
+  update_reading(s);
+}
+
+int sup_pipes_wait(sup_t *s) {
+  if (!s->pipe_open[0] && !s->pipe_open[1])
+    return 0;
+  if (!uv_is_active((uv_handle_t *)&s->drain_timer))
+    uv_timer_start(&s->drain_timer, on_drain_timer, DRAIN_MS, 0);
+  return 1;
+}
+
+void sup_pipes_eof(sup_t *s) {
+  for (int i = 0; i < 2; i++)
+    if (s->pipe_open[i])
+      sup_capture_eof(&s->cap, i);
+}

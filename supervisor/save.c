@@ -1,0 +1,162 @@
+/* Saving the record: at once on every state change, the progress counters
+ * by a one-shot timer that output arms, aliveAt by a slow periodic check,
+ * and the final save that records the end.
+ *
+ * Each save is fsynced (tfs_task_save), so an idle supervisor must not save
+ * often: a thousand idle tasks would mean hundreds of fsyncs a second. A
+ * preallocated space-reserve file is deleted just before the final save,
+ * so the end lands even when the worker's output filled the disk.
+ */
+#include "supervisor/sup.h"
+#include "taskfs/cleanup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SAVE_TICK_MS 250     /* counters are saved at most this often */
+#define ALIVE_EVERY_MS 30000 /* aliveAt is refreshed at least this often */
+/* Space held back for the final record (TFS_FILE_SPACE_RESERVE): if the
+ * worker's output fills the disk, this file is deleted before the last
+ * save so the end still lands. */
+#define RESERVE_BYTES (128 * 1024)
+
+static void on_save_tick(uv_timer_t *t);
+
+void sup_save(sup_t *s) {
+  int64_t now = tfs_now_ms();
+  s->rec.lines = s->cap.lines;
+  s->rec.bytes = s->cap.bytes;
+  s->rec.alive_ms = now;
+  int err = tfs_task_save(s->store, &s->rec);
+  if (err) {
+    /* Retried on the next tick; logged at most every 10 s. */
+    s->save_failed = 1;
+    if (s->phase != PH_DONE && !uv_is_active((uv_handle_t *)&s->save_timer))
+      uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
+    if (now - s->last_log_ms > 10000) {
+      sup_log(s, "cannot save the record: %s (will retry)", tfs_strerror(err));
+      s->last_log_ms = now;
+    }
+    return;
+  }
+  s->save_failed = 0;
+  s->last_save_ms = now;
+  s->saved_lines = s->cap.lines;
+  s->saved_bytes = s->cap.bytes;
+  s->saved_important = s->rec.important.total;
+}
+
+/* Counters are saved by a one-shot timer armed by output (sup_mark_dirty):
+ * at most one save per SAVE_TICK_MS whatever the output rate, and no
+ * wake-up at all while the worker is quiet (a thousand idle supervisors
+ * must cost next to nothing). */
+static void on_save_tick(uv_timer_t *t) {
+  sup_t *s = t->data;
+  sup_capture_flush_side(&s->cap);
+  if (s->phase == PH_DONE)
+    return;
+  if (s->save_failed || s->cap.lines != s->saved_lines || s->cap.bytes != s->saved_bytes ||
+      s->rec.important.total != s->saved_important)
+    sup_save(s);
+  if (s->save_failed) /* retried on the next tick */
+    uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
+}
+
+void sup_mark_dirty(sup_t *s) {
+  if (s->phase != PH_DONE && !uv_is_active((uv_handle_t *)&s->save_timer))
+    uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
+}
+
+/* aliveAt: refreshed when no other save happened for ALIVE_EVERY_MS. */
+static void on_alive_tick(uv_timer_t *t) {
+  sup_t *s = t->data;
+  if (s->phase != PH_DONE && tfs_now_ms() - s->last_save_ms >= ALIVE_EVERY_MS - SAVE_TICK_MS)
+    sup_save(s);
+}
+
+void sup_save_init(sup_t *s) {
+  uv_timer_init(&s->loop, &s->save_timer);
+  uv_timer_init(&s->loop, &s->alive_timer);
+  s->save_timer.data = s->alive_timer.data = s;
+  uv_timer_start(&s->alive_timer, on_alive_tick, ALIVE_EVERY_MS, ALIVE_EVERY_MS);
+}
+
+void sup_reserve_make(sup_t *s) {
+  int fd TFS_AUTOCLOSE =
+      sup_open_file(s->store, s->id, TFS_FILE_SPACE_RESERVE, O_WRONLY | O_CREAT | O_TRUNC);
+  if (fd < 0)
+    return;
+  int err = posix_fallocate(fd, 0, RESERVE_BYTES);
+  if (err)
+    sup_log(s, "cannot reserve space for the final record: %s", strerror(err));
+}
+
+static void release_reserve(sup_t *s) {
+  tfs_task_file_remove(s->store, s->id, TFS_FILE_SPACE_RESERVE);
+}
+
+/* Adds to the reason what the transcript lost, if anything. */
+static void note_dropped(sup_t *s, char *reason, size_t size) {
+  if (!s->cap.dropped)
+    return;
+  size_t l = strlen(reason);
+  snprintf(reason + l, size - l,
+           "; %" PRId64 " bytes of output were lost: the transcript could not be written (%s)",
+           s->cap.dropped,
+           s->cap.last_err == -ENOSPC ? "the disk is full" : strerror(-s->cap.last_err));
+}
+
+/* The one write that must land: retried for 5 s. */
+static void save_final(sup_t *s) {
+  for (int attempt = 0; attempt < 50; attempt++) {
+    sup_save(s);
+    if (!s->save_failed)
+      break;
+    usleep(100 * 1000);
+  }
+}
+
+static void close_walk(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+/* Records the task's end, clears the stop request, and lets the loop run
+ * out by closing every handle. */
+void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
+  if (s->phase == PH_DONE)
+    return;
+  s->phase = PH_DONE;
+  char reason[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  sup_pipes_eof(s);
+  sup_capture_flush_side(&s->cap);
+  note_dropped(s, reason, sizeof reason);
+  s->rec.state = state;
+  s->rec.ended_ms = tfs_now_ms();
+  tfs_record_set_reason(&s->rec, "%s", reason);
+  release_reserve(s);
+  /* Gone before the record says ended, so nobody sees an ended task with
+   * a doorbell (a later ring gets ENOENT, which is fine). */
+  sup_doorbell_close(s);
+  if (s->stopping) {
+    free(s->rec.cancel_by);
+    s->rec.cancel_by = strdup(s->stop_by);
+    s->rec.cancel_ms = s->stop_at;
+  }
+  save_final(s);
+  sup_log(s, "task %s: %s", tfs_state_name(state), reason);
+  /* The request has been acted on: a later run under the same key must not
+   * inherit it. */
+  tfs_cancel_clear(s->store, s->id);
+  uv_walk(&s->loop, close_walk, NULL);
+}

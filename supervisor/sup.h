@@ -1,0 +1,152 @@
+/* The supervisor process (`taskfs supervise`): its state and the steps its
+ * files share. One sup_t per process, owned by tfs_supervise_main() for the
+ * whole run; every libuv handle in it points back at it through ->data.
+ *
+ *   supervise.c  the verb: options, taking the task, the loop, the end
+ *   env.c        the worker's environment, read from the launcher's memfd
+ *   spawn.c      forking and exec'ing a worker, its start errors
+ *   sentinel.c   the child that stops the group should we die
+ *   pipes.c      the worker's output pipes (one, or two with stderr split) into the capture
+ *   reap.c       SIGCHLD: reaping, leftovers, the end of a generation
+ *   restart.c    the restart policy: finish, restart, back off
+ *   stop.c       stop requests: doorbell, poll, signals, grace, SIGKILL
+ *   save.c       record saves, aliveAt, the final save
+ */
+#ifndef TASKFS_SUPERVISOR_SUP_H
+#define TASKFS_SUPERVISOR_SUP_H
+
+#include "supervisor/internal.h"
+
+#include <uv.h>
+
+/* Where a worker generation stands. */
+typedef enum {
+  PH_START,    /* no worker yet */
+  PH_RUNNING,  /* a worker runs */
+  PH_DRAINING, /* the worker was reaped; its tree or pipes are not done */
+  PH_BACKOFF,  /* waiting to start the next worker */
+  PH_DONE      /* the end is recorded; the loop runs out */
+} sup_phase_t;
+
+typedef struct {
+  uv_loop_t loop;
+  tfs_store_t *store;
+  const char *id;
+  tfs_record_t rec;
+  sup_phase_t phase;
+  int lock_fd, tx_fd, side_fd, devnull;
+  sup_capture_t cap;
+
+  /* pipes.c */
+  uv_pipe_t pipe[2];
+  int pipe_open[2]; /* initialized and not yet closed */
+  int reading[2];
+  uv_timer_t hold_timer, drain_timer;
+  uv_timer_t pace_timer; /* while it runs, no pipe is read (a flood) */
+  int pacing_ok;         /* the pipes were made large enough to pause */
+  uint64_t last_read_ns[2];
+  uint64_t calm_until_ns; /* no pause before this (the pipe nearly filled) */
+  size_t paced_bytes;     /* read since the last pause ended */
+
+  /* spawn.c, sentinel.c, reap.c: the current worker */
+  uv_signal_t sigchld;
+  pid_t worker;
+  pid_t sentinel;    /* this worker's sentinel (our child), or 0 */
+  char **worker_env; /* environ plus the overrides from --env-fd, or NULL */
+  char *env_buf;     /* the "NAME=VALUE\0" records worker_env points into */
+  int worker_reaped;
+  int worker_status;
+  int exit_requested; /* a stop had been requested when the worker exited */
+  int tree_empty;
+  int leftovers_signalled;
+  int64_t worker_started_ms, worker_ended_ms;
+  tfs_memcg_t worker_memcg; /* its memory cgroup's events when it started */
+
+  /* stop.c */
+  uv_signal_t sigterm, sigint;
+  uv_timer_t poll_timer, kill_timer;
+  uv_poll_t bell_poll;
+  int bell_fd;
+  int stopping;
+  char stop_by[512];
+  int64_t stop_at;
+  int killed; /* SIGKILL was needed */
+
+  /* restart.c */
+  uv_timer_t backoff_timer;
+  int quick_in_row;
+  int64_t backoff_ms;
+  int64_t restart_at_ms; /* the next worker starts no sooner */
+
+  /* save.c */
+  uv_timer_t save_timer, alive_timer;
+  int64_t saved_lines, saved_bytes, saved_important, last_save_ms;
+  int save_failed;
+  int64_t last_log_ms;
+} sup_t;
+
+/* supervise.c: a line in supervisor.log (the supervisor's stderr). */
+void sup_log(sup_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* env.c: reads the "NAME=VALUE\0" records from fd (then closes it) and
+ * builds the worker's environment: ours with them applied, in
+ * s->worker_env (pointing into s->env_buf). 0 or a negative errno. */
+int sup_env_read(sup_t *s, int fd);
+
+/* spawn.c: fork() with every signal blocked across it: until a child has
+ * reset the handlers, a signal would run libuv's handler there and write
+ * into the pipe libuv shares with this process. The parent's mask is
+ * restored (errno kept); the child returns 0 with every signal blocked
+ * and sets its own mask. */
+pid_t sup_fork(void);
+/* spawn.c: starts a worker (the first or a restart) and records it
+ * running; a worker that cannot start ends the task failed. */
+void sup_start_worker(sup_t *s);
+
+/* sentinel.c */
+void sup_sentinel_start(sup_t *s);
+void sup_sentinel_end(sup_t *s);
+
+/* pipes.c */
+void sup_pipes_init(sup_t *s);
+/* Takes the read ends of the worker's stdout and stderr (err_fd -1: the
+ * merged stream, stdout's pipe carries both). */
+void sup_pipes_open(sup_t *s, int out_fd, int err_fd);
+/* 1 while a pipe is still open; arms the drain timer that closes it. */
+int sup_pipes_wait(sup_t *s);
+/* Ends both streams in the capture (the task is ending). */
+void sup_pipes_eof(sup_t *s);
+
+/* reap.c */
+void sup_reap_init(sup_t *s);
+/* Ends the generation once the worker is reaped, no descendant is left
+ * and both pipes are done. */
+void sup_check_generation_end(sup_t *s);
+
+/* restart.c */
+void sup_restart_init(sup_t *s);
+/* The generation is over: records the exit, then finishes the task or
+ * schedules the next worker. */
+void sup_generation_end(sup_t *s);
+
+/* stop.c */
+/* Sets up stop requests: SIGTERM/SIGINT to us, the doorbell, the poll. */
+void sup_stop_init(sup_t *s);
+/* Looks for a stop request; via names the path that looked. */
+void sup_check_cancel(sup_t *s, const char *via);
+/* Starts the grace period, then SIGKILL rounds until the tree is gone. */
+void sup_arm_kill(sup_t *s);
+void sup_doorbell_close(sup_t *s);
+
+/* save.c */
+void sup_save_init(sup_t *s);
+/* Saves the record now (a failed save is retried by the save timer). */
+void sup_save(sup_t *s);
+/* Output arrived: a save is due within the save tick. */
+void sup_mark_dirty(sup_t *s);
+void sup_reserve_make(sup_t *s);
+/* Records the task's end and lets the loop run out. */
+void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,27 @@
+# Helpers of the shell tests (tests/test_*.sh, tests/deb-smoke.sh), sourced
+# by each: counted checks, a wait for a condition, and the closing line.
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# check WHAT COMMAND...: one check, passed when COMMAND succeeds.
+check() {
+  what=$1
+  shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
+# wait_for SECONDS COMMAND...: polls every 50 ms until COMMAND succeeds.
+wait_for() {
+  n=$(($1 * 20))
+  shift
+  while [ "$n" -gt 0 ]; do
+    "$@" 2>/dev/null && return 0
+    sleep 0.05
+    n=$((n - 1))
+  done
+  return 1
+}
+# The closing line CI reads; the exit status of the test.
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}

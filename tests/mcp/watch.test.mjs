@@ -1,0 +1,48 @@
+// Waiting on the server's watch, with inotify and without it
+// (TASKFS_NO_INOTIFY=1: the watch's tick alone): a long-poll wakes on the
+// end and, with untilPattern, on output; subscriptions are told of
+// transcript growth and of record changes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { makeStore, call } from './helpers.mjs';
+
+for (const [mode, env] of [['inotify', {}], ['no inotify', { TASKFS_NO_INOTIFY: '1' }]]) {
+  test(`long-polls wake on output and on the end (${mode})`, async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect({ env });
+    await call(client, 'start_managed_task', {
+      taskKey: 'w', command: 'echo starting; sleep 1; echo "ready now"; sleep 1; echo bye', waitMs: 0,
+    });
+    const m = await call(client, 'read_managed_task', { taskKey: 'w', untilPattern: '^ready', waitMs: 40000 });
+    assert.equal(m.structuredContent.timedOut, false);
+    assert.equal(m.structuredContent.match.text, 'ready now');
+    const e = await call(client, 'read_managed_task', { taskKey: 'w', waitMs: 40000 });
+    assert.equal(e.structuredContent.state, 'completed');
+    assert.equal(e.structuredContent.timedOut, false);
+    assert.deepEqual(e.structuredContent.tail.slice(-1), ['bye']);
+  });
+
+  test(`subscriptions hear of output and of record changes (${mode})`, async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect({ env });
+    const s = await call(client, 'start_managed_task', {
+      taskKey: 'sub', command: 'sleep 1; echo one; sleep 1; echo two', waitMs: 0,
+    });
+    const id = s.structuredContent.taskId;
+    const seen = new Set();
+    let wake;
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { seen.add(n.params.uri); wake?.(); });
+    const record = `taskfs://tasks/${id}/record`, transcript = `taskfs://tasks/${id}/transcript`;
+    await client.subscribeResource({ uri: transcript });
+    await client.subscribeResource({ uri: record });
+    const r = await call(client, 'read_managed_task', { taskId: id, waitMs: 40000 });
+    assert.equal(r.structuredContent.state, 'completed');
+    // The end is a record change; the last notification may be on its way.
+    const deadline = Date.now() + 20000;
+    while (!(seen.has(record) && seen.has(transcript)) && Date.now() < deadline)
+      await new Promise((res) => { wake = res; setTimeout(res, 500); });
+    assert.ok(seen.has(transcript), 'transcript growth was notified');
+    assert.ok(seen.has(record), 'a record change was notified');
+  });
+}

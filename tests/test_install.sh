@@ -1,0 +1,55 @@
+#!/bin/sh
+# `make install` and `make uninstall` with PREFIX and DESTDIR: what lands
+# where, the systemd unit with the installed path, and an uninstall that
+# leaves no file and no empty directory that install made (but keeps every
+# directory that was there before). Run by `make test` from the top of the
+# tree; MAKE names the make to use.
+set -eu
+MAKE=${MAKE:-make}
+top=$(pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-install-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/helpers/check.sh"
+mk() { $MAKE -s -C "$top" "$@" >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log"; return 1; }; }
+
+# 1. A staging tree, as a package build does it.
+x=$tmp/x
+mkdir "$x"
+check "make install DESTDIR PREFIX=/usr" mk install DESTDIR="$x" PREFIX=/usr
+check "the binary is in bin and runs" sh -c "'$x/usr/bin/taskfs' --version | grep -q '^taskfs '"
+unit=$x/usr/lib/systemd/user/taskfs-mount.service
+check "the mount unit runs the installed path" grep -q '^ExecStart=/usr/bin/taskfs mount --foreground' "$unit"
+check "no template placeholder is left" sh -c "! grep -q @ '$unit'"
+check "docs in share/doc/taskfs" test -f "$x/usr/share/doc/taskfs/README.md" -a -f "$x/usr/share/doc/taskfs/mount.md"
+check "MCP host configs in share/doc/taskfs/mcp" test -f "$x/usr/share/doc/taskfs/mcp/claude_desktop_config.json"
+check "modes: binary 0755, the rest 0644" sh -c "[ \$(stat -c %a '$x/usr/bin/taskfs') = 755 ] && [ \$(stat -c %a '$unit') = 644 ]"
+check "make install twice" mk install DESTDIR="$x" PREFIX=/usr
+check "make uninstall with the same variables" mk uninstall DESTDIR="$x" PREFIX=/usr
+left=$(find "$x" -mindepth 1)
+check "uninstall leaves nothing (left: ${left:-nothing})" test -z "$left"
+
+# 2. Directories that were there before install stay, and so do others' files.
+y=$tmp/y
+mkdir -p "$y/usr/local/bin" "$y/usr/local/share/doc/other"
+echo keep >"$y/usr/local/share/doc/other/file"
+check "make install into existing directories" mk install DESTDIR="$y"
+check "the default PREFIX is /usr/local" test -x "$y/usr/local/bin/taskfs"
+check "make uninstall" mk uninstall DESTDIR="$y"
+check "the directories that existed are kept" test -d "$y/usr/local/bin" -a -f "$y/usr/local/share/doc/other/file"
+left=$(cd "$y" && find . -mindepth 1 | sort | tr '\n' ' ')
+want="./usr ./usr/local ./usr/local/bin ./usr/local/share ./usr/local/share/doc ./usr/local/share/doc/other ./usr/local/share/doc/other/file "
+check "nothing else is left (left: $left)" test "$left" = "$want"
+
+# 3. As a user, into a home: user units go where systemd looks in a home.
+h=$tmp/home
+mkdir "$h"
+check "make install PREFIX=~/.local" mk install HOME="$h" PREFIX="$h/.local"
+check "the user unit is in ~/.local/share/systemd/user" \
+  grep -q "^ExecStart=$h/.local/bin/taskfs mount" "$h/.local/share/systemd/user/taskfs-mount.service"
+check "make uninstall PREFIX=~/.local" mk uninstall HOME="$h" PREFIX="$h/.local"
+left=$(find "$h" -mindepth 1)
+check "uninstall leaves the home as it was (left: ${left:-nothing})" test -z "$left"
+
+# The units in the build tree follow the PREFIX of the last make again.
+mk all >/dev/null 2>&1 || true
+finish
