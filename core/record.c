@@ -17,6 +17,7 @@ void tfs_record_init(tfs_record_t *rec) {
   rec->max_restarts = -1;
   rec->max_quick_restarts = 5;
   rec->grace_ms = 5000;
+  rec->exec.queue_wait_ms = -1;
   tfs_important_init(&rec->important, TFS_IMPORTANT_K_DEFAULT);
 }
 
@@ -39,6 +40,10 @@ void tfs_record_free(tfs_record_t *rec) {
   free(rec->supervisor_host);
   free(rec->cancel_by);
   tfs_important_free(&rec->important);
+  tfs_executor_clear_job(&rec->exec);
+  tfs_strv_free(rec->exec.options);
+  rec->exec.options = NULL;
+  rec->exec.noptions = 0;
   rec->argv = rec->env_names = NULL;
   rec->cwd = rec->reason = rec->supervisor_exe = rec->supervisor_host = rec->cancel_by = NULL;
   rec->argc = rec->env_count = 0;
@@ -81,6 +86,30 @@ int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cw
   rec->argc = n;
   rec->cwd = c;
   return 0;
+}
+
+int tfs_record_set_engine(tfs_record_t *rec, tfs_engine_t engine, char *const options[]) {
+  char **v = NULL;
+  int n = 0, err;
+  if (engine != TFS_ENGINE_LOCAL && engine != TFS_ENGINE_SLURM)
+    return -EINVAL;
+  if (options && options[0] && (err = dup_strv(options, &v, &n)))
+    return err;
+  tfs_strv_free(rec->exec.options);
+  rec->exec.engine = engine;
+  rec->exec.options = v;
+  rec->exec.noptions = n;
+  return 0;
+}
+
+void tfs_executor_clear_job(tfs_executor_t *ex) {
+  char **f[] = {&ex->job_id,     &ex->job_name,  &ex->job_state,
+                &ex->job_reason, &ex->partition, &ex->nodes};
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+    free(*f[i]);
+    *f[i] = NULL;
+  }
+  ex->queue_wait_ms = -1;
 }
 
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name) {

@@ -118,6 +118,14 @@ typedef enum { TFS_STDERR_MERGED = 0, TFS_STDERR_SPLIT } tfs_stderr_t;
 const char *tfs_stderr_name(tfs_stderr_t m); /* "merged", "split" */
 int tfs_stderr_parse(const char *name, tfs_stderr_t *out);
 
+/* Where the worker runs: local (the default), a child of the supervisor on
+ * this machine; slurm, a Slurm job the supervisor runs through srun (its
+ * output, stop and exit come back through srun: supervisor/exec_slurm.c). */
+typedef enum { TFS_ENGINE_LOCAL = 0, TFS_ENGINE_SLURM } tfs_engine_t;
+
+const char *tfs_engine_name(tfs_engine_t e); /* "local", "slurm" */
+int tfs_engine_parse(const char *name, tfs_engine_t *out);
+
 /* ---- important lines --------------------------------------------------- */
 
 /* What made a line important. 0 means "not important". */
@@ -215,6 +223,21 @@ typedef struct {
   int requested; /* 1 if a stop request caused this exit */
 } tfs_exit_t;
 
+/* The executor of a task and, for a cluster engine, its current (or last)
+ * job: record.json's "executor". Strings are NULL while unknown. */
+typedef struct {
+  tfs_engine_t engine;
+  char **options; /* the engine's options (srun's), NULL-terminated or NULL */
+  int noptions;
+  char *job_id;     /* Slurm's job id */
+  char *job_name;   /* the name it was submitted under */
+  char *job_state;  /* Slurm's JobState: PENDING, RUNNING, COMPLETED, TIMEOUT, ... */
+  char *job_reason; /* Slurm's reason: why it pends, or why it ended */
+  char *partition;
+  char *nodes;           /* node list */
+  int64_t queue_wait_ms; /* start minus submit time; -1 until it started */
+} tfs_executor_t;
+
 typedef struct {
   char id[TFS_ID_MAX + 1];
   char key[TFS_KEY_MAX + 1]; /* "" if none */
@@ -259,6 +282,7 @@ typedef struct {
   int64_t bytes;
   tfs_stderr_t stderr_mode; /* how stderr was captured (records without it: split) */
   tfs_important_t important;
+  tfs_executor_t exec; /* records without it: local */
 } tfs_record_t;
 
 /* Initializes an empty record (state queued, exit_code -1, default policy:
@@ -273,6 +297,10 @@ int tfs_record_parse(const char *json, size_t len, tfs_record_t *rec, char *err,
 /* Sets argv/cwd/env names (copies). */
 int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cwd);
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name);
+/* Sets the executor's engine and its options (copies; NULL: none). */
+int tfs_record_set_engine(tfs_record_t *rec, tfs_engine_t engine, char *const options[]);
+/* Forgets the job fields of an executor (a new job is on its way). */
+void tfs_executor_clear_job(tfs_executor_t *ex);
 int tfs_record_set_reason(tfs_record_t *rec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine): a
@@ -384,6 +412,8 @@ typedef struct {
    * end the restarts: the record's max_quick_restarts + 1, so at least 1
    * (never restart a quick exit); 0: default (6). */
   int crash_loop_exits;
+  tfs_engine_t engine;           /* 0: local, the default */
+  char *const *engine_options;   /* the engine's options (srun's); NULL: none */
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
