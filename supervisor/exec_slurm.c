@@ -38,7 +38,7 @@
 
 extern char **environ;
 
-#define POLL_FIRST_MS 20     /* until the job shows up in squeue */
+#define POLL_FIRST_MS 100    /* until the job shows up in squeue */
 #define POLL_PENDING_MS 1000 /* while it pends */
 #define HELPER_MS 3000       /* the longest a client may take */
 #define GONE_WAIT_MS 10000   /* after a stop: the job leaving squeue */
