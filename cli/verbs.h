@@ -13,6 +13,7 @@ int cmd_path(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_supervise(int argc, char **argv);
 
 #endif

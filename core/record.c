@@ -17,6 +17,10 @@ void tfs_record_init(tfs_record_t *rec) {
   rec->max_restarts = -1;
   rec->max_quick_restarts = 5;
   rec->grace_ms = 5000;
+  tfs_limits_init(&rec->limits);
+  tfs_usage_init(&rec->usage);
+  for (int i = 0; i < TFS_LAST_EXITS; i++)
+    tfs_usage_init(&rec->exits[i].use);
   rec->exec.queue_wait_ms = -1;
   tfs_important_init(&rec->important, TFS_IMPORTANT_K_DEFAULT);
 }
@@ -40,6 +44,7 @@ void tfs_record_free(tfs_record_t *rec) {
   free(rec->supervisor_host);
   free(rec->cancel_by);
   tfs_important_free(&rec->important);
+  tfs_limits_free(&rec->limits);
   tfs_executor_clear_job(&rec->exec);
   tfs_strv_free(rec->exec.options);
   rec->exec.options = NULL;

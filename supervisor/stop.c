@@ -67,6 +67,12 @@ static void request_stop(sup_t *s, const char *by, int64_t at) {
     sup_finish(s, TFS_CANCELLED, "stop requested by %s; no worker was running", s->stop_by);
     return;
   }
+  sup_stop_tree(s);
+}
+
+/* The executor asks the task to end (locally SIGTERM and SIGCONT to the
+ * tree), then the grace period. */
+void sup_stop_tree(sup_t *s) {
   s->exec->stop(s);
   sup_arm_kill(s);
 }
