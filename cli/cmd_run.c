@@ -11,7 +11,9 @@
  * environment, --env-file FILE, or --env NAME=VALUE, which every local
  * user can read on this command line) travel to the supervisor in a
  * memfd, never on a command line or on disk; the record keeps their
- * names. */
+ * names. --on slurm runs CMD as a Slurm job (supervisor/exec_slurm.c); the
+ * supervisor checks the cluster, so an unreachable one fails the task with
+ * its reason, as a command that cannot start does. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -73,6 +75,10 @@ static const char usage_text[] =
     "                        (setrlimit, soft and hard; mem: the tree's memory cgroup\n"
     "                        where one can be made; none lifts a store default)\n"
     CLI_SCHED_USAGE
+    "  --on ENGINE           where CMD runs: local (default), or slurm: as a Slurm\n"
+    "                        job through srun, its output streamed back\n"
+    "  --slurm-opt ARG       one srun option for the job, its value in the same\n"
+    "                        argument (--slurm-opt=--partition=debug; repeatable)\n"
     "  --wait                wait for the task to end; exit with its exit code\n"
     "  --follow              print its output until it ends; exit with its exit code\n"
     "  --state-dir DIR       use the store in DIR\n"
@@ -107,6 +113,8 @@ enum {
   OPT_LIMIT,
   OPT_WAIT,
   OPT_FOLLOW,
+  OPT_ON,
+  OPT_SLURM_OPT,
 };
 
 /* Makes dir absolute without requiring it to exist: a missing directory is
@@ -137,6 +145,8 @@ typedef struct {
   cli_sched_t sched; /* --queue, --after, --delay, --at, --stdin */
   tfs_limits_t limits; /* --timeout, --limit */
   char why[1024];      /* a refusal of the limits, in core's words */
+  char **engine_opts; /* --slurm-opt, NULL-terminated (the strings are argv's) */
+  int nopts;
 } run_args_t;
 
 static int run_args_init(run_args_t *a, int argc) {
@@ -160,6 +170,7 @@ static void run_args_free(run_args_t *a) {
   free(a->cwd);
   cli_sched_free(&a->sched);
   tfs_limits_free(&a->limits);
+  free(a->engine_opts);
 }
 
 /* Keeps one NAME=VALUE (len: the name's length) for the supervisor's
@@ -348,6 +359,19 @@ static int run_option(run_args_t *a, int c, const char *arg) {
       return cli_usage_error("run", "--stderr is merged or split, not '%s'",
                              cli_quote(arg, q, sizeof q));
     return CLI_EXIT_OK;
+  case OPT_ON:
+    if (tfs_engine_parse(arg, &a->spec.engine))
+      return cli_usage_error("run", "--on is local or slurm, not '%s'", cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
+  case OPT_SLURM_OPT: {
+    char **v = realloc(a->engine_opts, (size_t)(a->nopts + 2) * sizeof *v);
+    if (!v)
+      return cli_usage_error("run", "out of memory");
+    v[a->nopts++] = (char *)arg;
+    v[a->nopts] = NULL;
+    a->engine_opts = v;
+    return CLI_EXIT_OK;
+  }
   case OPT_WAIT:
     a->wait = 1;
     return CLI_EXIT_OK;
@@ -374,6 +398,12 @@ static int run_operands(run_args_t *a, int argc, char **argv) {
     return cli_usage_error("run", "--wait and --follow exclude each other (--follow also waits)");
   if (a->spec.rerun && !a->spec.key)
     return cli_usage_error("run", "--rerun only makes sense with --key");
+  if (a->nopts && a->spec.engine != TFS_ENGINE_SLURM)
+    return cli_usage_error("run", "--slurm-opt needs --on slurm");
+  char why[512];
+  if (tfs_engine_options_check(a->spec.engine, a->engine_opts, why, sizeof why))
+    return cli_usage_error("run", "%s", why);
+  a->spec.engine_options = a->engine_opts;
   a->cwd = absolute_dir(a->cwd_arg ? a->cwd_arg : ".");
   if (!a->cwd) {
     cli_error("run", "cannot tell the current directory (%s); pass --cwd DIR", strerror(errno));
@@ -437,9 +467,13 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
     cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
     return CLI_EXIT_NOSTART;
   }
-  if (st->rec.state == TFS_QUEUED && st->rec.supervisor_pid > 0)
+  /* Queued with a worker: an engine holds it (a pending Slurm job), which
+   * is started as far as run is concerned; with only its supervisor it
+   * waits for its queue, dependencies or start time. */
+  int engine_holds = st->rec.worker_pid > 0;
+  if (st->rec.state == TFS_QUEUED && !engine_holds && st->rec.supervisor_pid > 0)
     cli_say_queued("run", store, &st->rec);
-  else if (st->rec.state == TFS_QUEUED)
+  else if (st->rec.state == TFS_QUEUED && !engine_holds)
     cli_error("run",
               "task %s has not started yet (its supervisor is slow); 'taskfs show %s' "
               "tells when it does",
@@ -493,6 +527,8 @@ int cmd_run(int argc, char **argv) {
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
       CLI_SCHED_OPTIONS,
+      {"on", required_argument, NULL, OPT_ON},
+      {"slurm-opt", required_argument, NULL, OPT_SLURM_OPT},
       {NULL, 0, NULL, 0},
   };
   /* In order: options end at CMD, so CMD's own options are never taken. */

@@ -51,6 +51,8 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   if (spec->grace_ms >= 0)
     rec.grace_ms = spec->grace_ms;
   rec.stderr_mode = spec->stderr_mode == TFS_STDERR_SPLIT ? TFS_STDERR_SPLIT : TFS_STDERR_MERGED;
+  if ((err = tfs_record_set_engine(&rec, spec->engine, spec->engine_options)))
+    goto out;
   if (spec->important_k > 0 && spec->important_k != rec.important.k) {
     tfs_important_free(&rec.important);
     if ((err = tfs_important_init(&rec.important, spec->important_k)))

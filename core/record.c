@@ -21,6 +21,7 @@ void tfs_record_init(tfs_record_t *rec) {
   tfs_usage_init(&rec->usage);
   for (int i = 0; i < TFS_LAST_EXITS; i++)
     tfs_usage_init(&rec->exits[i].use);
+  rec->exec.queue_wait_ms = -1;
   tfs_important_init(&rec->important, TFS_IMPORTANT_K_DEFAULT);
 }
 
@@ -45,6 +46,10 @@ void tfs_record_free(tfs_record_t *rec) {
   free(rec->cancel_by);
   tfs_important_free(&rec->important);
   tfs_limits_free(&rec->limits);
+  tfs_executor_clear_job(&rec->exec);
+  tfs_strv_free(rec->exec.options);
+  rec->exec.options = NULL;
+  rec->exec.noptions = 0;
   rec->argv = rec->env_names = rec->after = NULL;
   rec->nafter = 0;
   rec->cwd = rec->reason = rec->supervisor_exe = rec->supervisor_host = rec->cancel_by = NULL;
@@ -99,6 +104,30 @@ int tfs_record_set_after(tfs_record_t *rec, char *const after[]) {
   rec->after = v;
   rec->nafter = n;
   return 0;
+}
+
+int tfs_record_set_engine(tfs_record_t *rec, tfs_engine_t engine, char *const options[]) {
+  char **v = NULL;
+  int n = 0, err;
+  if (engine != TFS_ENGINE_LOCAL && engine != TFS_ENGINE_SLURM)
+    return -EINVAL;
+  if (options && options[0] && (err = dup_strv(options, &v, &n)))
+    return err;
+  tfs_strv_free(rec->exec.options);
+  rec->exec.engine = engine;
+  rec->exec.options = v;
+  rec->exec.noptions = n;
+  return 0;
+}
+
+void tfs_executor_clear_job(tfs_executor_t *ex) {
+  char **f[] = {&ex->job_id,     &ex->job_name,  &ex->job_state,
+                &ex->job_reason, &ex->partition, &ex->nodes};
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+    free(*f[i]);
+    *f[i] = NULL;
+  }
+  ex->queue_wait_ms = -1;
 }
 
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name) {

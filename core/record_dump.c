@@ -516,6 +516,44 @@ static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   close_(w, '}');
 }
 
+/* executor {engine, options, job}: job {id, name, step, state, reason,
+ * partition, nodes, queueWaitMs} once the engine has submitted one (the
+ * step is the job's first, <id>.0: srun makes one per job). */
+static void dump_executor(jw_t *w, const tfs_executor_t *ex) {
+  key(w, "executor");
+  open_(w, '{');
+  key(w, "engine");
+  str(w, tfs_engine_name(ex->engine));
+  key(w, "options");
+  strv(w, ex->options);
+  key(w, "job");
+  if (ex->job_id || ex->job_name) {
+    char step[80];
+    snprintf(step, sizeof step, "%.60s.0", ex->job_id ? ex->job_id : "");
+    open_(w, '{');
+    key(w, "id");
+    str(w, ex->job_id);
+    key(w, "name");
+    str(w, ex->job_name);
+    key(w, "step");
+    str(w, ex->job_id ? step : NULL);
+    key(w, "state");
+    str(w, ex->job_state);
+    key(w, "reason");
+    str(w, ex->job_reason);
+    key(w, "partition");
+    str(w, ex->partition);
+    key(w, "nodes");
+    str(w, ex->nodes);
+    key(w, "queueWaitMs");
+    num_or_null(w, ex->queue_wait_ms >= 0, ex->queue_wait_ms);
+    close_(w, '}');
+  } else {
+    puts_(w, "null");
+  }
+  close_(w, '}');
+}
+
 char *tfs_record_dump(const tfs_record_t *rec) {
   jw_t w = {0};
   open_(&w, '{');
@@ -532,6 +570,7 @@ char *tfs_record_dump(const tfs_record_t *rec) {
   dump_restart(&w, rec);
   dump_limits(&w, rec);
   dump_counters(&w, rec);
+  dump_executor(&w, &rec->exec);
   close_(&w, '}');
   /* A trailing newline makes `cat record.json` friendly. */
   put(&w, "\n", 1);

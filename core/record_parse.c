@@ -604,6 +604,35 @@ static int parse_usage(perr_t *p, int j, tfs_record_t *rec) {
   return get_int(p, o, "queuedMs", 0, INT64_MAX, &rec->queued_ms);
 }
 
+static int is_engine(const char *s, void *out) {
+  return tfs_engine_parse(s, out) == 0;
+}
+
+/* executor {engine, options, job {...}}: all optional (records before it
+ * are local); job.step is derived from the id and not read back. */
+static int parse_executor(perr_t *p, int j, tfs_executor_t *ex) {
+  int o, job, err;
+  if ((err = get_obj(p, j, "executor", &o)) || o < 0)
+    return err;
+  int v = opt(p, o, "engine");
+  if (v >= 0) {
+    int ok = check_str(p, v, is_engine, &ex->engine);
+    if (ok <= 0)
+      return ok < 0 ? -ENOMEM : bad(p, "engine", "expected local|slurm");
+  }
+  if ((err = get_strv(p, o, "options", &ex->options, &ex->noptions)) ||
+      (err = get_obj(p, o, "job", &job)) || job < 0)
+    return err;
+  if ((err = get_str(p, job, "id", &ex->job_id)) ||
+      (err = get_str(p, job, "name", &ex->job_name)) ||
+      (err = get_str(p, job, "state", &ex->job_state)) ||
+      (err = get_str(p, job, "reason", &ex->job_reason)) ||
+      (err = get_str(p, job, "partition", &ex->partition)) ||
+      (err = get_str(p, job, "nodes", &ex->nodes)))
+    return err;
+  return get_int(p, job, "queueWaitMs", 0, INT64_MAX, &ex->queue_wait_ms);
+}
+
 static int parse_doc(perr_t *p, tfs_record_t *rec) {
   int e = parse_identity(p, 0, rec);
   if (!e)
@@ -622,6 +651,8 @@ static int parse_doc(perr_t *p, tfs_record_t *rec) {
     e = parse_usage(p, 0, rec);
   if (!e)
     e = parse_counters(p, 0, rec);
+  if (!e)
+    e = parse_executor(p, 0, &rec->exec);
   return e;
 }
 

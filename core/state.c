@@ -1,4 +1,4 @@
-/* Names of task states, restart policies and stderr modes, as written in
+/* Names of task states, restart policies, stderr modes and engines, as written in
  * record.json. One table per kind, one lookup for all. */
 #include "core/internal.h"
 
@@ -8,6 +8,7 @@ static const char *const state_names[] = {"queued",    "running", "completed", "
                                           "cancelled", "lost",    "paused"};
 static const char *const restart_names[] = {"no", "on-failure", "always"};
 static const char *const stderr_names[] = {"merged", "split"};
+static const char *const engine_names[] = {"local", "slurm"};
 
 static const char *name_of(const char *const *names, size_t n, unsigned i) {
   return i < n ? names[i] : "unknown";
@@ -38,6 +39,7 @@ static int index_of(const char *const *names, size_t n, const char *name) {
 NAMED(tfs_state_t, state, state_names)
 NAMED(tfs_restart_t, restart, restart_names)
 NAMED(tfs_stderr_t, stderr, stderr_names)
+NAMED(tfs_engine_t, engine, engine_names)
 
 int tfs_state_terminal(tfs_state_t s) {
   return s == TFS_COMPLETED || s == TFS_FAILED || s == TFS_CANCELLED || s == TFS_LOST;

@@ -36,6 +36,8 @@ typedef struct {
   int restart_on_timeout;
   tfs_limits_t limits; /* timeoutMs, limits */
   char why[1024];      /* core's words for limits it refused */
+  tfs_engine_t engine;      /* executor: "local" (default) or "slurm" */
+  char **engine_opts;       /* slurmOptions */
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -44,6 +46,7 @@ static void start_args_free(start_args_t *sa) {
   tfs_strv_free(sa->env_names);
   mcp_sched_free(&sa->sched);
   tfs_limits_free(&sa->limits);
+  tfs_strv_free(sa->engine_opts);
 }
 
 /* The parse steps return 0, -EINVAL with msg saying what to fix, or
@@ -138,6 +141,32 @@ static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   return 0;
 }
 
+/* executor and slurmOptions, checked by the supervisor library's rule. */
+static int parse_executor(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  const char *ex = json_string_value(json_object_get(args, "executor"));
+  json_t *opts = json_object_get(args, "slurmOptions");
+  if (ex)
+    tfs_engine_parse(ex, &sa->engine); /* one of the schema's enum */
+  size_t n = json_array_size(opts);
+  if (n && sa->engine != TFS_ENGINE_SLURM) {
+    snprintf(msg, msglen, "slurmOptions need executor \"slurm\"");
+    return -EINVAL;
+  }
+  if (!n)
+    return 0;
+  if (!(sa->engine_opts = calloc(n + 1, sizeof *sa->engine_opts)))
+    return no_memory(msg, msglen);
+  for (size_t i = 0; i < n; i++)
+    if (!(sa->engine_opts[i] = strdup(json_string_value(json_array_get(opts, i)))))
+      return no_memory(msg, msglen);
+  char why[512];
+  if (tfs_engine_options_check(sa->engine, sa->engine_opts, why, sizeof why)) {
+    snprintf(msg, msglen, "%s", why);
+    return -EINVAL;
+  }
+  return 0;
+}
+
 /* timeoutMs (the schema bounds it) and limits {NAME: "2G" | integer},
  * read by core's parser as taskfs run --limit NAME=VALUE, so that both
  * faces accept and refuse the same (an unknown name, a bad value). */
@@ -191,7 +220,7 @@ static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t ms
   const char *se = json_string_value(json_object_get(args, "stderr"));
   if (se)
     tfs_stderr_parse(se, &sa->stderr_mode); /* one of the schema's enum */
-  return 0;
+  return parse_executor(args, sa, msg, msglen);
 }
 
 static void describe_conflict(mcp_server_t *srv, const char *key, char *msg, size_t msglen) {
@@ -239,6 +268,8 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .limits = &sa->limits,
       .why = sa->why,
       .whylen = sizeof sa->why,
+      .engine = sa->engine,
+      .engine_options = sa->engine_opts,
   };
   sa->why[0] = 0;
   int err = tfs_task_start_create(store, &spec, st);

@@ -109,6 +109,10 @@ static int reload(tfs_store_t *store, const char *id, tfs_record_t *rec, tfs_sta
   int err = tfs_task_load(store, id, &cur);
   if (err == 0) {
     *state = cur.state;
+    /* A worker started while the task stays queued: an engine holds it
+     * (a pending job); it is started as far as the launch goes. */
+    if (cur.state == TFS_QUEUED && cur.worker_pid > 0)
+      *state = TFS_RUNNING;
     if (rec) {
       tfs_record_free(rec);
       *rec = cur;

@@ -54,11 +54,15 @@ void sup_restart_init(sup_t *s) {
 static void describe_exit(sup_t *s, char *buf, size_t len) {
   tfs_memcg_t now = s->worker_memcg; /* the same cgroup, read again */
   tfs_memcg_read(0, &now);
+  size_t n = 0;
+  if (s->end_note[0])
+    n = (size_t)snprintf(buf, len, "%s; ", s->end_note);
   /* A worker its own tree's stop (a stop request, its timeout) ended was
    * not ended by a limit. */
-  tfs_exit_describe_limits(s->worker_status, &s->worker_memcg, &now,
-                           s->stopping || s->timed_out ? NULL : &s->rec.limits, s->worker_cpu_ms,
-                           s->killed, buf, len);
+  if (n < len)
+    tfs_exit_describe_limits(s->worker_status, &s->worker_memcg, &now,
+                             s->stopping || s->timed_out ? NULL : &s->rec.limits,
+                             s->worker_cpu_ms, s->killed, buf + n, len - n);
 }
 
 /* Appends the worker's exit to the record's last exits (the oldest falls
@@ -89,7 +93,7 @@ static tfs_exit_t record_exit(sup_t *s) {
 static void finish_stopped(sup_t *s, const char *desc) {
   int st = s->worker_status;
   if (!s->exit_requested) {
-    int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    int ok = !s->end_failed && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     sup_finish(s, ok ? TFS_COMPLETED : TFS_FAILED,
                "%s; then a stop request by %s ended the processes it left behind", desc,
                s->stop_by);
@@ -120,7 +124,8 @@ static void finish_timed_out(sup_t *s, const char *desc) {
  * worker's own end: completed after exit 0, else failed). */
 static int restarts_end(sup_t *s, int quick, const char *desc) {
   int st = s->worker_status;
-  tfs_state_t end = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? TFS_COMPLETED : TFS_FAILED;
+  tfs_state_t end =
+      !s->end_failed && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? TFS_COMPLETED : TFS_FAILED;
   if (!quick) {
     s->quick_in_row = 0;
     s->backoff_ms = BACKOFF_FIRST_MS;
@@ -161,6 +166,7 @@ static void schedule_restart(sup_t *s, int64_t uptime_ms, int quick) {
 }
 
 void sup_generation_end(sup_t *s) {
+  s->exec->describe(s); /* the engine's own account of the end */
   tfs_exit_t ex = record_exit(s);
   int st = s->worker_status;
   char desc[512];
@@ -174,7 +180,7 @@ void sup_generation_end(sup_t *s) {
     finish_timed_out(s, desc);
     return;
   }
-  int failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  int failed = s->end_failed || !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   int again = s->timed_out || s->rec.restart == TFS_RESTART_ALWAYS ||
               (s->rec.restart == TFS_RESTART_ON_FAILURE && failed);
   if (!again) {

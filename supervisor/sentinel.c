@@ -7,6 +7,9 @@
  * the worker), but what it left in its group would run on. So the sentinel
  * sleeps until the kernel tells it its parent died (its own death signal),
  * then stops the group it knows from memory: SIGTERM, a grace, SIGKILL.
+ * Before that it runs the executor's cleanup command, if it set one (a
+ * Slurm job's scancel: a job whose client died may run on, or still be
+ * pending, and only the controller can end it).
  *
  * The sentinel is itself a member of that group (set by both sides of the
  * fork, while the worker, unreaped, still holds it), so the group id
@@ -136,14 +139,44 @@ static void leave_kicker(int keep, char *const *kick) {
     setpgid(k, k);
 }
 
+/* Runs the executor's cleanup command (a Slurm job's scancel), if any,
+ * and waits up to SENTINEL_GRACE_MAX_MS for it: a fork and an execve,
+ * async-signal-safe, on an argv prepared before the sentinel was forked.
+ * It runs in the group, so the group's last SIGKILL would end it too. */
+static void run_cleanup(char *const *cmd, char *const *env) {
+  if (!cmd || !cmd[0])
+    return;
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execve(cmd[0], cmd, env);
+    _exit(127);
+  }
+  for (int waited = 0; pid > 0 && waited < SENTINEL_GRACE_MAX_MS; waited += 20) {
+    if (waitpid(pid, NULL, WNOHANG) != 0)
+      return;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* The sentinel's body. It runs on the memory it shares with us: no
  * allocation, no stdio, only system calls, so it dirties a page or two of
  * stack. Every signal stays blocked (the group's SIGTERM included; a stray
  * signal is checked against getppid() and ignored). It acts only as a
  * member of the group, which is what keeps the group id from being
  * recycled: if it could not join, it signals nothing. */
-static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, int64_t grace_ms,
-                                                    int keep, char *const *kick) {
+static void __attribute__((noreturn)) sentinel_main(const sup_t *s, pid_t parent, pid_t pgid,
+                                                    int64_t grace_ms, int keep,
+                                                    char *const *kick) {
   /* Every fd goes but the slot's (keep; -1: none). */
   int failed = keep < 0 ? close_range(0, ~0U, 0) < 0
                         : (keep > 0 && close_range(0, (unsigned)keep - 1, 0) < 0) ||
@@ -164,6 +197,8 @@ static void __attribute__((noreturn)) sentinel_main(pid_t parent, pid_t pgid, in
   }
   if (getpgrp() != pgid)
     _exit(0);
+  /* First the engine's own cleanup: a cluster job outlives its client. */
+  run_cleanup(s->sentinel_cmd, s->spawn_env ? s->spawn_env : environ);
   kill(-pgid, SIGTERM);
   kill(-pgid, SIGCONT); /* a stopped process would not see SIGTERM */
   if (grace_ms > SENTINEL_GRACE_MAX_MS)
@@ -187,7 +222,7 @@ void sup_sentinel_start(sup_t *s) {
   char *const *kick = sup_sched_kick_argv(s);
   pid_t pid = sup_fork();
   if (pid == 0)
-    sentinel_main(self, s->worker, s->rec.grace_ms, slot, kick);
+    sentinel_main(s, self, s->worker, s->rec.grace_ms, slot, kick);
   if (pid < 0) {
     sup_log(s,
             "cannot start the sentinel of worker %d (%s): should this supervisor be killed, "

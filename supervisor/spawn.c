@@ -72,9 +72,9 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
   } else {
     /* The overrides apply here only; execvp then also searches an
      * overridden PATH, as the worker's own environment says. */
-    if (s->worker_env)
-      environ = s->worker_env;
-    execvp(s->rec.argv[0], s->rec.argv);
+    if (s->spawn_env)
+      environ = s->spawn_env;
+    execvp(s->spawn_argv[0], s->spawn_argv);
     e.stage = STAGE_EXEC;
   }
   e.err = errno;
@@ -168,7 +168,7 @@ static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p) {
  * could not start and returns -1. */
 static int spawn_worker(sup_t *s, char *why, size_t whylen) {
   pipes_t p __attribute__((cleanup(pipes_close))) = {{-1, -1}, {-1, -1}, {-1, -1}};
-  const char *cmd = s->rec.argv[0];
+  const char *cmd = s->spawn_argv[0];
   int split = s->rec.stderr_mode == TFS_STDERR_SPLIT;
   if (pipe2(p.out, O_CLOEXEC) < 0 || (split && pipe2(p.err, O_CLOEXEC) < 0) ||
       pipe2(p.stp, O_CLOEXEC) < 0) {
@@ -194,7 +194,10 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
 
 void sup_start_worker(sup_t *s) {
   char why[1024];
-  if (spawn_worker(s, why, sizeof why) < 0) {
+  s->end_note[0] = 0;
+  s->end_failed = 0;
+  s->kill_round = 0;
+  if (s->exec->spawn(s, why, sizeof why) < 0 || spawn_worker(s, why, sizeof why) < 0) {
     sup_log(s, "%s", why);
     s->rec.exit_code = 127;
     s->rec.signal = 0;
@@ -202,11 +205,13 @@ void sup_start_worker(sup_t *s) {
     return;
   }
   s->phase = PH_RUNNING;
-  if (s->rec.state != TFS_RUNNING) {
+  /* An engine may hold the task queued (a pending job): it records
+   * running itself when the job starts. */
+  if (s->exec->started(s) && s->rec.state != TFS_RUNNING) {
     s->rec.state = TFS_RUNNING;
     s->rec.started_ms = s->worker_started_ms;
   }
   sup_limits_worker_started(s);
-  sup_log(s, "worker %d started", (int)s->worker);
+  sup_log(s, "worker %d started (%s)", (int)s->worker, tfs_engine_name(s->rec.exec.engine));
   sup_save(s);
 }

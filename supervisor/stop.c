@@ -3,9 +3,10 @@
  * A request is the cancel file (core/cancel.c). It is noticed three ways:
  * the doorbell FIFO that tfs_cancel_request() rings, a slow poll of the
  * cancel file (for one written by hand), and SIGTERM/SIGINT to the
- * supervisor itself. Acting on it: SIGTERM and SIGCONT to the worker's
- * process group and every descendant, then after the grace period SIGKILL
- * rounds every KILL_REPEAT_MS until the tree is gone.
+ * supervisor itself. Acting on it is the executor's (executor.h): locally
+ * SIGTERM and SIGCONT to the worker's process group and every descendant,
+ * then after the grace period SIGKILL rounds every KILL_REPEAT_MS until the
+ * tree is gone.
  */
 #include "supervisor/sup.h"
 #include "taskfs/cleanup.h"
@@ -32,7 +33,7 @@
  * only while the worker is unreaped: its zombie pins the group id, so the
  * id cannot have been recycled. Descendants are found in /proc; the
  * sentinel is spared. */
-static void signal_tree(sup_t *s, int sig) {
+void sup_signal_tree(sup_t *s, int sig) {
   if (s->worker > 0 && !s->worker_reaped)
     kill(-s->worker, sig);
   sup_kill_descendants(sig, s->sentinel);
@@ -44,7 +45,7 @@ static void on_kill_timer(uv_timer_t *t) {
     if (!s->killed)
       sup_log(s, "grace period of %" PRId64 " ms over: SIGKILL", s->rec.grace_ms);
     s->killed = 1;
-    signal_tree(s, SIGKILL);
+    s->exec->kill(s, ++s->kill_round);
   }
 }
 
@@ -69,9 +70,10 @@ static void request_stop(sup_t *s, const char *by, int64_t at) {
   sup_stop_tree(s);
 }
 
+/* The executor asks the task to end (locally SIGTERM and SIGCONT to the
+ * tree), then the grace period. */
 void sup_stop_tree(sup_t *s) {
-  signal_tree(s, SIGTERM);
-  signal_tree(s, SIGCONT); /* a stopped process would not see SIGTERM */
+  s->exec->stop(s);
   sup_arm_kill(s);
 }
 

@@ -15,12 +15,15 @@
  *                queue slot; the slot's release at the end
  *   control.c    control requests: pause, resume, signals
  *   stdin.c      the worker's stdin, fed from the task's stdin FIFO
+ *   command.c    short helper commands (an engine's client), bounded in time
+ *   exec_*.c     the executors (executor.h): local, slurm
  *   limits.c     the worker's limits, its timeout, what each run used
  *   cgroup.c     the memory cgroup of the tree, where one can be made
  */
 #ifndef TASKFS_SUPERVISOR_SUP_H
 #define TASKFS_SUPERVISOR_SUP_H
 
+#include "supervisor/executor.h"
 #include "supervisor/internal.h"
 
 #include <limits.h>
@@ -36,7 +39,7 @@ typedef enum {
   PH_DONE      /* the end is recorded; the loop runs out */
 } sup_phase_t;
 
-typedef struct {
+typedef struct sup_s {
   uv_loop_t loop;
   tfs_store_t *store;
   const char *id;
@@ -69,6 +72,15 @@ typedef struct {
   int leftovers_signalled;
   int64_t worker_started_ms, worker_ended_ms;
   tfs_memcg_t worker_memcg; /* its memory cgroup's events when it started */
+
+  /* executor.h: the task's executor and what its spawn set up */
+  const sup_executor_t *exec;
+  char **spawn_argv;   /* what the worker execs */
+  char **spawn_env;    /* its environment; NULL: ours */
+  char **sentinel_cmd; /* argv (argv[0] a path) the sentinel runs should we die */
+  char end_note[1024]; /* describe's words on the end, or "" */
+  int end_failed;      /* describe says the task failed, whatever the exit */
+  int kill_round;
 
   /* stop.c */
   uv_signal_t sigterm, sigint;
@@ -126,6 +138,18 @@ pid_t sup_fork(void);
 /* spawn.c: starts a worker (the first or a restart) and records it
  * running; a worker that cannot start ends the task failed. */
 void sup_start_worker(sup_t *s);
+
+/* command.c: runs argv (argv[0] a path) with env (NULL: ours), its stdout
+ * and stderr into out (NUL-terminated, cut to outlen), for at most
+ * timeout_ms. Returns its exit code (128+N for signal N), -ETIMEDOUT (it
+ * was killed), or another negative errno. */
+int sup_command(char *const argv[], char *const env[], int timeout_ms, char *out, size_t outlen);
+/* Finds name on the PATH of env (NULL: ours) into out; 0 or -ENOENT. */
+int sup_find_program(const char *name, char *const *env, char *out, size_t len);
+
+/* stop.c: signals the worker's group (while unreaped) and every
+ * descendant but the sentinel. */
+void sup_signal_tree(sup_t *s, int sig);
 
 /* sentinel.c */
 void sup_sentinel_start(sup_t *s);

@@ -202,6 +202,7 @@ static int take_task(sup_t *s, const char *dir) {
   }
   if (!s->rec.argv || !s->rec.argv[0] || !s->rec.argv[0][0])
     return fail_setup(s, "the task has no command");
+  s->exec = sup_executor_for(s->rec.exec.engine);
   return -1;
 }
 
@@ -311,6 +312,7 @@ int tfs_supervise_main(int argc, char **argv) {
   memset(s, 0, sizeof *s);
   s->id = a.id;
   s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->bell_fd = -1;
+  s->exec = &sup_exec_local;
   s->cg_procs_fd = -1;
   rc = prepare(s, &a);
   if (rc < 0) {

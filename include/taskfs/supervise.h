@@ -69,6 +69,12 @@ int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_la
                    tfs_start_t *st);
 void tfs_start_free(tfs_start_t *st);
 
+/* Checks an engine's options (`taskfs run --slurm-opt`, MCP slurmOptions)
+ * before a task is made of them: 0, or -EINVAL with why in words (an
+ * option of srun's that taskfs sets itself, or one that would stop the
+ * output streaming back; local takes none). The supervisor checks again. */
+int tfs_engine_options_check(tfs_engine_t engine, char *const *opts, char *why, size_t whylen);
+
 /* The body of the hidden `taskfs supervise` verb. Returns an exit code. */
 int tfs_supervise_main(int argc, char **argv);
 

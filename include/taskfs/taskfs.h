@@ -131,6 +131,14 @@ typedef enum { TFS_STDERR_MERGED = 0, TFS_STDERR_SPLIT } tfs_stderr_t;
 const char *tfs_stderr_name(tfs_stderr_t m); /* "merged", "split" */
 int tfs_stderr_parse(const char *name, tfs_stderr_t *out);
 
+/* Where the worker runs: local (the default), a child of the supervisor on
+ * this machine; slurm, a Slurm job the supervisor runs through srun (its
+ * output, stop and exit come back through srun: supervisor/exec_slurm.c). */
+typedef enum { TFS_ENGINE_LOCAL = 0, TFS_ENGINE_SLURM } tfs_engine_t;
+
+const char *tfs_engine_name(tfs_engine_t e); /* "local", "slurm" */
+int tfs_engine_parse(const char *name, tfs_engine_t *out);
+
 /* ---- important lines --------------------------------------------------- */
 
 /* What made a line important. 0 means "not important". */
@@ -232,6 +240,21 @@ typedef struct {
   tfs_usage_t use; /* what this run used */
 } tfs_exit_t;
 
+/* The executor of a task and, for a cluster engine, its current (or last)
+ * job: record.json's "executor". Strings are NULL while unknown. */
+typedef struct {
+  tfs_engine_t engine;
+  char **options; /* the engine's options (srun's), NULL-terminated or NULL */
+  int noptions;
+  char *job_id;     /* Slurm's job id */
+  char *job_name;   /* the name it was submitted under */
+  char *job_state;  /* Slurm's JobState: PENDING, RUNNING, COMPLETED, TIMEOUT, ... */
+  char *job_reason; /* Slurm's reason: why it pends, or why it ended */
+  char *partition;
+  char *nodes;           /* node list */
+  int64_t queue_wait_ms; /* start minus submit time; -1 until it started */
+} tfs_executor_t;
+
 typedef struct {
   char id[TFS_ID_MAX + 1];
   char key[TFS_KEY_MAX + 1]; /* "" if none */
@@ -302,6 +325,7 @@ typedef struct {
   int nafter;
   int64_t not_before_ms; /* 0: none */
   int with_stdin;
+  tfs_executor_t exec; /* records without it: local */
 } tfs_record_t;
 
 /* Initializes an empty record (state queued, exit_code -1, default policy:
@@ -318,6 +342,10 @@ int tfs_record_set_command(tfs_record_t *rec, char *const argv[], const char *cw
 int tfs_record_add_env_name(tfs_record_t *rec, const char *name);
 /* Sets the ids the task starts after (copies; NULL or empty: none). */
 int tfs_record_set_after(tfs_record_t *rec, char *const after[]);
+/* Sets the executor's engine and its options (copies; NULL: none). */
+int tfs_record_set_engine(tfs_record_t *rec, tfs_engine_t engine, char *const options[]);
+/* Forgets the job fields of an executor (a new job is on its way). */
+void tfs_executor_clear_job(tfs_executor_t *ex);
 int tfs_record_set_reason(tfs_record_t *rec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Frees a NULL-terminated vector of malloc'ed strings (NULL is fine): a
@@ -465,6 +493,8 @@ typedef struct {
   char *why;                  /* may be NULL: the words of a refusal that
                                  needs them (TFS_ELIMIT, TFS_ECONFIG) */
   size_t whylen;
+  tfs_engine_t engine;           /* 0: local, the default */
+  char *const *engine_options;   /* the engine's options (srun's); NULL: none */
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
