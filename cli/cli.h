@@ -150,6 +150,11 @@ int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t
  * "1h"); returns buf. */
 const char *cli_format_duration(int64_t ms, char *buf, size_t len);
 
+/* Parses a duration: a number with an optional unit ms, s, m or h ("500ms",
+ * "10s", "5m", "1h"; a bare number is seconds) into milliseconds; returns
+ * 0 or -1. */
+int cli_parse_duration(const char *s, int64_t *ms_out);
+
 /* Copies s into buf for an error message: control and non-ASCII bytes as
  * \xNN, cut with "..." at about 60 bytes. Returns buf. */
 const char *cli_quote(const char *s, char *buf, size_t len);

@@ -12,12 +12,13 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/ls_columns.h"
 #include "cli/verbs.h"
 #include "taskfs/text.h"
 
 static const char usage_text[] =
-    "usage: taskfs ls [--json] [--state S[,S...]] [--limit N] [--all] [--state-dir DIR]\n"
-    "                 [--foreign-store]\n"
+    "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N]\n"
+    "                 [--all] [--state-dir DIR] [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
     "AGE (since created), TIME (run time so far, or until it ended), EXIT (exit\n"
@@ -25,6 +26,11 @@ static const char usage_text[] =
     "when stdout is a terminal).\n"
     "\n"
     "  --json           a JSON array of the full records, oldest first\n"
+    "  --columns C,...  the columns to show, in this order: id, state, age, time,\n"
+    "                   exit, key, command, cpu (user + system, the whole tree),\n"
+    "                   cpu-user, cpu-sys, maxrss (the largest process), treepeak\n"
+    "                   (the memory cgroup's peak), output (bytes), queued,\n"
+    "                   restarts, timeout, limits\n"
     "  --state S        only tasks in state S: queued, running, completed, failed,\n"
     "                   cancelled, lost (repeat it or use commas for several)\n"
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
@@ -41,22 +47,17 @@ static const char usage_text[] =
     "  user's or writable by others).\n";
 
 #define STATE_NAMES "queued, running, completed, failed, cancelled, lost"
-#define CMD_MAX 1024 /* bytes of the command kept per row */
 #define KEY_COL_MAX 32
 
+/* One row: the offsets of its cells' texts in the pool. */
 typedef struct {
-  char id[TFS_ID_MAX + 1];
-  tfs_state_t state;
-  char age[24];
-  char time[32];
-  char exit[TFS_SIGNAME_MAX];
-  size_t key, cmd; /* offsets of the texts in the pool; key NO_KEY: none */
+  size_t cell[LS_COLS_MAX];
 } row_t;
 
-#define NO_KEY ((size_t)-1)
+#define NO_CELL ((size_t)-1)
 
-/* The rows, and their key and command texts in one pool: a listing of
- * 100,000 tasks makes no allocation per row. */
+/* The rows, and their texts in one pool: a listing of 100,000 tasks makes
+ * no allocation per row. */
 typedef struct {
   row_t *rows;
   size_t n, cap;
@@ -69,7 +70,7 @@ static void rows_free(rows_t *r) {
   free(r->pool);
 }
 
-/* Copies s (len bytes and a NUL) into the pool; its offset, or NO_KEY
+/* Copies s (len bytes and a NUL) into the pool; its offset, or NO_CELL
  * without memory. */
 static size_t pool_add(rows_t *r, const char *s, size_t len) {
   if (r->pcap - r->plen < len + 1) {
@@ -78,7 +79,7 @@ static size_t pool_add(rows_t *r, const char *s, size_t len) {
       cap *= 2;
     char *p = realloc(r->pool, cap);
     if (!p)
-      return NO_KEY;
+      return NO_CELL;
     r->pool = p;
     r->pcap = cap;
   }
@@ -95,99 +96,22 @@ typedef struct {
   int64_t limit; /* -1: every task */
   unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
   int64_t now;
-  rows_t rows;  /* text rows, printed at the end (the KEY column is sized on them) */
+  int cols[LS_COLS_MAX]; /* the columns, in order */
+  int ncols;
+  rows_t rows;  /* text rows, printed at the end (the columns are sized on them) */
   size_t shown; /* --json records written */
   int err;      /* -ENOMEM once a row could not be kept */
   tfs_list_stats_t stats;
 } listing_t;
 
-/* Compact age: one unit, like "45s", "12m", "3h", "9d". */
-static void fmt_age(int64_t ms, char *buf, size_t len) {
-  int64_t s = ms < 0 ? 0 : ms / 1000;
-  if (s < 60)
-    snprintf(buf, len, "%llds", (long long)s);
-  else if (s < 3600)
-    snprintf(buf, len, "%lldm", (long long)(s / 60));
-  else if (s < 86400)
-    snprintf(buf, len, "%lldh", (long long)(s / 3600));
-  else
-    snprintf(buf, len, "%lldd", (long long)(s / 86400));
-}
-
-/* Duration with two units, like "4s", "1m05s", "2h03m", "3d04h". */
-static void fmt_dur(int64_t ms, char *buf, size_t len) {
-  int64_t s = ms < 0 ? 0 : ms / 1000;
-  if (s < 60)
-    snprintf(buf, len, "%llds", (long long)s);
-  else if (s < 3600)
-    snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-  else if (s < 86400)
-    snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
-  else
-    snprintf(buf, len, "%lldd%02lldh", (long long)(s / 86400), (long long)(s / 3600 % 24));
-}
-
-/* The command on one line: arguments joined by spaces, quoted with '...'
- * when they hold spaces or shell characters, control bytes shown as '?'. */
-static size_t render_cmd(const tfs_record_t *rec, char out[CMD_MAX + 4]) {
-  size_t o = 0;
-  for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++) {
-    const char *a = rec->argv[i];
-    int quote = !*a || strpbrk(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") != NULL;
-    if (i && o < CMD_MAX)
-      out[o++] = ' ';
-    if (quote && o < CMD_MAX)
-      out[o++] = '\'';
-    for (; *a && o < CMD_MAX; a++) {
-      unsigned char c = (unsigned char)*a;
-      if (c == '\'' && quote) {
-        if (o + 4 >= CMD_MAX)
-          break;
-        memcpy(out + o, "'\\''", 4);
-        o += 4;
-      } else {
-        out[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-      }
-    }
-    if (quote && o < CMD_MAX)
-      out[o++] = '\'';
-    if (o >= CMD_MAX) {
-      memcpy(out + CMD_MAX, "...", 3);
-      o = CMD_MAX + 3;
-      break;
-    }
+static int fill_row(rows_t *r, row_t *row, const listing_t *l, const tfs_record_t *rec) {
+  char text[LS_CELL_MAX];
+  for (int c = 0; c < l->ncols; c++) {
+    size_t len = ls_column_text(l->cols[c], rec, l->now, text, sizeof text);
+    if ((row->cell[c] = pool_add(r, text, len)) == NO_CELL)
+      return -ENOMEM;
   }
-  out[o] = 0;
-  return o;
-}
-
-static int fill_row(rows_t *r, row_t *row, const tfs_record_t *rec, int64_t now) {
-  char cmd[CMD_MAX + 4];
-  memcpy(row->id, rec->id, sizeof row->id);
-  row->state = rec->state;
-  fmt_age(now - rec->created_ms, row->age, sizeof row->age);
-  if (!rec->started_ms) {
-    strcpy(row->time, "-");
-  } else {
-    int64_t end = rec->ended_ms;
-    if (!end)
-      end = tfs_state_terminal(rec->state) ? rec->alive_ms : now;
-    if (end >= rec->started_ms)
-      fmt_dur(end - rec->started_ms, row->time, sizeof row->time);
-    else
-      strcpy(row->time, "-");
-  }
-  if (rec->signal > 0) {
-    tfs_signal_name(rec->signal, row->exit);
-  } else if (rec->exit_code >= 0 && tfs_state_terminal(rec->state)) {
-    snprintf(row->exit, sizeof row->exit, "%d", rec->exit_code);
-  } else {
-    strcpy(row->exit, "-");
-  }
-  /* Rows are kept until the end: the pool holds only what they show. */
-  row->key = rec->key[0] ? pool_add(r, rec->key, strlen(rec->key)) : NO_KEY;
-  row->cmd = pool_add(r, cmd, render_cmd(rec, cmd));
-  return row->cmd == NO_KEY || (rec->key[0] && row->key == NO_KEY) ? -ENOMEM : 0;
+  return 0;
 }
 
 /* Display width of a UTF-8 string, roughly: one column per code point. */
@@ -222,24 +146,58 @@ static void put_cut(const char *cmd, size_t cols) {
   fputs("...", stdout);
 }
 
-static void print_rows(const rows_t *r, size_t term_cols) {
-  size_t keyw = 3;
-  for (size_t i = 0; i < r->n; i++) {
-    size_t l = r->rows[i].key != NO_KEY ? strlen(r->pool + r->rows[i].key) : 1;
-    if (l > keyw)
-      keyw = l > KEY_COL_MAX ? KEY_COL_MAX : l;
+/* The width of each column: its heading, its minimum, its widest cell
+ * (KEY at most KEY_COL_MAX; the last column is not padded). */
+static void col_widths(const listing_t *l, size_t w[LS_COLS_MAX]) {
+  const rows_t *r = &l->rows;
+  for (int c = 0; c < l->ncols; c++) {
+    const ls_col_t *col = ls_column(l->cols[c]);
+    w[c] = strlen(col->header) > col->min ? strlen(col->header) : col->min;
+    for (size_t i = 0; i < r->n && c < l->ncols - 1; i++) {
+      size_t len = text_cols(r->pool + r->rows[i].cell[c], strlen(r->pool + r->rows[i].cell[c]));
+      if (len > w[c])
+        w[c] = ls_column_is_key(l->cols[c]) && len > KEY_COL_MAX ? KEY_COL_MAX : len;
+    }
   }
-  printf("%-15s %-9s %5s %8s %7s %-*s %s\n", "ID", "STATE", "AGE", "TIME", "EXIT", (int)keyw, "KEY",
-         "COMMAND");
+}
+
+/* One cell padded to width w; the last one is cut to the terminal when it
+ * is the command. Returns the columns written. */
+static size_t put_cell(const listing_t *l, int c, const char *text, size_t w, size_t used,
+                       size_t term_cols) {
+  const ls_col_t *col = ls_column(l->cols[c]);
+  int last = c == l->ncols - 1;
+  if (last && ls_column_is_command(l->cols[c]) && term_cols) {
+    put_cut(text, term_cols > used + 10 ? term_cols - used : 10);
+    return 0;
+  }
+  if (last && !col->right) {
+    fputs(text, stdout);
+    return 0;
+  }
+  int n = printf(col->right ? "%*s" : "%-*s", (int)w, text);
+  return n > 0 ? (size_t)n : 0;
+}
+
+static void print_rows(const listing_t *l, size_t term_cols) {
+  const rows_t *r = &l->rows;
+  size_t w[LS_COLS_MAX];
+  col_widths(l, w);
+  for (int c = 0; c < l->ncols; c++) {
+    if (c)
+      putchar(' ');
+    put_cell(l, c, ls_column(l->cols[c])->header, w[c], 0, 0);
+  }
+  putchar('\n');
   for (size_t k = 0; k < r->n; k++) {
-    const row_t *row = &r->rows[k];
-    const char *key = row->key != NO_KEY ? r->pool + row->key : "-", *cmd = r->pool + row->cmd;
-    int w = printf("%-15s %-9s %5s %8s %7s %-*s ", row->id, tfs_state_name(row->state), row->age,
-                   row->time, row->exit, (int)keyw, key);
-    if (term_cols && w > 0)
-      put_cut(cmd, term_cols > (size_t)w + 10 ? term_cols - (size_t)w : 10);
-    else
-      fputs(cmd, stdout);
+    size_t used = 0;
+    for (int c = 0; c < l->ncols; c++) {
+      if (c) {
+        putchar(' ');
+        used++;
+      }
+      used += put_cell(l, c, r->pool + r->rows[k].cell[c], w[c], used, term_cols);
+    }
     putchar('\n');
   }
 }
@@ -267,7 +225,7 @@ static int take_record(const tfs_record_t *rec, const char *json, size_t len, vo
   }
   row_t *row = &r->rows[r->n];
   memset(row, 0, sizeof *row);
-  if (fill_row(r, row, rec, l->now)) {
+  if (fill_row(r, row, l, rec)) {
     l->err = -ENOMEM;
     return 1;
   }
@@ -316,6 +274,13 @@ static int ls_option(listing_t *l, int c, const char *arg) {
   case 'a':
     l->limit = -1;
     break;
+  case 'c': {
+    char bad[80];
+    if ((l->ncols = ls_columns_parse(arg, l->cols, bad, sizeof bad)) < 0)
+      return cli_usage_error("ls", "unknown column '%s'; the columns are %s",
+                             cli_quote(bad, q, sizeof q), ls_columns_names());
+    break;
+  }
   }
   return CLI_EXIT_OK;
 }
@@ -359,7 +324,7 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
   if (l->json)
     fputs(l->shown ? "\n]\n" : "]\n", stdout);
   else
-    print_rows(&l->rows, term_cols);
+    print_rows(l, term_cols);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     cli_error("ls", "cannot write the listing: %s", strerror(errno));
     code = CLI_EXIT_SYSTEM;
@@ -369,14 +334,13 @@ static int ls_print(listing_t *l, tfs_store_t *store) {
 
 int cmd_ls(int argc, char **argv) {
   static const struct option opts[] = {
-      {"json", no_argument, NULL, 'j'},
-      {"state", required_argument, NULL, 's'},
-      {"limit", required_argument, NULL, 'l'},
-      {"all", no_argument, NULL, 'a'},
-      {NULL, 0, NULL, 0},
+      {"json", no_argument, NULL, 'j'},          {"state", required_argument, NULL, 's'},
+      {"limit", required_argument, NULL, 'l'},   {"all", no_argument, NULL, 'a'},
+      {"columns", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
   listing_t l = {.limit = -1};
+  l.ncols = ls_columns_default(l.cols);
   tfs_store_t *store = NULL;
   int c, code;
   while ((c = cli_getopt(&o, argc, argv)) > 0)

@@ -46,7 +46,9 @@ static const char usage_text[] =
     "  --env NAME=VALUE      set a variable for CMD; this VALUE is on this command\n"
     "                        line, which every local user can read (ps): secrets\n"
     "                        go by --env NAME or --env-file\n"
-    "  --restart POLICY      no (default), on-failure or always\n"
+    "  --restart POLICY      no (default), on-failure or always; add ,on-timeout (or\n"
+    "                        give on-timeout alone) to restart a worker stopped at\n"
+    "                        its --timeout too\n"
     "  --max-restarts N      restart at most N times in all, whatever the uptime\n"
     "                        (default: no limit)\n"
     "  --min-uptime D        a worker that exits within D exits quickly (default 1s)\n"
@@ -61,6 +63,14 @@ static const char usage_text[] =
     "                        split: two pipes and a stderr-lines file naming the\n"
     "                        stderr lines (lines written close together to both\n"
     "                        streams may then appear in another order)\n"
+    "  --timeout DURATION    stop each worker run after DURATION (500ms, 90s, 10m,\n"
+    "                        1h; a bare number is seconds; none: no limit, also over\n"
+    "                        the store's default) as a stop request would; the task\n"
+    "                        then ends failed with exit code 124\n"
+    "  --limit NAME=VALUE,...  resource limits of the worker and its tree: mem=2G,\n"
+    "                        cpu=10m, nofile=4096, nproc=512, fsize=10G, core=0\n"
+    "                        (setrlimit, soft and hard; mem: the tree's memory cgroup\n"
+    "                        where one can be made; none lifts a store default)\n"
     "  --wait                wait for the task to end; exit with its exit code\n"
     "  --follow              print its output until it ends; exit with its exit code\n"
     "  --state-dir DIR       use the store in DIR\n"
@@ -75,7 +85,8 @@ static const char usage_text[] =
     "  different command), 111 system failure, 127 CMD could not start (not found,\n"
     "  not executable, bad --cwd; the id is still printed). With --wait or\n"
     "  --follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
-    "  signal N; cancelled 130; lost 102).\n";
+    "  signal N; 124 timed out; cancelled 130; lost 102). Defaults for --timeout\n"
+    "  and --limit come from the store's config ('taskfs config').\n";
 
 enum {
   OPT_KEY = 256,
@@ -90,6 +101,8 @@ enum {
   OPT_GRACE,
   OPT_IMPORTANT_K,
   OPT_STDERR,
+  OPT_TIMEOUT,
+  OPT_LIMIT,
   OPT_WAIT,
   OPT_FOLLOW,
 };
@@ -119,12 +132,18 @@ typedef struct {
   char **env;   /* NAME=VALUE (malloc'ed), for the supervisor's environment only */
   char **names; /* NAME (malloc'ed), for the record */
   char *cwd;
+  tfs_limits_t limits; /* --timeout, --limit */
+  char why[1024];      /* a refusal of the limits, in core's words */
 } run_args_t;
 
 static int run_args_init(run_args_t *a, int argc) {
   memset(a, 0, sizeof *a);
   a->spec = (tfs_task_spec_t){
       .restart = TFS_RESTART_NO, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  tfs_limits_init(&a->limits);
+  a->spec.limits = &a->limits;
+  a->spec.why = a->why;
+  a->spec.whylen = sizeof a->why;
   return CLI_EXIT_OK;
 }
 
@@ -136,6 +155,7 @@ static void run_args_free(run_args_t *a) {
   free(a->names);
   free(a->env);
   free(a->cwd);
+  tfs_limits_free(&a->limits);
 }
 
 /* Keeps one NAME=VALUE (len: the name's length) for the supervisor's
@@ -291,9 +311,20 @@ static int run_option(run_args_t *a, int c, const char *arg) {
   case OPT_ENV_FILE:
     return run_env_file(a, arg);
   case OPT_RESTART:
-    if (tfs_restart_parse(arg, &a->spec.restart))
-      return cli_usage_error("run", "--restart is no, on-failure or always, not '%s'",
+    if (tfs_restart_parse_list(arg, &a->spec.restart, &a->spec.restart_on_timeout))
+      return cli_usage_error("run",
+                             "--restart is no, on-failure or always, with ,on-timeout if a "
+                             "worker stopped at its timeout is to be restarted too; not '%s'",
                              cli_quote(arg, q, sizeof q));
+    return CLI_EXIT_OK;
+  case OPT_TIMEOUT:
+    if (tfs_timeout_parse(arg, &a->limits.timeout_ms, a->why, sizeof a->why))
+      return cli_usage_error("run", "%s", a->why);
+    a->limits.timeout_from = TFS_FROM_GIVEN;
+    return CLI_EXIT_OK;
+  case OPT_LIMIT:
+    if (tfs_limits_parse(arg, &a->limits, a->why, sizeof a->why))
+      return cli_usage_error("run", "--limit %s", a->why);
     return CLI_EXIT_OK;
   case OPT_MIN_UPTIME:
     return cli_duration_opt("run", "--min-uptime", arg, &a->spec.min_uptime_ms);
@@ -351,8 +382,14 @@ static int run_operands(run_args_t *a, int argc, char **argv) {
 
 /* Step one of tfs_task_start: creates the task, or finds the one its key
  * already names (adopting one stranded in queued: st->launch). */
-static int create_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st) {
+static int create_task(tfs_store_t *store, run_args_t *a, tfs_start_t *st) {
+  a->why[0] = 0;
   int err = tfs_task_start_create(store, &a->spec, st);
+  if ((err == TFS_ELIMIT || err == TFS_ECONFIG) && a->why[0]) {
+    /* A limit above the hard one, or the store's defaults: core's words. */
+    cli_error("run", "%s", a->why);
+    return err == TFS_ELIMIT ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
+  }
   if (err == TFS_EKEYCONFLICT) {
     char other[TFS_ID_MAX + 1] = "?";
     tfs_key_lookup(store, a->spec.key, other);
@@ -407,7 +444,7 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
  * to its supervisor holding it, an interrupted run would leave a queued
  * task nobody runs: Ctrl-C and friends wait until the launch is done (a
  * closed stdout must not kill us either). */
-static int run_start(tfs_store_t *store, const run_args_t *a, char id[TFS_ID_MAX + 1]) {
+static int run_start(tfs_store_t *store, run_args_t *a, char id[TFS_ID_MAX + 1]) {
   sigset_t hold, old_mask;
   tfs_start_t st;
   sigemptyset(&hold);
@@ -444,6 +481,8 @@ int cmd_run(int argc, char **argv) {
       {"grace", required_argument, NULL, OPT_GRACE},
       {"important-k", required_argument, NULL, OPT_IMPORTANT_K},
       {"stderr", required_argument, NULL, OPT_STDERR},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"limit", required_argument, NULL, OPT_LIMIT},
       {"wait", no_argument, NULL, OPT_WAIT},
       {"follow", no_argument, NULL, OPT_FOLLOW},
       {NULL, 0, NULL, 0},

@@ -246,6 +246,13 @@ const char *cli_format_duration(int64_t ms, char *buf, size_t len) {
   return buf;
 }
 
+/* The duration grammar is core's (tfs_duration_parse: "500ms", "10s",
+ * "5m", "1h", a bare number is seconds), shared with the store's config
+ * and the MCP server. */
+int cli_parse_duration(const char *s, int64_t *ms_out) {
+  return tfs_duration_parse(s, ms_out) ? -1 : 0;
+}
+
 int cli_exit_for(int err) {
   if (err >= 0)
     return CLI_EXIT_OK;

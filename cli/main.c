@@ -21,6 +21,7 @@ static const verb_t verbs[] = {
     {"wait", cmd_wait, "wait for a task to end; exit with its exit code"},
     {"prune", cmd_prune, "delete old finished tasks"},
     {"path", cmd_path, "print the resolved state directory"},
+    {"config", cmd_config, "the store's default timeout and limits"},
     {"mount", cmd_mount, "mount the store as a FUSE filesystem"},
     {"umount", cmd_umount, "unmount a taskfs mount"},
     {"mcp", cmd_mcp, "serve the store to an MCP host over stdio"},

@@ -15,6 +15,7 @@ int cmd_path(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_supervise(int argc, char **argv);
 
 /* A verb of main()'s table (cli/main.c); a NULL summary marks an internal

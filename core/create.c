@@ -58,6 +58,16 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   }
   if (key)
     snprintf(rec.key, sizeof rec.key, "%s", key);
+  rec.restart_on_timeout = spec->restart_on_timeout;
+  /* The limits given, and the store's defaults for the others: what the
+   * record says applies, checked before anything is made. */
+  if (spec->limits) {
+    tfs_limits_free(&rec.limits);
+    if ((err = tfs_limits_copy(&rec.limits, spec->limits)))
+      goto out;
+  }
+  if ((err = tfs_limits_resolve(store, &rec.limits, spec->why, spec->whylen)))
+    goto out;
 
   /* mkdir is the uniqueness check: two creators in the same millisecond
    * draw again on EEXIST. */

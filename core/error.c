@@ -24,6 +24,10 @@ const char *tfs_strerror(int err) {
   case TFS_EUNSAFE:
     return "other users may write to the store, so it is refused; make it private (chmod 700) "
            "or use another (--state-dir)";
+  case TFS_ELIMIT:
+    return "a limit is malformed or cannot be applied";
+  case TFS_ECONFIG:
+    return "the store's config file (or a key or value for it) is invalid";
   case TFS_ESYMLINK:
     return "a symlink or foreign file was found where a store file belongs; refusing to follow "
            "it";

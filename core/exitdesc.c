@@ -49,36 +49,44 @@ static int64_t field(const char *text, const char *name) {
   return -1;
 }
 
-/* The worker's memory cgroup from /proc/PID/cgroup: the v1 "memory"
- * hierarchy if there is one, else the v2 one ("0::/path"). */
-static int cgroup_of(pid_t pid, tfs_memcg_t *m) {
-  char path[64], buf[4096];
-  snprintf(path, sizeof path, pid > 0 ? "/proc/%d/cgroup" : "/proc/self/cgroup", (int)pid);
-  if (slurp(path, buf, sizeof buf))
+int tfs_cgroup_of(pid_t pid, int v2, char *path, size_t len) {
+  char file[64], buf[4096];
+  snprintf(file, sizeof file, pid > 0 ? "/proc/%d/cgroup" : "/proc/self/cgroup", (int)pid);
+  if (slurp(file, buf, sizeof buf))
     return -1;
-  const char *v2 = NULL;
-  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    /* "ID:CONTROLLERS:PATH"; v2 is "0::PATH". */
     char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c2)
       continue;
-    *c2 = '\0';
+    *c1 = *c2 = '\0';
     const char *ctrl = c1 + 1, *where = c2 + 1;
-    if (strcmp(line, "0") == 0 && !*ctrl) {
-      v2 = where;
-      continue;
+    int match = 0;
+    if (v2)
+      match = strcmp(line, "0") == 0 && !*ctrl;
+    for (const char *t = ctrl; !v2 && !match && t; t = strchr(t, ','), t = t ? t + 1 : NULL)
+      match = strncmp(t, "memory", 6) == 0 && (t[6] == ',' || t[6] == '\0');
+    if (match) {
+      snprintf(path, len, "%s", where);
+      return 0;
     }
-    for (const char *t = ctrl; t; t = strchr(t, ','), t = t ? t + 1 : NULL)
-      if (strncmp(t, "memory", 6) == 0 && (t[6] == ',' || t[6] == '\0')) {
-        m->v2 = 0;
-        snprintf(m->path, sizeof m->path, "%s", where);
-        return 0;
-      }
   }
-  if (!v2)
-    return -1;
-  m->v2 = 1;
-  snprintf(m->path, sizeof m->path, "%s", v2);
-  return 0;
+  return -1;
+}
+
+/* The worker's memory cgroup: the v1 "memory" hierarchy if there is one,
+ * else the v2 one. */
+static int cgroup_of(pid_t pid, tfs_memcg_t *m) {
+  if (tfs_cgroup_of(pid, 0, m->path, sizeof m->path) == 0) {
+    m->v2 = 0;
+    return 0;
+  }
+  if (tfs_cgroup_of(pid, 1, m->path, sizeof m->path) == 0) {
+    m->v2 = 1;
+    return 0;
+  }
+  return -1;
 }
 
 void tfs_memcg_read(pid_t pid, tfs_memcg_t *m) {
@@ -178,6 +186,10 @@ static const char *signal_words(int sig) {
     return "terminated";
   case SIGPIPE:
     return "broken pipe: the reader of its output went away";
+  case SIGXCPU:
+    return "CPU time limit exceeded";
+  case SIGXFSZ:
+    return "file size limit exceeded";
   default:
     return NULL;
   }
@@ -243,6 +255,67 @@ char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t
     add(buf, len, "%s", " (command not found)");
   } else if (code == 126) {
     add(buf, len, "%s", " (a command could not run: not executable or permission denied)");
+  }
+  return buf;
+}
+
+/* The limit which as the task was given it: "cpu=10m", "mem=2G". */
+static void limit_text(const tfs_limits_t *l, tfs_limit_t which, char *out, size_t len) {
+  char v[TFS_DURATION_BUF];
+  int64_t x = l->v[which].value;
+  if (which == TFS_LIMIT_CPU)
+    tfs_duration_format(x * 1000, v);
+  else
+    tfs_size_format(x, v);
+  snprintf(out, len, "%s=%s", tfs_limit_name(which), v);
+}
+
+static int has_limit(const tfs_limits_t *l, tfs_limit_t which) {
+  return l && l->v[which].value != TFS_LIMIT_NONE && l->v[which].via != TFS_VIA_NONE;
+}
+
+char *tfs_exit_describe_limits(int status, const tfs_memcg_t *before, const tfs_memcg_t *after,
+                               const tfs_limits_t *lim, int64_t worker_cpu_ms, int killed,
+                               char *buf, size_t len) {
+  char given[64], sig_name[TFS_SIGNAME_MAX];
+  if (killed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+    /* The supervisor's own SIGKILL (the grace period ran out): no OOM
+     * kill, no limit. */
+    snprintf(buf, len, "killed by signal %s", tfs_signal_name(SIGKILL, sig_name));
+    return buf;
+  }
+  tfs_exit_describe(status, before, after, buf, len);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  /* The signal that ended it, or the one a shell reports as 128 + N. */
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : code > 128 && code < 128 + 65 ? code - 128 : 0;
+  if (sig == SIGXCPU && has_limit(lim, TFS_LIMIT_CPU)) {
+    limit_text(lim, TFS_LIMIT_CPU, given, sizeof given);
+    add(buf, len, "; the task's limit %s (RLIMIT_CPU, the CPU time of each process) was reached",
+        given);
+  } else if (sig == SIGKILL && WIFSIGNALED(status) && has_limit(lim, TFS_LIMIT_CPU) &&
+             worker_cpu_ms >= lim->v[TFS_LIMIT_CPU].value * 1000) {
+    limit_text(lim, TFS_LIMIT_CPU, given, sizeof given);
+    add(buf, len,
+        "; the task's limit %s (RLIMIT_CPU) was reached: the kernel kills a process one second "
+        "past it when SIGXCPU did not end it",
+        given);
+  } else if (sig == SIGXFSZ && has_limit(lim, TFS_LIMIT_FSIZE)) {
+    limit_text(lim, TFS_LIMIT_FSIZE, given, sizeof given);
+    add(buf, len, "; the task's limit %s (RLIMIT_FSIZE, the size of a file it writes) was reached",
+        given);
+  } else if (has_limit(lim, TFS_LIMIT_MEM) && lim->v[TFS_LIMIT_MEM].via == TFS_VIA_CGROUP &&
+             sig == SIGKILL && oom_verdict(before, after) == OOM_LIMIT) {
+    limit_text(lim, TFS_LIMIT_MEM, given, sizeof given);
+    add(buf, len, "; the task's limit %s applies to its whole tree", given);
+  } else if (has_limit(lim, TFS_LIMIT_MEM) && lim->v[TFS_LIMIT_MEM].via == TFS_VIA_RLIMIT &&
+             code != 0 && (!sig || sig == SIGSEGV || sig == SIGABRT || sig == SIGBUS)) {
+    /* A failed allocation ends a program with an error, or abort() and a
+     * crash for one that does not check. */
+    limit_text(lim, TFS_LIMIT_MEM, given, sizeof given);
+    add(buf, len,
+        "; it ran under the task's limit %s (RLIMIT_DATA, the data memory of each process), past "
+        "which an allocation fails: that may be why",
+        given);
   }
   return buf;
 }

@@ -101,6 +101,9 @@ int tfs__rm_task(const tfs_store_t *store, const char *id);
 /* Takes / releases the store-wide key lock (flock on keys/). */
 int tfs__keys_lock(const tfs_store_t *store);
 void tfs__keys_unlock(int fd);
+/* An exclusive flock of the directory dirfd on a fresh fd of its own
+ * (waiting for it): the fd, closing it releases the lock. */
+int tfs__dir_lock(int dirfd);
 
 /* Reads a key file: 0 and the id, TFS_ENOTASK if absent. */
 int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);

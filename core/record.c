@@ -17,6 +17,10 @@ void tfs_record_init(tfs_record_t *rec) {
   rec->max_restarts = -1;
   rec->max_quick_restarts = 5;
   rec->grace_ms = 5000;
+  tfs_limits_init(&rec->limits);
+  tfs_usage_init(&rec->usage);
+  for (int i = 0; i < TFS_LAST_EXITS; i++)
+    tfs_usage_init(&rec->exits[i].use);
   tfs_important_init(&rec->important, TFS_IMPORTANT_K_DEFAULT);
 }
 
@@ -39,6 +43,7 @@ void tfs_record_free(tfs_record_t *rec) {
   free(rec->supervisor_host);
   free(rec->cancel_by);
   tfs_important_free(&rec->important);
+  tfs_limits_free(&rec->limits);
   rec->argv = rec->env_names = NULL;
   rec->cwd = rec->reason = rec->supervisor_exe = rec->supervisor_host = rec->cancel_by = NULL;
   rec->argc = rec->env_count = 0;

@@ -288,6 +288,76 @@ static void dump_processes(jw_t *w, const tfs_record_t *rec) {
   }
 }
 
+/* What a run (or the task) used; the tree's peak only with a cgroup. */
+static void dump_use(jw_t *w, const tfs_usage_t *u, int total) {
+  key(w, "cpuUserMs");
+  num(w, u->user_ms);
+  key(w, "cpuSystemMs");
+  num(w, u->sys_ms);
+  key(w, "maxRssKb");
+  num(w, u->maxrss_kb);
+  key(w, "outputBytes");
+  num(w, u->output_bytes);
+  if (total) {
+    key(w, "treePeakKb");
+    num_or_null(w, u->tree_peak_kb >= 0, u->tree_peak_kb);
+  }
+}
+
+static const char *from_name(tfs_from_t f) {
+  return f == TFS_FROM_GIVEN ? "given" : f == TFS_FROM_CONFIG ? "config" : "none";
+}
+
+/* limits {timeout {ms, from}, NAME {value, from, via, note}..., cgroup}:
+ * the timeout always (from "none" without one), a resource limit when
+ * given or a default (value null: "none" was asked for). */
+static void dump_limits(jw_t *w, const tfs_record_t *rec) {
+  const tfs_limits_t *l = &rec->limits;
+  key(w, "limits");
+  open_(w, '{');
+  key(w, "timeout");
+  open_(w, '{');
+  key(w, "ms");
+  num_or_null(w, l->timeout_ms > 0, l->timeout_ms);
+  key(w, "from");
+  str(w, from_name(l->timeout_from));
+  close_(w, '}');
+  for (int i = 0; i < TFS_LIMIT_COUNT; i++) {
+    const tfs_limit_val_t *v = &l->v[i];
+    if (v->from == TFS_FROM_NONE)
+      continue;
+    key(w, tfs_limit_name((tfs_limit_t)i));
+    open_(w, '{');
+    key(w, "value");
+    num_or_null(w, v->value != TFS_LIMIT_NONE, v->value);
+    key(w, "from");
+    str(w, from_name(v->from));
+    key(w, "via");
+    str(w, v->via == TFS_VIA_CGROUP   ? "cgroup"
+           : v->via == TFS_VIA_RLIMIT ? tfs_limit_rlimit_name((tfs_limit_t)i)
+                                      : NULL);
+    if (v->note) {
+      key(w, "note");
+      str(w, v->note);
+    }
+    close_(w, '}');
+  }
+  if (l->cgroup) {
+    key(w, "cgroup");
+    str(w, l->cgroup);
+  }
+  close_(w, '}');
+}
+
+static void dump_usage(jw_t *w, const tfs_record_t *rec) {
+  key(w, "usage");
+  open_(w, '{');
+  dump_use(w, &rec->usage, 1);
+  key(w, "queuedMs");
+  num(w, rec->queued_ms);
+  close_(w, '}');
+}
+
 static void dump_restart(jw_t *w, const tfs_record_t *rec) {
   key(w, "restart");
   open_(w, '{');
@@ -301,6 +371,8 @@ static void dump_restart(jw_t *w, const tfs_record_t *rec) {
   num(w, rec->max_quick_restarts);
   key(w, "graceMs");
   num(w, rec->grace_ms);
+  key(w, "onTimeout");
+  puts_(w, rec->restart_on_timeout ? "true" : "false");
   key(w, "count");
   num(w, rec->restarts);
   key(w, "exits");
@@ -320,6 +392,9 @@ static void dump_restart(jw_t *w, const tfs_record_t *rec) {
     num_or_null(w, e->signal != 0, e->signal);
     key(w, "requested");
     puts_(w, e->requested ? "true" : "false");
+    key(w, "timedOut");
+    puts_(w, e->timed_out ? "true" : "false");
+    dump_use(w, &e->use, 0);
     close_(w, '}');
   }
   close_(w, ']');
@@ -393,6 +468,7 @@ static void dump_counters(jw_t *w, const tfs_record_t *rec) {
   key(w, "stderr");
   str(w, tfs_stderr_name(rec->stderr_mode));
   close_(w, '}');
+  dump_usage(w, rec);
   key(w, "important");
   open_(w, '{');
   key(w, "k");
@@ -418,6 +494,7 @@ char *tfs_record_dump(const tfs_record_t *rec) {
   dump_outcome(&w, rec);
   dump_processes(&w, rec);
   dump_restart(&w, rec);
+  dump_limits(&w, rec);
   dump_counters(&w, rec);
   close_(&w, '}');
   /* A trailing newline makes `cat record.json` friendly. */

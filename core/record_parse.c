@@ -304,6 +304,29 @@ static int parse_processes(perr_t *p, int j, tfs_record_t *rec) {
   return 0;
 }
 
+/* An optional boolean field. */
+static int get_bool(perr_t *p, int obj, const char *name, int *out) {
+  int v = opt(p, obj, name);
+  if (v < 0)
+    return 0;
+  if (type(p, v) != TFS__J_TRUE && type(p, v) != TFS__J_FALSE)
+    return bad(p, name, "expected a boolean");
+  *out = type(p, v) == TFS__J_TRUE;
+  return 0;
+}
+
+/* What a run or the task used (cpuUserMs, cpuSystemMs, maxRssKb,
+ * outputBytes, treePeakKb); records before them have none. */
+static int get_use(perr_t *p, int o, tfs_usage_t *u) {
+  int err;
+  if ((err = get_int(p, o, "cpuUserMs", 0, INT64_MAX, &u->user_ms)) ||
+      (err = get_int(p, o, "cpuSystemMs", 0, INT64_MAX, &u->sys_ms)) ||
+      (err = get_int(p, o, "maxRssKb", 0, INT64_MAX, &u->maxrss_kb)) ||
+      (err = get_int(p, o, "outputBytes", 0, INT64_MAX, &u->output_bytes)))
+    return err;
+  return get_int(p, o, "treePeakKb", 0, INT64_MAX, &u->tree_peak_kb);
+}
+
 /* restart.exits: the newest TFS_LAST_EXITS if a writer kept more. */
 static int parse_exits(perr_t *p, int v, tfs_record_t *rec) {
   if (type(p, v) != TFS__J_ARR)
@@ -313,21 +336,20 @@ static int parse_exits(perr_t *p, int v, tfs_record_t *rec) {
   int e = tfs__json_at(p->d, v, from);
   for (size_t i = from; i < n; i++, e = tfs__json_next(p->d, e)) {
     tfs_exit_t *x = &rec->exits[rec->nexits];
-    int err, req;
+    int err;
     if (type(p, e) != TFS__J_OBJ)
       return bad(p, "exits", "expected objects");
     memset(x, 0, sizeof *x);
     x->exit_code = -1;
+    tfs_usage_init(&x->use);
     if ((err = get_time(p, e, "started", &x->started_ms)) ||
         (err = get_time(p, e, "ended", &x->ended_ms)) ||
         (err = get_int32(p, e, "exitCode", 0, 255, &x->exit_code)) ||
         (err = get_int32(p, e, "signal", 0, 128, &x->signal)))
       return err;
-    if ((req = opt(p, e, "requested")) >= 0) {
-      if (type(p, req) != TFS__J_TRUE && type(p, req) != TFS__J_FALSE)
-        return bad(p, "requested", "expected a boolean");
-      x->requested = type(p, req) == TFS__J_TRUE;
-    }
+    if ((err = get_bool(p, e, "requested", &x->requested)) ||
+        (err = get_bool(p, e, "timedOut", &x->timed_out)) || (err = get_use(p, e, &x->use)))
+      return err;
     rec->nexits++;
   }
   return 0;
@@ -351,7 +373,8 @@ static int parse_restart(perr_t *p, int j, tfs_record_t *rec) {
   if ((err = get_int(p, o, "minUptimeMs", 0, INT64_MAX, &rec->min_uptime_ms)) ||
       (err = get_int32(p, o, "maxQuickRestarts", 0, INT32_MAX, &rec->max_quick_restarts)) ||
       (err = get_int(p, o, "graceMs", 0, INT64_MAX, &rec->grace_ms)) ||
-      (err = get_int32(p, o, "count", 0, INT32_MAX, &rec->restarts)))
+      (err = get_int32(p, o, "count", 0, INT32_MAX, &rec->restarts)) ||
+      (err = get_bool(p, o, "onTimeout", &rec->restart_on_timeout)))
     return err;
   return (v = opt(p, o, "exits")) >= 0 ? parse_exits(p, v, rec) : 0;
 }
@@ -465,6 +488,69 @@ static int parse_counters(perr_t *p, int j, tfs_record_t *rec) {
   return 0;
 }
 
+static int is_from(const char *s, void *out) {
+  static const char *const names[] = {"none", "given", "config"};
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(s, names[i])) {
+      *(tfs_from_t *)out = (tfs_from_t)i;
+      return 1;
+    }
+  return 0;
+}
+
+static int is_via(const char *s, void *out) {
+  tfs_via_t v = !strcmp(s, "cgroup")        ? TFS_VIA_CGROUP
+                : !strncmp(s, "RLIMIT_", 7) ? TFS_VIA_RLIMIT
+                                            : TFS_VIA_NONE;
+  *(tfs_via_t *)out = v;
+  return v != TFS_VIA_NONE;
+}
+
+/* A {.., from, via} member: "from" and "via" of a limit. */
+static int get_from(perr_t *p, int o, tfs_from_t *from, tfs_via_t *via) {
+  int v = opt(p, o, "from"), ok;
+  if (v >= 0 && (ok = check_str(p, v, is_from, from)) <= 0)
+    return ok < 0 ? -ENOMEM : bad(p, "from", "expected given|config|none");
+  if (via && (v = opt(p, o, "via")) >= 0 && (ok = check_str(p, v, is_via, via)) <= 0)
+    return ok < 0 ? -ENOMEM : bad(p, "via", "expected cgroup or RLIMIT_*");
+  return 0;
+}
+
+/* limits {timeout {ms, from}, mem {value, from, via, note}, ..., cgroup}. */
+static int parse_limits(perr_t *p, int j, tfs_limits_t *l) {
+  int o, t, err = get_obj(p, j, "limits", &o);
+  if (err || o < 0)
+    return err;
+  if ((err = get_obj(p, o, "timeout", &t)))
+    return err;
+  if (t >= 0 && ((err = get_int(p, t, "ms", 1, INT64_MAX, &l->timeout_ms)) ||
+                 (err = get_from(p, t, &l->timeout_from, NULL))))
+    return err;
+  for (int i = 0; i < TFS_LIMIT_COUNT; i++) {
+    tfs_limit_val_t *v = &l->v[i];
+    if ((err = get_obj(p, o, tfs_limit_name((tfs_limit_t)i), &t)))
+      return err;
+    if (t < 0)
+      continue;
+    v->from = TFS_FROM_GIVEN;
+    if ((err = get_int(p, t, "value", 0, INT64_MAX, &v->value)) ||
+        (err = get_from(p, t, &v->from, &v->via)) || (err = get_str(p, t, "note", &v->note)))
+      return err;
+  }
+  return get_str(p, o, "cgroup", &l->cgroup);
+}
+
+/* usage {cpuUserMs, cpuSystemMs, maxRssKb, outputBytes, treePeakKb,
+ * queuedMs}. */
+static int parse_usage(perr_t *p, int j, tfs_record_t *rec) {
+  int o, err = get_obj(p, j, "usage", &o);
+  if (err || o < 0)
+    return err;
+  if ((err = get_use(p, o, &rec->usage)))
+    return err;
+  return get_int(p, o, "queuedMs", 0, INT64_MAX, &rec->queued_ms);
+}
+
 static int parse_doc(perr_t *p, tfs_record_t *rec) {
   int e = parse_identity(p, 0, rec);
   if (!e)
@@ -475,6 +561,10 @@ static int parse_doc(perr_t *p, tfs_record_t *rec) {
     e = parse_processes(p, 0, rec);
   if (!e)
     e = parse_restart(p, 0, rec);
+  if (!e)
+    e = parse_limits(p, 0, &rec->limits);
+  if (!e)
+    e = parse_usage(p, 0, rec);
   if (!e)
     e = parse_counters(p, 0, rec);
   return e;

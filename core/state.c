@@ -42,3 +42,26 @@ NAMED(tfs_stderr_t, stderr, stderr_names)
 int tfs_state_terminal(tfs_state_t s) {
   return s == TFS_COMPLETED || s == TFS_FAILED || s == TFS_CANCELLED || s == TFS_LOST;
 }
+
+int tfs_restart_parse_list(const char *list, tfs_restart_t *out, int *on_timeout) {
+  tfs_restart_t policy = TFS_RESTART_NO;
+  int timeout = 0, policies = 0;
+  char name[32];
+  for (const char *p = list ? list : ""; *p;) {
+    size_t n = strcspn(p, ",");
+    if (!n || n >= sizeof name)
+      return TFS_EBADID;
+    memcpy(name, p, n);
+    name[n] = 0;
+    if (!strcmp(name, "on-timeout"))
+      timeout = 1;
+    else if (tfs_restart_parse(name, &policy) || policies++)
+      return TFS_EBADID;
+    p += n + (p[n] == ',');
+  }
+  if (!policies && !timeout)
+    return TFS_EBADID;
+  *out = policy;
+  *on_timeout = timeout;
+  return 0;
+}

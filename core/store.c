@@ -369,10 +369,14 @@ int tfs__keys_lock(const tfs_store_t *store) {
   int err = tfs__writable(store);
   if (err)
     return err;
-  int fd = tfs__dir_reopen(store->keys_fd);
+  return tfs__dir_lock(store->keys_fd);
+}
+
+int tfs__dir_lock(int dirfd) {
+  int fd = tfs__dir_reopen(dirfd);
   if (fd < 0)
     return fd;
-  err = tfs__flock_wait(fd, LOCK_EX);
+  int err = tfs__flock_wait(fd, LOCK_EX);
   if (err) {
     close(fd);
     return err;

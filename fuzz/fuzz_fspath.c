@@ -14,14 +14,7 @@
 #include <string.h>
 
 #include "fs/fs.h"
-
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz/check.h"
 
 typedef struct {
   char **names;

@@ -14,14 +14,7 @@
 #include <string.h>
 
 #include "taskfs/taskfs.h"
-
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz/check.h"
 
 static void check(const tfs_important_t *imp, int k, int64_t important_seen) {
   CHECK(imp->total == important_seen);

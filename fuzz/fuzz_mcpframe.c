@@ -7,27 +7,25 @@
  * passes before it goes into JSON must give NUL-free valid UTF-8 (jansson
  * accepts it) within its size bound. Then each line is dispatched, as the
  * server dispatches one, to a session of a server over an empty store
- * (made once per process): both protocol revisions (the era layer's
+ * (made once per process) that holds one ended task, key "fz", with a few
+ * lines (one of 4000 'a'): both protocol revisions (the era layer's
  * envelope checks and pins, era.c), the argument checks against the tool
- * schemas (validate.c), listen filters, roots in inputResponses, tasks
- * methods. Every message the server sends must be JSON. A line naming
- * start_managed_task is only checked against that tool's schema, never
- * dispatched: a start would create tasks and fork supervisors. */
+ * schemas (validate.c) and every number they convert (built with UBSan
+ * that aborts: sinceLine at the int64 maximum overflowed the paging),
+ * untilPattern compiled and matched within its limits (pattern.c,
+ * until.c), listen filters, roots in inputResponses, tasks methods. Every
+ * message the server sends must be JSON. A line naming start_managed_task
+ * is only checked against that tool's schema, never dispatched: a start
+ * would create tasks and fork supervisors. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp/internal.h"
-
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz/check.h"
 
 /* The server every input is dispatched to, and what it sent. */
 static uv_loop_t loop;
@@ -42,11 +40,43 @@ static void sink(void *arg, const json_t *id, char *data, size_t len) {
   (*(size_t *)arg)++;
 }
 
+/* The task the seeds read (key "fz"), ended, made through the core. */
+static void make_task(const char *dir) {
+  static const char *const lines[] = {"error: fuzz line one", "abab done",
+                                      "listening on port 8080"};
+  tfs_store_t *store;
+  CHECK(tfs_store_open(dir, &store) == 0);
+  char *argv[] = {"true", NULL}, id[TFS_ID_MAX + 1];
+  tfs_task_spec_t spec = {.argv = argv, .cwd = "/", .key = "fz"};
+  spec.min_uptime_ms = spec.grace_ms = -1;
+  spec.max_restarts = -1;
+  CHECK(tfs_task_create(store, &spec, id, NULL) == 0);
+  tfs_record_t rec;
+  CHECK(tfs_task_load(store, id, &rec) == 0);
+  rec.state = TFS_COMPLETED;
+  rec.exit_code = 0;
+  rec.ended_ms = tfs_now_ms();
+  CHECK(tfs_task_save(store, &rec) == 0);
+  tfs_record_free(&rec);
+  int fd = tfs_transcript_open_append(store, id);
+  CHECK(fd >= 0);
+  char as[4002];
+  memset(as, 'a', 4000);
+  memcpy(as + 4000, "!", 2);
+  CHECK(tfs_transcript_append(fd, lines[0], strlen(lines[0]), 1) == 0);
+  CHECK(tfs_transcript_append(fd, as, 4001, 1) == 0);
+  CHECK(tfs_transcript_append(fd, lines[1], strlen(lines[1]), 1) == 0);
+  CHECK(tfs_transcript_append(fd, lines[2], strlen(lines[2]), 1) == 0);
+  close(fd);
+  tfs_store_close(store);
+}
+
 static void server_once(void) {
   if (srv)
     return;
   char dir[] = "/tmp/taskfs-fuzz-mcp-XXXXXX";
   CHECK(mkdtemp(dir));
+  make_task(dir);
   CHECK(uv_loop_init(&loop) == 0);
   mcp_server_config_t cfg = {.loop = &loop, .state_dir = dir, .role = "fuzz"};
   CHECK(mcp_server_open(&cfg, &srv) == 0);

@@ -216,7 +216,10 @@ int mcp_dispatch(mcp_session_t *s, json_t *msg) {
   json_t *jmethod = json_object_get(msg, "method");
   json_t *params = json_object_get(msg, "params");
   const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
-  r.id = (id && (json_is_string(id) || json_is_integer(id))) ? id : NULL;
+  /* A request waiting holds its id: a string id is bounded, so that the
+   * limit on requests in flight bounds their memory too (limits.c). */
+  int id_ok = json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= MCP_ID_MAX);
+  r.id = id_ok ? id : NULL;
   if (!jmethod && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
     mcp_client_response(s, msg); /* the answer to a request of ours (roots.c) */
     return 0;
@@ -225,7 +228,8 @@ int mcp_dispatch(mcp_session_t *s, json_t *msg) {
     mcp_reply_error(&r, MCP_RPC_INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\"");
   } else if (id && !r.id) {
     mcp_reply_error(&r, MCP_RPC_INVALID_REQUEST,
-                    "invalid request: \"id\" must be a string or an integer");
+                    "invalid request: \"id\" must be a string of at most %u bytes or an integer",
+                    MCP_ID_MAX);
   } else if (!json_is_string(jmethod)) {
     mcp_reply_error(&r, MCP_RPC_INVALID_REQUEST, "invalid request: \"method\" must be a string");
   } else if (params && !json_is_object(params)) {
@@ -244,9 +248,28 @@ int mcp_dispatch(mcp_session_t *s, json_t *msg) {
   return 1;
 }
 
+/* A message with an integer beyond int64 (what a JavaScript client sends
+ * for 2**63) is valid JSON that jansson refuses as such: it is read again
+ * with every integer as a real, so that the argument is answered as the
+ * out-of-range number it is (validate.c), with the request's own id --
+ * an id that was an exact integer is made one again. NULL if the message
+ * is not JSON that way either (a real beyond a double: 1e400). */
+static json_t *load_big_integers(const char *text, size_t len) {
+  json_error_t jerr;
+  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &jerr);
+  json_t *id = json_object_get(msg, "id");
+  double d = json_real_value(id);
+  if (json_is_real(id) && d >= -9007199254740991.0 && d <= 9007199254740991.0 &&
+      d == (double)(json_int_t)d)
+    json_object_set_new(msg, "id", json_integer((json_int_t)d));
+  return msg;
+}
+
 int mcp_dispatch_text(mcp_session_t *s, const char *text, size_t len) {
   json_error_t jerr;
   json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+  if (!msg && json_error_code(&jerr) == json_error_numeric_overflow)
+    msg = load_big_integers(text, len);
   if (!msg) {
     mcp_session_error(s, MCP_RPC_PARSE_ERROR,
                       "parse error: %s (line 1, column %d); each line must be one JSON-RPC 2.0 "

@@ -11,11 +11,12 @@
  * one tool each; roots.c the client's roots; tasks.c the Task and the
  * 2025-11-25 Tasks utility; tasks_ext.c the 2026-07-28 tasks extension;
  * resources.c resources and subscriptions; listen.c subscriptions/listen;
- * prompts.c prompts and completion; stdio.c the stdio transport. */
+ * prompts.c prompts and completion; limits.c the server's limits and the
+ * requests in flight; pattern.c untilPattern's bounded matcher; until.c
+ * the scan of a read's new lines off the loop; stdio.c the stdio
+ * transport. */
 #ifndef TASKFS_MCP_INTERNAL_H
 #define TASKFS_MCP_INTERNAL_H
-
-#include <regex.h>
 
 #include "mcp/mcp.h"
 #include "taskfs/taskfs.h"
@@ -30,6 +31,8 @@ typedef struct mcp_pending mcp_pending_t;
 typedef struct mcp_listener mcp_listener_t;
 typedef struct mcp_watch mcp_watch_t;
 typedef struct mcp_sub mcp_sub_t;
+typedef struct mcp_until mcp_until_t;
+typedef struct mcp_pattern mcp_pattern_t;
 
 struct mcp_server {
   uv_loop_t *loop;
@@ -45,6 +48,10 @@ struct mcp_server {
   int store_state;            /* 0 when the store was there at the last request, else its error */
   void (*on_idle)(void *arg); /* see mcp_server_config_t */
   void *idle_arg;
+  mcp_limits_t lim;         /* the config's, defaults filled in (limits.c) */
+  unsigned inflight;        /* requests kept past their handler, all sessions */
+  mcp_until_t *match_queue; /* untilPattern batches waiting for the pool (until.c) */
+  int matching;             /* and those on it */
 };
 
 typedef struct mcp_outreq mcp_outreq_t;
@@ -55,8 +62,9 @@ struct mcp_session {
   mcp_server_t *srv;
   mcp_send_fn send;
   void *arg;
-  int refs;   /* the open session, and each request kept past its handler */
-  int closed; /* mcp_session_close() was called: nothing is sent any more */
+  int refs;          /* the open session, and each request kept past its handler */
+  int closed;        /* mcp_session_close() was called: nothing is sent any more */
+  unsigned inflight; /* its requests kept past their handler (limits.c) */
   /* The era the connection is pinned to (era.c): 0 until its opening
    * request says, then MCP_ERA_LEGACY (initialize) or MCP_ERA_MODERN (a
    * request with the modern _meta; server/discover does not pin). */
@@ -95,6 +103,8 @@ struct mcp_session {
 /* A request's params._meta larger than this (compact JSON) is refused: the
  * protocol's own keys need a few hundred bytes. */
 #define MCP_META_MAX (64u * 1024)
+/* The longest string id a request may have (bytes). */
+#define MCP_ID_MAX 1024u
 /* -32021, -32022: the modern revision's codes. */
 #define MCP_RPC_MISSING_CAPABILITY (-32021)
 #define MCP_RPC_UNSUPPORTED_VERSION (-32022)
@@ -118,6 +128,7 @@ typedef struct {
   unsigned caps;              /* MCP_CAP_* the client declared */
   int log_level;              /* lowest severity (0 debug .. 7 emergency) to send, -1: none */
   const mcp_method_t *method; /* NULL for errors about messages no method was found for */
+  int kept;                   /* a copy made by mcp_req_keep: the request is in flight */
 } mcp_req_t;
 
 /* ---- server.c --------------------------------------------------------- */
@@ -133,6 +144,23 @@ void mcp_server_check_idle(mcp_server_t *srv);
 /* Follows a store that was removed and recreated under a long-running
  * server; called before each request. */
 void mcp_server_refresh(mcp_server_t *srv);
+
+/* ---- limits.c: the server's limits, requests in flight ----------------- */
+
+void mcp_limits_resolve(const mcp_limits_t *in, mcp_limits_t *out);
+const mcp_limits_t *mcp_limits(mcp_server_t *srv);
+/* The count of requests in flight of s and its server (mcp_req_keep,
+ * mcp_req_release). */
+void mcp_flight_count(mcp_session_t *s, int delta);
+/* Whether r may become one more request in flight: 0, or the limit it is
+ * over (a request already in flight, r->kept, always may). */
+#define MCP_OVER_SESSION 1
+#define MCP_OVER_SERVER 2
+int mcp_admit_check(const mcp_req_t *r);
+/* Replies -32000 for the limit over names, data {limit, max, inFlight}. */
+void mcp_reply_over(const mcp_req_t *r, int over);
+/* Both: 0, or -1 after replying. */
+int mcp_admit(const mcp_req_t *r);
 
 /* ---- session.c -------------------------------------------------------- */
 
@@ -250,10 +278,18 @@ typedef struct {
   const tfs_record_t *rec; /* borrowed for the call */
   int ended;               /* completed, failed, cancelled or lost */
   int timed_out;           /* the deadline passed or the server is ending */
+  int final;               /* the server is ending, or the hard cap passed */
   int64_t waited_ms;
+  mcp_pending_t *wait; /* the waiting request, for mcp_wait_poke() */
 } mcp_look_t;
-/* Decides from a look whether to answer. Replies and returns 1, or returns
- * 0 to wait on; with err or timed_out it must reply. */
+/* Decides from a look whether to answer: replies and returns
+ * MCP_CHECK_DONE, or returns MCP_CHECK_WAIT to wait on; with err or
+ * timed_out it must reply, unless work of its own is in flight that will
+ * call mcp_wait_poke(lk->wait) when done: then MCP_CHECK_LATER (never
+ * when final). */
+#define MCP_CHECK_WAIT 0
+#define MCP_CHECK_DONE 1
+#define MCP_CHECK_LATER 2
 typedef int (*mcp_check_fn)(const mcp_req_t *r, void *data, const mcp_look_t *lk);
 
 /* The one wait: looks at task_id at once and, unless check answered,
@@ -265,6 +301,8 @@ typedef int (*mcp_check_fn)(const mcp_req_t *r, void *data, const mcp_look_t *lk
  * NULL). */
 void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned what,
               mcp_check_fn check, void *data, void (*free_fn)(void *data));
+/* Has the waiting request look again now (its check's work is done). */
+void mcp_wait_poke(mcp_pending_t *p);
 /* Drops the request id of s (notifications/cancelled): no reply is sent. */
 void mcp_pending_drop(mcp_session_t *s, const json_t *id);
 /* Drops every request of s, unanswered (the session ended). */
@@ -369,6 +407,9 @@ int mcp_resolve_args(mcp_server_t *srv, json_t *args, char id[TFS_ID_MAX + 1], c
 json_t *mcp_time_or_null(int64_t ms);
 /* The state every tool returns: id, key, state, command, times, counts. */
 json_t *mcp_record_compact(const tfs_record_t *rec);
+/* What the task used, compact (every answer and list entry): cpuMs (user
+ * + system of its whole tree), maxRssKb (its largest process). */
+void mcp_usage_fields(json_t *o, const tfs_record_t *rec);
 /* A tools/call result: the structured content (stolen) and the same JSON
  * as text. */
 json_t *mcp_call_result(json_t *structured, int is_error);
@@ -387,9 +428,8 @@ typedef struct {
   int64_t tail_lines;
   int64_t since_line; /* -1: tail mode */
   int64_t max_bytes;
-  int has_re;
-  regex_t re;
-  tfs_follower_t *fol;
+  mcp_pattern_t *pattern; /* untilPattern, until the wait scans with it */
+  mcp_until_t *until;     /* the scan of new lines (until.c) */
   int64_t match_line;
   char *match_text;
   /* start_managed_task only */
@@ -404,14 +444,53 @@ typedef struct {
   size_t extra_bytes;
 } mcp_read_t;
 
+/* ---- pattern.c, until.c: untilPattern --------------------------------- */
+
+/* Bytes of each output line that untilPattern is matched against. */
+#define MCP_UNTIL_LINE_MAX 4096
+typedef struct mcp_matcher mcp_matcher_t;
+/* Compiles src[0..len) (NUL bytes allowed) within lim: 0, or -1 with msg
+ * saying what is wrong and what to write instead. */
+int mcp_pattern_compile(const char *src, size_t len, const mcp_limits_t *lim, mcp_pattern_t **out,
+                        char *msg, size_t msglen);
+void mcp_pattern_free(mcp_pattern_t *p);
+/* What one thread needs to match with p (its limits, its backtracking
+ * heap); NULL when out of memory. */
+mcp_matcher_t *mcp_matcher_new(const mcp_pattern_t *p);
+void mcp_matcher_free(mcp_matcher_t *m);
+/* Matches s[0..len): 1, 0, or -1 with msg naming the limit hit ("the
+ * match limit (100000 steps)"). Any thread; one matcher per thread. */
+int mcp_pattern_match(const mcp_pattern_t *p, mcp_matcher_t *m, const char *s, size_t len,
+                      char *msg, size_t msglen);
+/* What to do about a pattern that hit a match limit, in words. */
+const char *mcp_pattern_hint(void);
+
+/* The scan of task_id's new lines with pat (taken): a follower opened at
+ * the last last_n lines (-1: the start), lines up to after ignored. NULL
+ * when out of memory. */
+mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *task_id,
+                           int64_t last_n, int64_t after);
+void mcp_until_free(mcp_until_t *u);
+/* Hands the matcher the lines that are new (terminal: the task has ended,
+ * so a last line without newline counts). Returns 1 while lines are being
+ * matched (tell(arg) is called when that ends with an outcome), 0 when
+ * every line so far was matched or the outcome is known. */
+int mcp_until_feed(mcp_until_t *u, int terminal, void (*tell)(void *arg), void *arg);
+/* The first line that matched (0: none) and, once, its text (taken). */
+int64_t mcp_until_match(mcp_until_t *u, char **text);
+/* What stopped the scan ("the match limit (100000 steps) on line 7"), or
+ * NULL. */
+const char *mcp_until_error(const mcp_until_t *u);
+
 /* A read with the defaults (20 tail lines, 4096 bytes) for r's era, or
  * NULL. */
 mcp_read_t *mcp_read_new(const mcp_req_t *r);
 void mcp_read_free(mcp_read_t *ra);
 /* Parses the read arguments shared by read_managed_task and the answer of
- * start_managed_task. Returns 0, or -1 with msg. */
-int mcp_read_parse(json_t *args, mcp_read_t *ra, int64_t *wait_ms, int64_t wait_def, char *msg,
-                   size_t msglen);
+ * start_managed_task (untilPattern compiled within the server's limits).
+ * Returns 0, or -1 with msg. */
+int mcp_read_parse(const mcp_req_t *r, json_t *args, mcp_read_t *ra, int64_t *wait_ms,
+                   int64_t wait_def, char *msg, size_t msglen);
 /* Answers now if it can (no wait, the task has ended, shutting down), else
  * parks the request until the task ends, the pattern matches or wait_ms
  * (-1: no deadline) passes. Takes ra. */

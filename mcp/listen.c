@@ -156,7 +156,7 @@ static int check_filter(const mcp_req_t *r, json_t *f) {
 
 void mcp_listen(const mcp_req_t *r, json_t *params) {
   json_t *f = json_object_get(params, "notifications");
-  if (check_filter(r, f))
+  if (check_filter(r, f) || mcp_admit(r))
     return;
   mcp_listen_t *l = calloc(1, sizeof *l);
   json_t *res_ok = json_array(), *task_ok = json_array();

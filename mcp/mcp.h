@@ -37,6 +37,8 @@
 #define MCP_RPC_INVALID_PARAMS (-32602)
 #define MCP_RPC_INTERNAL_ERROR (-32603)
 #define MCP_RPC_RESOURCE_NOT_FOUND (-32002)
+/* A limit of the server (mcp_limits_t) was reached; data.limit names it. */
+#define MCP_RPC_LIMIT (-32000)
 
 /* ---- the stdio server (stdio.c) ------------------------------------- */
 
@@ -53,6 +55,23 @@ int mcp_serve(const mcp_opts_t *opts);
 typedef struct mcp_server mcp_server_t;
 typedef struct mcp_session mcp_session_t;
 
+/* What one server allows, so that no client can take it over: requests in
+ * flight (a long-poll, a start being launched or waiting for the client's
+ * roots, a subscriptions/listen stream) and what an untilPattern may cost.
+ * A zero field takes the default (in parentheses). A transport with many
+ * connections (HTTP) has a session per connection, so the per-session
+ * limit is per connection. docs/mcp.md, "Limits", says what each bounds. */
+typedef struct {
+  unsigned requests_per_session; /* in flight at once in one session (64) */
+  unsigned requests_per_server;  /* in flight at once in all sessions (256) */
+  size_t pattern_max;            /* bytes of an untilPattern (1024) */
+  size_t pattern_memory;         /* bytes its compiled form may take (128 KiB) */
+  uint32_t match_steps;          /* PCRE2 match limit, per line (100000) */
+  uint32_t match_depth;          /* PCRE2 depth limit, per line (10000) */
+  size_t match_heap;             /* bytes of PCRE2's backtracking heap, per line (4 MiB) */
+  size_t scan_batch;             /* bytes of new lines handed to the matcher at once (64 KiB) */
+} mcp_limits_t;
+
 typedef struct {
   uv_loop_t *loop;       /* the loop everything runs on (required) */
   const char *state_dir; /* NULL: resolve as every verb does */
@@ -62,6 +81,7 @@ typedef struct {
    * transport stops the loop once its own output is out. */
   void (*on_idle)(void *arg);
   void *arg;
+  mcp_limits_t limits; /* zero fields: the defaults */
 } mcp_server_config_t;
 
 /* Opens the store and records this instance as its owner. Says what went

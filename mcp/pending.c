@@ -10,7 +10,13 @@
  * next turn) when the last look is LOOK_DELAY_MS old, else when it will
  * be, so that a line a long-poll waits for is answered within a
  * millisecond while a flood of appends still costs at most one look per
- * LOOK_DELAY_MS; the timer also ends the wait at its deadline. */
+ * LOOK_DELAY_MS; the timer also ends the wait at its deadline. A check
+ * may have work of its own in flight (a read's untilPattern batches,
+ * until.c): it then answers MCP_CHECK_LATER, even past the deadline, and
+ * pokes the request when done -- up to MCP_WAIT_CAP_MS
+ * after the request came, when every look is final and must answer.
+ * Parking is where the limits on requests in flight apply (limits.c): a
+ * request answered at its first look never counts against them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,7 @@ struct mcp_pending {
   mcp_listener_t *listener;
   int soon;          /* a look is scheduled */
   int64_t looked_ms; /* when the last look a change asked for was taken */
+  int parked;        /* past the first look: on the list, listening */
   int done;
 };
 
@@ -49,24 +56,32 @@ static void on_pending_closed(uv_handle_t *h) {
 /* One look: what the core says, handed to the kind's check. A task that
  * cannot be read (caught being created, a record written by hand and not
  * yet whole) is looked at again unless the wait is over; only a task that
- * is not there is answered at once. Returns 1 once the request is
- * answered. */
+ * is not there is answered at once. Returns MCP_CHECK_DONE once the
+ * request is answered, MCP_CHECK_WAIT, or MCP_CHECK_LATER when the check
+ * has work in flight that will poke the request (never once final). */
 static int look(mcp_pending_t *p, int timed_out) {
   tfs_record_t rec;
   int rc = tfs_task_ended(mcp_store(p->req.srv), p->task_id, &rec);
   int again = rc < 0 && rc != TFS_ENOTASK && rc != TFS_EBADID;
-  int replied = 0;
-  if (!again || timed_out) {
+  int64_t waited = tfs_now_ms() - p->started_ms;
+  /* A request with a deadline is answered by the cap at the latest. */
+  int final = mcp_closing(p->req.srv) || (p->deadline_ms && waited >= MCP_WAIT_CAP_MS);
+  int out = MCP_CHECK_WAIT;
+  if (!again || timed_out || final) {
     mcp_look_t lk = {.task_id = p->task_id,
                      .err = rc < 0 ? rc : 0,
                      .rec = &rec,
                      .ended = rc == 1,
-                     .timed_out = timed_out,
-                     .waited_ms = tfs_now_ms() - p->started_ms};
-    replied = p->check(&p->req, p->data, &lk) || timed_out || rc < 0;
+                     .timed_out = timed_out || final,
+                     .final = final,
+                     .waited_ms = waited,
+                     .wait = p};
+    out = p->check(&p->req, p->data, &lk);
+    if (out == MCP_CHECK_WAIT && (lk.timed_out || rc < 0))
+      out = MCP_CHECK_DONE; /* it had to answer */
   }
   tfs_record_free(&rec);
-  return replied;
+  return out;
 }
 
 static void pending_finish(mcp_pending_t *p) {
@@ -79,6 +94,8 @@ static void pending_finish(mcp_pending_t *p) {
     }
   mcp_watch_remove(srv, p->listener);
   p->listener = NULL;
+  /* No longer in flight (limits.c), though the timer closes later. */
+  mcp_req_release(&p->req);
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, on_pending_closed);
   mcp_server_check_idle(srv);
@@ -86,12 +103,14 @@ static void pending_finish(mcp_pending_t *p) {
 
 static void on_pending_timer(uv_timer_t *t);
 
-/* Arms the timer for the deadline; without a listener (out of memory)
- * for the tick as well. */
-static void pending_arm(mcp_pending_t *p) {
+/* Arms the timer for the deadline (or, while the check's own work goes
+ * on past it, for the hard cap); without a listener (out of memory) for
+ * the tick as well. */
+static void pending_arm(mcp_pending_t *p, int later) {
   int64_t delay = p->listener ? -1 : mcp_watch_tick_ms(p->req.srv);
-  if (p->deadline_ms) {
-    int64_t left = p->deadline_ms - tfs_now_ms();
+  int64_t deadline = later ? p->started_ms + MCP_WAIT_CAP_MS : p->deadline_ms;
+  if (deadline) {
+    int64_t left = deadline - tfs_now_ms();
     if (left < 0)
       left = 0;
     if (delay < 0 || left < delay)
@@ -102,11 +121,12 @@ static void pending_arm(mcp_pending_t *p) {
 }
 
 static void pending_run(mcp_pending_t *p) {
-  int timed_out = mcp_closing(p->req.srv) || (p->deadline_ms && tfs_now_ms() >= p->deadline_ms);
-  if (look(p, timed_out))
+  int timed_out = p->deadline_ms && tfs_now_ms() >= p->deadline_ms;
+  int out = look(p, timed_out);
+  if (out == MCP_CHECK_DONE)
     pending_finish(p);
   else
-    pending_arm(p);
+    pending_arm(p, out == MCP_CHECK_LATER && timed_out);
 }
 
 static void on_pending_timer(uv_timer_t *t) {
@@ -127,6 +147,13 @@ static void on_pending_change(void *arg, unsigned what) {
   uv_timer_start(&p->timer, on_pending_timer, delay, 0);
 }
 
+void mcp_wait_poke(mcp_pending_t *p) {
+  if (!p || p->done || !p->parked)
+    return;
+  p->soon = 1;
+  uv_timer_start(&p->timer, on_pending_timer, 0, 0);
+}
+
 void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned what,
               mcp_check_fn check, void *data, void (*free_fn)(void *data)) {
   mcp_server_t *srv = r->srv;
@@ -137,6 +164,8 @@ void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
     return;
   }
+  /* Whether it may wait is known before it is kept (and counted). */
+  int over = mcp_admit_check(r);
   mcp_req_keep(&p->req, r);
   snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
   p->started_ms = tfs_now_ms();
@@ -144,12 +173,19 @@ void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned
   p->data = data;
   p->free_fn = free_fn;
   /* Most requests are answered at the first look (no wait asked, the task
-   * has ended): no listener, no timer for those. */
-  if (look(p, wait_ms == 0 || mcp_closing(srv))) {
-    pending_free(p);
+   * has ended): no listener, no timer for those, and they count against
+   * no limit. */
+  int out = look(p, wait_ms == 0);
+  if (out == MCP_CHECK_DONE || over) {
+    pending_free(p); /* no longer counted */
+    if (out != MCP_CHECK_DONE)
+      mcp_reply_over(r, over);
     return;
   }
-  p->deadline_ms = wait_ms > 0 ? p->started_ms + wait_ms : 0;
+  p->parked = 1;
+  /* waitMs 0 parks only while the check's own work goes on: its deadline
+   * has passed already. */
+  p->deadline_ms = wait_ms >= 0 ? p->started_ms + wait_ms : 0;
   uv_timer_init(srv->loop, &p->timer);
   p->timer.data = p;
   p->next = srv->pending;

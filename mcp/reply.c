@@ -51,7 +51,13 @@ json_t *mcp_record_compact(const tfs_record_t *rec) {
   json_object_set_new(o, "lines", json_integer(rec->lines));
   json_object_set_new(o, "bytes", json_integer(rec->bytes));
   json_object_set_new(o, "restarts", json_integer(rec->restarts));
+  mcp_usage_fields(o, rec);
   return o;
+}
+
+void mcp_usage_fields(json_t *o, const tfs_record_t *rec) {
+  json_object_set_new(o, "cpuMs", json_integer(rec->usage.user_ms + rec->usage.sys_ms));
+  json_object_set_new(o, "maxRssKb", json_integer(rec->usage.maxrss_kb));
 }
 
 json_t *mcp_call_result(json_t *structured, int is_error) {

@@ -45,7 +45,15 @@
   "\"description\":\"Lines of output so far (a final line without newline counts).\"},"            \
   "\"bytes\":{\"type\":\"integer\",\"description\":\"Bytes of output so far.\"},\"restarts\":{"    \
   "\"type\":\"integer\",\"description\":\"Times the worker was started again under "               \
-  "the restart policy.\"}"
+  "the restart policy.\"}," USAGE_PROPS
+
+/* What a task used: in every answer and list entry. */
+#define USAGE_PROPS                                                                                \
+  "\"cpuMs\":{\"type\":\"integer\",\"description\":\"CPU time (user + system) of the "              \
+  "task's whole process tree in ms, every run together: each process counts once it "              \
+  "has ended (taskfs show has user and system apart, per run).\"},\"maxRssKb\":{\"type\":"          \
+  "\"integer\",\"description\":\"The largest peak resident memory of one process of "              \
+  "the task, in KiB.\"}"
 
 #define OUTPUT_PROPS                                                                               \
   "\"important\":{\"type\":\"object\",\"description\":\"The important lines of the "               \
@@ -89,6 +97,42 @@
   " in words.\"}}},\"hint\":{\"type\":\"string\",\"description\":\"What to do next,"               \
   " in words.\"}"
 
+/* What untilPattern is, for both tools that take it (pattern.c). */
+#define UNTIL_SYNTAX                                                                               \
+  "PCRE2 syntax: a POSIX extended regex works as written, and so do \\\\d, \\\\b, (?i) and "      \
+  "back-references; GNU's \\\\< \\\\> are refused (write \\\\b). At most 1 KiB, matched against "    \
+  "the first 4 KiB of each line; a pattern that backtracks past the match limits is an error "     \
+  "naming the limit."
+
+/* start_managed_task's limits: the timeout, restarting at it, and the
+ * worker's resource limits, each as taskfs run --timeout / --restart
+ * on-timeout / --limit gives them. */
+#define LIMIT_VALUE(what)                                                                          \
+  "{\"anyOf\":[{\"type\":\"string\",\"minLength\":1},{\"type\":\"integer\",\"minimum\":0}],"         \
+  "\"description\":\"" what "\"}"
+#define LIMIT_INPUTS                                                                               \
+  "\"timeoutMs\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":2678400000,\"description\":"      \
+  "\"Wall-clock limit of each worker run, in ms (at most 31 days), counted from the "              \
+  "worker's start (not while queued): at it the process tree is stopped as a cancel "              \
+  "stops it (SIGTERM, graceMs, SIGKILL) and the task ends failed, exitCode 124, reason "           \
+  "'timed out after ...'. Default: the store's default (taskfs config set timeout), "             \
+  "else none; the record says which (limits.timeout.from).\"},\"restartOnTimeout\":{\"type\":"      \
+  "\"boolean\",\"description\":\"Restart a worker stopped at timeoutMs too (as "                   \
+  "restart: on-failure restarts a failed one, within maxRestarts); default false: a "              \
+  "timed-out task ends failed.\"},\"limits\":{\"type\":\"object\",\"description\":\"Resource "      \
+  "limits of the worker and every process it starts, set with setrlimit (soft and hard, "          \
+  "so the task cannot raise them); mem is the memory cgroup of the whole tree where one "          \
+  "can be made. A string as taskfs run --limit takes it ('2G', '10m', 'none' lifts the "           \
+  "store's default) or an integer in the limit's unit. Limits not given come from the "            \
+  "store's defaults; the record says which applied and how (limits.NAME.from, "                    \
+  ".via).\",\"properties\":{\"mem\":" LIMIT_VALUE(                                                   \
+      "Memory: bytes, or 512M, 2G (powers of 1024).") ",\"cpu\":" LIMIT_VALUE(                    \
+      "CPU time of each process: seconds, or 90s, 10m; SIGXCPU at it, SIGKILL a second "           \
+      "later.") ",\"nofile\":" LIMIT_VALUE("Open files per process.") ",\"nproc\":" LIMIT_VALUE(  \
+      "Processes of the user (the kernel counts them per user).") ",\"fsize\":" LIMIT_VALUE(      \
+      "The size of a file it writes: bytes, or 10G; SIGXFSZ past it.") ",\"core\":" LIMIT_VALUE(  \
+      "The size of a core dump: bytes; 0 turns them off.") "}}"
+
 #define TASK_REF_PROPS                                                                             \
   "\"taskKey\":{\"type\":\"string\",\"description\":\"The key given to start_managed_task.\"},"    \
   "\"taskId\":{\"type\":\"string\",\"description\":\"The task id (from start or list).\"}"
@@ -101,7 +145,8 @@ static const char tools_json[] =
     "nothing; a task that has ended is run again only with rerun: true; a key already "
     "used for a different command or cwd is rejected. command is an array (argv, no shell) "
     "or a string, which runs as [\\\"/bin/sh\\\", \\\"-c\\\", string]. restart, minUptimeMs,"
-    " maxRestarts, maxQuickRestarts and graceMs set the supervision policy as taskfs run does. env values "
+    " maxRestarts, maxQuickRestarts and graceMs set the supervision policy as taskfs run does;"
+    " timeoutMs and limits bound the run (defaults from the store's config). env values "
     "go to the process only and are never written to disk. Waits up to waitMs (default "
     "1000, at most 50000) for the task to end (or, with untilPattern, for a matching "
     "output line), then returns its state, important lines and a short output tail within "
@@ -134,13 +179,12 @@ static const char tools_json[] =
     "\"stderr\":{\"type\":\"string\",\"enum\":[\"merged\",\"split\"],\"description\":\"merged (default): stdout "
     "and stderr in one transcript in the order written; split: stderr on its own pipe, its "
     "lines listed in stderr-lines (lines written close together to both may then be "
-    "reordered).\"},\"waitMs\":{\"type\":\"integer\","
+    "reordered).\"}," LIMIT_INPUTS ",\"waitMs\":{\"type\":\"integer\","
     "\"minimum\":0,\"maximum\":50000,\"description\":\"Wait up to this long for the task "
     "to end (or for untilPattern) before answering; default 1000. Follow a longer task "
-    "with read_managed_task.\"},\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX "
-    "extended regex: answer as soon as an output line of the new task matches (e.g. a "
-    "dev server's 'listening on'); matched against the first 4 KiB of each line; back-references "
-    "(\\\\1..\\\\9) are refused.\"},\"tailLines\":{\"type\":\"integer\",\"minimum\":0,"
+    "with read_managed_task.\"},\"untilPattern\":{\"type\":\"string\",\"description\":\"Answer "
+    "as soon as an output line of the new task matches (e.g. a dev server's 'listening on'). " UNTIL_SYNTAX
+    "\"},\"tailLines\":{\"type\":\"integer\",\"minimum\":0,"
     "\"maximum\":1000,\"description\":\"Lines of output tail in the answer, default 20 "
     "(within maxBytes).\"},\"maxBytes\":{\"type\":\"integer\",\"minimum\":1024,\"maximum\":262144,"
     "\"description\":\"Size bound of the whole answer, default 4096.\"}},\"required\":["
@@ -165,7 +209,7 @@ static const char tools_json[] =
     "is required). The answer stays within maxBytes (default 4096) whatever the output: "
     "long lines are cut and marked, the tail and then the important lines are trimmed,"
     " long fields shortened with '…'. Long-poll: with waitMs it returns as soon as the "
-    "task ends or a NEW output line matches untilPattern (POSIX extended regex, e.g. "
+    "task ends or a NEW output line matches untilPattern (a regular expression, e.g. "
     "'listening on'), else after waitMs; waitMs is at most 50000 (50 s, below common "
     "client timeouts): call again to keep waiting. sinceLine N returns the lines after "
     "line N instead of the tail (a page; continue with sinceLine = nextLine).\",\"inputSchema\":{"
@@ -178,11 +222,11 @@ static const char tools_json[] =
     "for untilPattern); default 0: answer at once. Call again to keep waiting.\"},\"tailLines\":{"
     "\"type\":\"integer\",\"minimum\":0,\"maximum\":1000,\"description\":\"Lines of tail,"
     " or the page size with sinceLine; default 20 (within maxBytes).\"},\"sinceLine\":{"
-    "\"type\":\"integer\",\"minimum\":0,\"description\":\"Return the lines after this "
+    "\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,\"description\":"
+    "\"Return the lines after this "
     "line number (0: from the start) instead of the tail; continue with sinceLine = nextLine.\"},"
-    "\"untilPattern\":{\"type\":\"string\",\"description\":\"POSIX extended regex: return "
-    "as soon as a new output line matches (only the first 4 KiB of each line is matched; "
-    "back-references \\\\1..\\\\9 are refused).\"},\"maxBytes\":{\"type\":\"integer\","
+    "\"untilPattern\":{\"type\":\"string\",\"description\":\"Return as soon as a new "
+    "output line matches. " UNTIL_SYNTAX "\"},\"maxBytes\":{\"type\":\"integer\","
     "\"minimum\":1024,\"maximum\":262144,\"description\":\"Size bound of the whole answer,"
     " default 4096.\"}}},\"outputSchema\":{\"type\":\"object\",\"properties\":{" STATE_PROPS
     "," OUTPUT_PROPS
@@ -219,7 +263,8 @@ static const char tools_json[] =
     "3339).\"},\"durationMs\":{"
     "\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}],\"description\":\"Run time "
     "so far, or in all once ended; null before it started.\"},\"lines\":{\"type\":\"integer\","
-    "\"description\":\"Lines of output so far (a final line without newline counts).\"}}}},"
+    "\"description\":\"Lines of output so far (a final line without newline counts).\"},"
+    USAGE_PROPS "}}},"
     "\"nextCursor\":{\"type\":\"string\",\"description\":\"Present when more tasks remain: "
     "pass it as cursor.\"},\"total\":{\"type\":\"integer\",\"description\":\"Tasks in "
     "the store.\"},\"hint\":{\"type\":\"string\",\"description\":\"Present when the state "

@@ -58,6 +58,7 @@ int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out) {
     return err;
   }
   srv->loop = cfg->loop;
+  mcp_limits_resolve(&cfg->limits, &srv->lim);
   srv->on_idle = cfg->on_idle;
   srv->idle_arg = cfg->arg;
   srv->tools = mcp_schema_tools();

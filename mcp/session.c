@@ -54,17 +54,22 @@ void mcp_session_close(mcp_session_t *s) {
   mcp_session_unref(s);
 }
 
+/* A kept request is one in flight: counted for the limits (limits.c). */
 void mcp_req_keep(mcp_req_t *dst, const mcp_req_t *src) {
   *dst = *src;
   dst->id = json_incref(src->id);
+  dst->kept = 1;
   mcp_session_ref(dst->sess);
+  mcp_flight_count(dst->sess, 1);
 }
 
 void mcp_req_release(mcp_req_t *r) {
   json_decref(r->id);
   r->id = NULL;
-  if (r->sess)
+  if (r->sess) {
+    mcp_flight_count(r->sess, -1);
     mcp_session_unref(r->sess);
+  }
   r->sess = NULL;
 }
 

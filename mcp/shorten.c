@@ -105,9 +105,10 @@ int mcp_shorten(json_t *o, const char *const *fields, size_t need, size_t keep, 
 /* Members an answer can lose last, least needed first: what remains is
  * the task, its state and exit, where the output stands and the note. */
 static const char *const droppable[] = {
-    "waitedMs", "timedOut",  "cwdFrom",   "cwdNote", "existing",   "started", "restarts",
-    "bytes",    "startedAt", "createdAt", "endedAt", "durationMs", "signal",  "command",
-    "cwd",      "reason",    "hint",      "match",   "taskKey",    NULL};
+    "waitedMs", "timedOut",   "cpuMs",    "maxRssKb", "cwdFrom",   "cwdNote",
+    "existing", "started",    "restarts", "bytes",    "startedAt", "createdAt",
+    "endedAt",  "durationMs", "signal",   "command",  "cwd",       "reason",
+    "hint",     "match",      "taskKey",  NULL};
 
 int mcp_shorten_compact(json_t *o, json_t *left_out) {
   int changed = 0;

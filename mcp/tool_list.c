@@ -87,6 +87,7 @@ static json_t *list_entry(const tfs_record_t *rec) {
       rec->signal > 0 ? json_integer(rec->signal) : json_null(), "createdAt",
       tfs_time_format(rec->created_ms, when), "durationMs",
       duration >= 0 ? json_integer(duration) : json_null(), "lines", (json_int_t)rec->lines);
+  mcp_usage_fields(e, rec);
   free(cwd);
   return e;
 }

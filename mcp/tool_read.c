@@ -25,77 +25,11 @@ mcp_read_t *mcp_read_new(const mcp_req_t *r) {
   return ra;
 }
 
-/* Bytes of each output line that untilPattern is matched against. */
-#define UNTIL_MATCH_MAX 4096
-
-/* Whether an untilPattern holds a back-reference (\1..\9). glibc matches
- * those by backtracking, exponential in the line length ('(a*)*\1b' over
- * 2000 'a's never ends), which would freeze the server's loop. A backslash
- * inside a bracket expression is literal in an ERE, but such a pattern is
- * refused too: rare, and '[1]' says the same. */
-static int has_backref(const char *p) {
-  for (; *p; p++) {
-    if (*p != '\\')
-      continue;
-    if (p[1] >= '1' && p[1] <= '9')
-      return 1;
-    if (p[1])
-      p++; /* an escaped character, e.g. "\\\\1" is a backslash then '1' */
-  }
-  return 0;
-}
-
-/* Scans the lines that are new since the previous call for the pattern. */
-typedef struct {
-  mcp_read_t *ra;
-  int64_t after; /* ignore lines up to this one */
-  char *buf;
-  size_t cap;
-} scan_t;
-
-static int scan_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
-  scan_t *s = arg;
-  if (lineno <= s->after)
-    return 0;
-  /* Only a line's first UNTIL_MATCH_MAX bytes are matched: the matcher runs
-   * in the server's one loop, so its cost per line must stay bounded. */
-  if (len > UNTIL_MATCH_MAX)
-    len = UNTIL_MATCH_MAX;
-  if (len + 1 > s->cap) {
-    char *b = realloc(s->buf, len + 1);
-    if (!b)
-      return 1;
-    s->buf = b;
-    s->cap = len + 1;
-  }
-  memcpy(s->buf, line, len);
-  s->buf[len] = 0;
-  if (regexec(&s->ra->re, s->buf, 0, NULL, 0) == 0) {
-    s->ra->match_line = lineno;
-    free(s->ra->match_text);
-    s->ra->match_text = s->buf; /* the line as matched: no copy to fail */
-    s->buf = NULL;
-    s->cap = 0;
-    return 1;
-  }
-  return 0;
-}
-
-static void read_scan(mcp_read_t *ra, int terminal) {
-  if (!ra->has_re || ra->match_line || !ra->fol)
-    return;
-  scan_t s = {.ra = ra, .after = ra->since_line >= 0 ? ra->since_line : 0};
-  tfs_follower_next(ra->fol, terminal, scan_line, &s);
-  free(s.buf);
-}
-
 void mcp_read_free(mcp_read_t *ra) {
   if (!ra)
     return;
-  if (ra->has_re)
-    regfree(&ra->re);
-  if (ra->fol)
-    tfs_follower_close(ra->fol);
+  mcp_pattern_free(ra->pattern);
+  mcp_until_free(ra->until);
   free(ra->match_text);
   free(ra);
 }
@@ -116,25 +50,64 @@ static void reply_unreadable(const mcp_req_t *r, const mcp_read_t *ra, const mcp
     mcp_tool_error(r, "%s", m);
 }
 
+static void tell_wait(void *arg) {
+  mcp_wait_poke(arg);
+}
+
+/* The untilPattern part of a look: the new lines go to the matcher (off
+ * the loop, until.c), which pokes the request when it has an outcome.
+ * Returns 1 while lines are being matched. */
+static int read_scan(mcp_read_t *ra, const mcp_look_t *lk) {
+  if (!ra->until || ra->match_line)
+    return 0;
+  int busy = mcp_until_feed(ra->until, lk->ended, tell_wait, lk->wait);
+  ra->match_line = mcp_until_match(ra->until, &ra->match_text);
+  return busy && !ra->match_line;
+}
+
+/* A line made the pattern hit a limit: the caller is told which, and what
+ * to do; a task this call started is named, since the answer that would
+ * have named it does not come. */
+static void reply_limit(const mcp_req_t *r, const mcp_read_t *ra, const mcp_look_t *lk,
+                        const char *what) {
+  char started[200] = "";
+  if (ra->is_start && !ra->existing)
+    snprintf(started, sizeof started,
+             "task %s was started and runs on (read it with read_managed_task, stop it with "
+             "cancel_managed_task), but its ",
+             lk->task_id);
+  mcp_tool_error(r, "%suntilPattern hit %s of task %s: %s The task is not affected.",
+                 *started ? started : "", what, lk->task_id, mcp_pattern_hint());
+}
+
 /* Answers a read (or the answer of a start, or tasks/result) once it can:
- * the task has ended, the pattern matched, or the wait is over. */
+ * the task has ended (and every line it wrote was matched), the pattern
+ * matched, or the wait is over -- or, while lines are still being
+ * matched past it, once they are (at the latest when the look is final). */
 static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
   mcp_read_t *ra = data;
   if (lk->err) {
     reply_unreadable(r, ra, lk);
-    return 1;
+    return MCP_CHECK_DONE;
   }
-  read_scan(ra, lk->ended);
-  int done = lk->ended || ra->match_line > 0;
+  int busy = read_scan(ra, lk);
+  const char *hit = ra->until ? mcp_until_error(ra->until) : NULL;
+  if (hit) {
+    reply_limit(r, ra, lk, hit);
+    return MCP_CHECK_DONE;
+  }
+  int done = (lk->ended && !busy) || ra->match_line > 0;
   if (!done && !lk->timed_out)
-    return 0;
+    return MCP_CHECK_WAIT;
+  if (!done && busy && !lk->final)
+    return MCP_CHECK_LATER;
   if (ra->task_result && !lk->ended) {
     /* Shutting down while tasks/result waits: the task goes on; say so. */
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR,
                     "the server is shutting down; task %s is still running: call tasks/result "
                     "again after reconnecting",
                     lk->task_id);
-    return 1;
+    return MCP_CHECK_DONE;
   }
   char *text;
   json_t *o = mcp_output_build(r->srv, lk->rec, ra, lk->waited_ms, !done, &text);
@@ -144,50 +117,36 @@ static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
   } else {
     mcp_reply_result(r, o, text);
   }
-  return 1;
+  return MCP_CHECK_DONE;
 }
 
-int mcp_read_parse(json_t *args, mcp_read_t *ra, int64_t *wait_ms, int64_t wait_def, char *msg,
-                   size_t msglen) {
-  /* The arguments fit the schema (bounds included): only defaults here. */
+int mcp_read_parse(const mcp_req_t *r, json_t *args, mcp_read_t *ra, int64_t *wait_ms,
+                   int64_t wait_def, char *msg, size_t msglen) {
+  /* The arguments fit the schema (bounds included): only defaults here.
+   * sinceLine is read's own (mcp_tool_read): start does not have it. */
   *wait_ms = mcp_arg_i64(args, "waitMs", wait_def);
   ra->tail_lines = mcp_arg_i64(args, "tailLines", TAIL_DEFAULT);
-  ra->since_line = mcp_arg_i64(args, "sinceLine", -1);
   ra->max_bytes = mcp_arg_i64(args, "maxBytes", READ_BUDGET_DEFAULT);
   json_t *pat = json_object_get(args, "untilPattern");
-  if (json_is_string(pat)) {
-    if (has_backref(json_string_value(pat))) {
-      snprintf(msg, msglen,
-               "untilPattern: back-references (\\1..\\9) are not supported; their matching "
-               "time can grow exponentially with the line length. Use a pattern without them "
-               "(e.g. 'listening on [0-9]+')");
-      return -1;
-    }
-    int rc = regcomp(&ra->re, json_string_value(pat), REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-      char ebuf[256];
-      regerror(rc, &ra->re, ebuf, sizeof ebuf);
-      snprintf(msg, msglen,
-               "untilPattern '%.200s' is not a valid POSIX extended regex: %s; fix the pattern "
-               "(e.g. 'listening on [0-9]+')",
-               json_string_value(pat), ebuf);
-      return -1;
-    }
-    ra->has_re = 1;
-  }
+  if (json_is_string(pat) && mcp_pattern_compile(json_string_value(pat), json_string_length(pat),
+                                                 mcp_limits(r->srv), &ra->pattern, msg, msglen))
+    return -1;
   return 0;
 }
 
 void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int64_t wait_ms) {
-  if (ra->has_re) {
-    /* A task this call just started: every line is new, scan from line 1
-     * (lines written before the follower opens must not be missed). */
+  if (ra->pattern) {
+    /* Only new lines count: those written after the call began, after
+     * sinceLine, or -- for a task this call just started -- every line
+     * (scanned from line 1, so that none written before the follower
+     * opens is missed). */
     int64_t last_n = (ra->since_line >= 0 || (ra->is_start && !ra->existing)) ? -1 : 0;
-    if (tfs_follower_open(mcp_store(r->srv), task_id, last_n, &ra->fol) == 0 && last_n == 0)
-      tfs_follower_next(ra->fol, 0, scan_line, &(scan_t){.ra = ra, .after = INT64_MAX});
+    ra->until = mcp_until_new(r->srv, ra->pattern, task_id, last_n,
+                              ra->since_line >= 0 ? ra->since_line : 0);
+    ra->pattern = NULL; /* taken */
   }
   /* Output matters only to a pattern; the end to every read. */
-  unsigned what = TFS_WATCH_STATE | (ra->has_re ? TFS_WATCH_OUTPUT : 0);
+  unsigned what = TFS_WATCH_STATE | (ra->until ? TFS_WATCH_OUTPUT : 0);
   mcp_wait(r, task_id, wait_ms, what, check_read, ra, read_free);
 }
 
@@ -199,10 +158,11 @@ void mcp_tool_read(const mcp_req_t *r, json_t *args, json_t *task, json_t *param
   }
   mcp_read_t *ra = mcp_read_new(r);
   int64_t wait_ms;
-  if (!ra || mcp_read_parse(args, ra, &wait_ms, 0, msg, sizeof msg)) {
+  if (!ra || mcp_read_parse(r, args, ra, &wait_ms, 0, msg, sizeof msg)) {
     mcp_tool_error(r, "%s", ra ? msg : "out of memory");
     mcp_read_free(ra);
     return;
   }
+  ra->since_line = mcp_arg_i64(args, "sinceLine", -1);
   mcp_read_park(r, task_id, ra, wait_ms);
 }

@@ -32,12 +32,16 @@ typedef struct {
   int max_restarts;
   int max_quick_restarts;
   tfs_stderr_t stderr_mode; /* stderr: "merged" (default) or "split" */
+  int restart_on_timeout;
+  tfs_limits_t limits; /* timeoutMs, limits */
+  char why[1024];      /* core's words for limits it refused */
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
   tfs_strv_free(sa->argv);
   tfs_strv_free(sa->env);
   tfs_strv_free(sa->env_names);
+  tfs_limits_free(&sa->limits);
 }
 
 /* The parse steps return 0, -EINVAL with msg saying what to fix, or
@@ -132,13 +136,47 @@ static int parse_env(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   return 0;
 }
 
+/* timeoutMs (the schema bounds it) and limits {NAME: "2G" | integer},
+ * read by core's parser as taskfs run --limit NAME=VALUE, so that both
+ * faces accept and refuse the same (an unknown name, a bad value). */
+static int parse_limits(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
+  int64_t t = mcp_arg_i64(args, "timeoutMs", 0);
+  if (t > 0) {
+    sa->limits.timeout_ms = t;
+    sa->limits.timeout_from = TFS_FROM_GIVEN;
+  }
+  json_t *lim = json_object_get(args, "limits"), *v;
+  const char *name;
+  json_object_foreach(lim, name, v) {
+    char item[256], why[512];
+    if (json_is_null(v))
+      continue;
+    const char *text = json_string_value(v);
+    if (text && strpbrk(text, ",=")) {
+      snprintf(msg, msglen, "limits.%.64s: '%.64s' is one value, like 2G or 10m", name, text);
+      return -EINVAL;
+    }
+    if (json_is_integer(v))
+      snprintf(item, sizeof item, "%.64s=%" JSON_INTEGER_FORMAT, name, json_integer_value(v));
+    else
+      snprintf(item, sizeof item, "%.64s=%.128s", name, text ? text : "");
+    if (tfs_limits_parse(item, &sa->limits, why, sizeof why)) {
+      snprintf(msg, msglen, "limits: %s", why);
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
 /* Everything but cwd, which may come from the client's roots. */
 static int start_args_parse(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   memset(sa, 0, sizeof *sa);
+  tfs_limits_init(&sa->limits);
   int err;
   if ((err = parse_key(args, sa, msg, msglen)) || (err = parse_command(args, sa, msg, msglen)) ||
-      (err = parse_env(args, sa, msg, msglen)))
+      (err = parse_env(args, sa, msg, msglen)) || (err = parse_limits(args, sa, msg, msglen)))
     return err;
+  sa->restart_on_timeout = json_is_true(json_object_get(args, "restartOnTimeout"));
   sa->rerun = json_is_true(json_object_get(args, "rerun"));
   const char *policy = json_string_value(json_object_get(args, "restart"));
   sa->restart = TFS_RESTART_NO;
@@ -192,8 +230,17 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
       .important_k = 0,
       .rerun = sa->rerun,
       .stderr_mode = sa->stderr_mode,
+      .restart_on_timeout = sa->restart_on_timeout,
+      .limits = &sa->limits,
+      .why = sa->why,
+      .whylen = sizeof sa->why,
   };
+  sa->why[0] = 0;
   int err = tfs_task_start_create(store, &spec, st);
+  if ((err == TFS_ELIMIT || err == TFS_ECONFIG) && sa->why[0]) {
+    snprintf(msg, msglen, "%s", sa->why);
+    return -1;
+  }
   if (err == TFS_EKEYCONFLICT) {
     describe_conflict(srv, sa->key, msg, msglen);
     return -1;
@@ -386,6 +433,10 @@ static void on_root(const mcp_req_t *r, void *arg, const char *root, const char 
 
 void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *params) {
   char msg[1024];
+  /* A start is in flight from here (the client's roots, the launch, the
+   * wait): admitted once, before anything is made. */
+  if (mcp_admit(r))
+    return;
   launch_t *l = calloc(1, sizeof *l);
   if (!l) {
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "out of memory");
@@ -394,7 +445,7 @@ void mcp_tool_start(const mcp_req_t *r, json_t *args, json_t *task, json_t *para
   l->t0 = tfs_now_ms();
   l->ra = mcp_read_new(r);
   int err = l->ra ? start_args_parse(args, &l->sa, msg, sizeof msg) : no_memory(msg, sizeof msg);
-  if (!err && mcp_read_parse(args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
+  if (!err && mcp_read_parse(r, args, l->ra, &l->wait_ms, START_WAIT_DEFAULT, msg, sizeof msg))
     err = -EINVAL;
   int has_cwd = json_is_string(json_object_get(args, "cwd"));
   if (!err && has_cwd && !(err = parse_cwd(args, &l->sa, msg, sizeof msg)))

@@ -7,8 +7,17 @@
  * minimum, maximum, minLength, minItems, items, properties, required,
  * additionalProperties (a schema) and anyOf. Properties the schema does
  * not name are left to the tool (unlisted ones are allowed), and null for
- * an optional property means "not given", as many clients send it. An
- * integral JSON real (1000.0) counts as an integer. */
+ * an optional property means "not given", as many clients send it.
+ *
+ * Numbers are checked here before anything converts them (issue 11: a
+ * waitMs of 1e300 converted to int64, a sinceLine of 2^63-1 overflowed
+ * the page arithmetic): an integer is a JSON integer, or a real that is
+ * integral and exact (|n| <= 2^53 - 1: 1000.0 and -0.0 are integers; 1.5,
+ * 1e300 and 9.3e18 are not), and every integer of every tool schema has a
+ * minimum and a maximum within 2^53 (tests/test_mcp_numbers.c), so a value
+ * that passes converts exactly and sums of two stay far from overflow.
+ * Integers beyond int64 never get here as integers: the dispatcher reads
+ * them as reals (dispatch.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,17 +95,23 @@ static void describe_schema(const json_t *s, char *out, size_t outlen) {
              type ? type : "value");
 }
 
+/* The largest integer a double holds exactly, and every one below it. */
+#define EXACT_MAX 9007199254740991.0
+
 static int is_integer(const json_t *v, json_int_t *out) {
   if (json_is_integer(v)) {
     *out = json_integer_value(v);
     return 1;
   }
+  if (!json_is_real(v))
+    return 0;
+  /* Compared first, converted after: a double outside int64 (or NaN,
+   * which fails both comparisons) must never reach the conversion. */
   double d = json_real_value(v);
-  if (json_is_real(v) && d >= -9.2e18 && d <= 9.2e18 && d == (double)(json_int_t)d) {
-    *out = (json_int_t)d;
-    return 1;
-  }
-  return 0;
+  if (!(d >= -EXACT_MAX && d <= EXACT_MAX) || d != (double)(json_int_t)d)
+    return 0;
+  *out = (json_int_t)d;
+  return 1;
 }
 
 static int check(const json_t *s, const json_t *v, const char *path, char *msg, size_t msglen);

@@ -92,5 +92,9 @@ int sup_kill_descendants(int sig, pid_t spare);
 /* The same by reading every /proc/<pid>/stat: the fallback when the kernel
  * has no /proc/<pid>/task/<tid>/children files. */
 int sup_kill_descendants_scan(int sig, pid_t spare);
+/* Every descendant of the calling process, from a walk down the children
+ * files, in a new array (free it). 0, -ENOENT without those files, or
+ * -ENOMEM. */
+int sup_descendants(pid_t **out, size_t *n);
 
 #endif

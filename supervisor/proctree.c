@@ -119,22 +119,35 @@ static int add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap) {
   return err;
 }
 
-/* The fast way: walk down from here through the children files, which
- * costs the size of our tree, not of the whole system (a thousand
- * supervisors stopping at once must not each read every /proc entry).
- * The whole tree is collected before anything is signalled. */
-static int kill_walk(int sig, pid_t spare) {
+int sup_descendants(pid_t **out, size_t *count) {
   size_t n = 0, cap = 64, i = 0;
-  pid_t *v TFS_AUTOFREE = malloc(cap * sizeof *v);
+  pid_t *v = malloc(cap * sizeof *v);
   if (!v)
     return -ENOMEM;
   int err = add_children(getpid(), &v, &n, &cap);
   while (!err && i < n)
     err = add_children(v[i++], &v, &n, &cap);
+  if (err) {
+    free(v);
+    return err;
+  }
+  *out = v;
+  *count = n;
+  return 0;
+}
+
+/* The fast way: walk down from here through the children files, which
+ * costs the size of our tree, not of the whole system (a thousand
+ * supervisors stopping at once must not each read every /proc entry).
+ * The whole tree is collected before anything is signalled. */
+static int kill_walk(int sig, pid_t spare) {
+  size_t n = 0;
+  pid_t *v TFS_AUTOFREE = NULL;
+  int err = sup_descendants(&v, &n);
   if (err)
     return err;
   int count = 0;
-  for (i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++)
     if (v[i] > 0 && v[i] != getpid() && v[i] != spare && kill(v[i], sig) == 0)
       count++;
   return count;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 /* Reaps every child that has exited; sets tree_empty once none is left.
@@ -21,7 +22,11 @@
 static void reap_children(sup_t *s) {
   for (;;) {
     int st;
-    pid_t p = waitpid(-1, &st, WNOHANG);
+    struct rusage ru;
+    /* wait4: what each process of the tree used counts for the run. */
+    pid_t p = wait4(-1, &st, WNOHANG, &ru);
+    if (p > 0 && p != s->sentinel)
+      sup_usage_reaped(s, p, &ru);
     if (p > 0) {
       if (p == s->sentinel) {
         /* Not a worker exit: killed by us, or by someone else (then the

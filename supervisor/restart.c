@@ -54,7 +54,11 @@ void sup_restart_init(sup_t *s) {
 static void describe_exit(sup_t *s, char *buf, size_t len) {
   tfs_memcg_t now = s->worker_memcg; /* the same cgroup, read again */
   tfs_memcg_read(0, &now);
-  tfs_exit_describe(s->worker_status, &s->worker_memcg, &now, buf, len);
+  /* A worker its own tree's stop (a stop request, its timeout) ended was
+   * not ended by a limit. */
+  tfs_exit_describe_limits(s->worker_status, &s->worker_memcg, &now,
+                           s->stopping || s->timed_out ? NULL : &s->rec.limits, s->worker_cpu_ms,
+                           s->killed, buf, len);
 }
 
 /* Appends the worker's exit to the record's last exits (the oldest falls
@@ -67,7 +71,9 @@ static tfs_exit_t record_exit(sup_t *s) {
       .exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1,
       .signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0,
       .requested = s->exit_requested,
+      .timed_out = s->timed_out,
   };
+  sup_usage_run_end(s, &ex.use);
   if (s->rec.nexits == TFS_LAST_EXITS) {
     memmove(s->rec.exits, s->rec.exits + 1, (TFS_LAST_EXITS - 1) * sizeof ex);
     s->rec.nexits--;
@@ -92,6 +98,20 @@ static void finish_stopped(sup_t *s, const char *desc) {
   int after_grace = s->killed && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
   sup_finish(s, TFS_CANCELLED, "stop requested by %s; the worker %s%s%s", s->stop_by,
              WIFSIGNALED(st) ? "was " : "", desc,
+             after_grace ? " after the grace period ran out" : "");
+}
+
+/* The worker's wall-clock limit ran out and its tree was stopped: failed,
+ * with timeout(1)'s exit code, 124; the exit itself stays in the record's
+ * exits. */
+static void finish_timed_out(sup_t *s, const char *desc) {
+  char d[TFS_DURATION_BUF];
+  int st = s->worker_status;
+  int after_grace = s->killed && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+  s->rec.exit_code = 124;
+  s->rec.signal = 0;
+  sup_finish(s, TFS_FAILED, "timed out after %s; the worker %s%s%s",
+             tfs_duration_format(s->rec.limits.timeout_ms, d), WIFSIGNALED(st) ? "was " : "", desc,
              after_grace ? " after the grace period ran out" : "");
 }
 
@@ -136,6 +156,7 @@ static void schedule_restart(sup_t *s, int64_t uptime_ms, int quick) {
   sup_save(s);
   s->restart_at_ms = s->worker_ended_ms + delay;
   uv_update_time(&s->loop);
+  s->killed = 0; /* the next worker's stop, if any, is its own */
   uv_timer_start(&s->backoff_timer, on_backoff_timer, (uint64_t)delay, 0);
 }
 
@@ -149,9 +170,13 @@ void sup_generation_end(sup_t *s) {
     finish_stopped(s, desc);
     return;
   }
+  if (s->timed_out && !s->rec.restart_on_timeout) {
+    finish_timed_out(s, desc);
+    return;
+  }
   int failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  int again =
-      s->rec.restart == TFS_RESTART_ALWAYS || (s->rec.restart == TFS_RESTART_ON_FAILURE && failed);
+  int again = s->timed_out || s->rec.restart == TFS_RESTART_ALWAYS ||
+              (s->rec.restart == TFS_RESTART_ON_FAILURE && failed);
   if (!again) {
     sup_finish(s, failed ? TFS_FAILED : TFS_COMPLETED, "%s", desc);
     return;

@@ -33,7 +33,12 @@ void sup_save(sup_t *s) {
   s->rec.lines = s->cap.lines;
   s->rec.bytes = s->cap.bytes;
   s->rec.alive_ms = now;
+  /* While a worker runs, the record shows what it used so far. */
+  tfs_usage_t total = s->rec.usage;
+  if (s->phase == PH_RUNNING || s->phase == PH_DRAINING)
+    sup_usage_live(s, &s->rec.usage);
   int err = tfs_task_save(s->store, &s->rec);
+  s->rec.usage = total;
   if (err) {
     /* Retried on the next tick; logged at most every 10 s. */
     s->save_failed = 1;
@@ -144,6 +149,7 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   s->rec.state = state;
   s->rec.ended_ms = tfs_now_ms();
   tfs_record_set_reason(&s->rec, "%s", reason);
+  sup_limits_finish(s); /* the tree is gone: its cgroup's peak, then the cgroup */
   release_reserve(s);
   /* Gone before the record says ended, so nobody sees an ended task with
    * a doorbell (a later ring gets ENOENT, which is fine). */

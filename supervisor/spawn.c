@@ -22,9 +22,10 @@ extern char **environ;
 typedef struct {
   int stage; /* STAGE_* */
   int err;
+  int which; /* STAGE_LIMIT: what sup_limits_child() could not set */
 } start_err_t;
 
-enum { STAGE_CHDIR = 1, STAGE_EXEC = 2, STAGE_DUP = 3 };
+enum { STAGE_CHDIR = 1, STAGE_EXEC = 2, STAGE_DUP = 3, STAGE_LIMIT = 4 };
 
 /* The worker's pipes: stdout, stderr (-1 in the merged mode: fd 2 is
  * stdout's pipe too), and the status pipe. */
@@ -56,7 +57,7 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
-  start_err_t e = {0, 0};
+  start_err_t e = {0, 0, -1};
   /* A pipe, never the transcript itself: a worker that reopens its output
    * (`> /dev/stderr`, `exec >/dev/stdout`, `: > /proc/self/fd/1`) opens
    * the pipe again, which cannot truncate what was written. */
@@ -65,6 +66,8 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
     e.stage = STAGE_DUP;
   } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
     e.stage = STAGE_CHDIR;
+  } else if ((e.which = sup_limits_child(s)) >= 0) {
+    e.stage = STAGE_LIMIT; /* its limits and cgroup, last: what it runs inherits them */
   } else {
     /* The overrides apply here only; execvp then also searches an
      * overridden PATH, as the worker's own environment says. */
@@ -81,7 +84,9 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
 /* The reason the child reported, in words. */
 static void describe_start_error(sup_t *s, const start_err_t *e, char *why, size_t len) {
   const char *cmd = s->rec.argv[0];
-  if (e->stage == STAGE_CHDIR)
+  if (e->stage == STAGE_LIMIT)
+    sup_limits_describe(s, e->which, e->err, why, len);
+  else if (e->stage == STAGE_CHDIR)
     snprintf(why, len, "cannot start '%s': working directory '%s' is not usable (%s)", cmd,
              s->rec.cwd, strerror(e->err));
   else if (e->stage == STAGE_EXEC && e->err == ENOENT)
@@ -174,7 +179,7 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
     snprintf(why, whylen, "cannot start '%s': fork failed (%s)", cmd, strerror(-pid));
     return -1;
   }
-  start_err_t e = {0, 0};
+  start_err_t e = {0, 0, -1};
   if (exec_failed(&p, &e)) {
     describe_start_error(s, &e, why, whylen);
     return -1;
@@ -197,6 +202,7 @@ void sup_start_worker(sup_t *s) {
     s->rec.state = TFS_RUNNING;
     s->rec.started_ms = s->worker_started_ms;
   }
+  sup_limits_worker_started(s);
   sup_log(s, "worker %d started", (int)s->worker);
   sup_save(s);
 }

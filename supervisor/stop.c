@@ -66,6 +66,10 @@ static void request_stop(sup_t *s, const char *by, int64_t at) {
     sup_finish(s, TFS_CANCELLED, "stop requested by %s; no worker was running", s->stop_by);
     return;
   }
+  sup_stop_tree(s);
+}
+
+void sup_stop_tree(sup_t *s) {
   signal_tree(s, SIGTERM);
   signal_tree(s, SIGCONT); /* a stopped process would not see SIGTERM */
   sup_arm_kill(s);

@@ -11,12 +11,16 @@
  *   restart.c    the restart policy: finish, restart, back off
  *   stop.c       stop requests: doorbell, poll, signals, grace, SIGKILL
  *   save.c       record saves, aliveAt, the final save
+ *   limits.c     the worker's limits, its timeout, what each run used
+ *   cgroup.c     the memory cgroup of the tree, where one can be made
  */
 #ifndef TASKFS_SUPERVISOR_SUP_H
 #define TASKFS_SUPERVISOR_SUP_H
 
 #include "supervisor/internal.h"
 
+#include <limits.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 /* Where a worker generation stands. */
@@ -83,6 +87,19 @@ typedef struct {
   int64_t saved_lines, saved_bytes, saved_important, last_save_ms;
   int save_failed;
   int64_t last_log_ms;
+
+  /* limits.c, cgroup.c: the limits every worker gets, its timeout, and
+   * what the current run used (processes reaped so far) */
+  struct rlimit rlim[TFS_LIMIT_COUNT];
+  int rlim_set[TFS_LIMIT_COUNT];
+  char cg_dir[PATH_MAX]; /* the tree's memory cgroup, or "" */
+  int cg_v2;
+  int cg_procs_fd; /* its cgroup.procs, which the worker writes itself into */
+  uv_timer_t timeout_timer;
+  int timed_out; /* the wall-clock limit of this run ran out */
+  int64_t run_user_us, run_sys_us, run_maxrss_kb, run_out_start;
+  int64_t worker_cpu_ms; /* the worker's own (and its reaped children's) */
+  int64_t live_at, live_cpu_ms, live_hwm_kb; /* the last sample of the live tree */
 } sup_t;
 
 /* supervise.c: a line in supervisor.log (the supervisor's stderr). */
@@ -136,7 +153,38 @@ void sup_stop_init(sup_t *s);
 void sup_check_cancel(sup_t *s, const char *via);
 /* Starts the grace period, then SIGKILL rounds until the tree is gone. */
 void sup_arm_kill(sup_t *s);
+/* SIGTERM and SIGCONT to the whole tree, then the grace period. */
+void sup_stop_tree(sup_t *s);
 void sup_doorbell_close(sup_t *s);
+
+/* limits.c */
+/* Before the first worker: the rlimits to set, the memory cgroup (or why
+ * not), the timeout timer; the record says how each limit applies. */
+void sup_limits_prepare(sup_t *s);
+/* In the forked worker, before exec (async-signal-safe): enters the
+ * memory cgroup and sets the rlimits. -1, or what failed (a limit, or
+ * TFS_LIMIT_COUNT for the cgroup) with errno set. */
+int sup_limits_child(const sup_t *s);
+/* The start error of sup_limits_child() in words. */
+void sup_limits_describe(const sup_t *s, int which, int err, char *why, size_t len);
+/* A worker started: a new run to count, its timeout armed. */
+void sup_limits_worker_started(sup_t *s);
+/* A process of the tree (pid) was reaped with this use. */
+void sup_usage_reaped(sup_t *s, pid_t pid, const struct rusage *ru);
+/* While a run goes on: total plus what it used so far (the processes that
+ * ended, and a sample of the live ones), for a record save. */
+void sup_usage_live(sup_t *s, tfs_usage_t *total);
+/* The run is over: what it used, added to the task's total. */
+void sup_usage_run_end(sup_t *s, tfs_usage_t *run);
+/* The task ends (its tree is gone): the cgroup's peak, and the cgroup
+ * removed. */
+void sup_limits_finish(sup_t *s);
+
+/* cgroup.c: the tree's memory cgroup with memory limit max (bytes): 0
+ * (why: which hierarchy, when not v2) or -1 and why not. */
+int sup_cgroup_make(sup_t *s, int64_t max, char *why, size_t whylen);
+int64_t sup_cgroup_peak_kb(const sup_t *s);
+void sup_cgroup_remove(sup_t *s);
 
 /* save.c */
 void sup_save_init(sup_t *s);

@@ -259,6 +259,7 @@ static int prepare(sup_t *s, const args_t *a) {
   if (err)
     return fail_setup(s, "cannot set up: %s", tfs_strerror(err));
   claim(s);
+  sup_limits_prepare(s);
   sup_reserve_make(s);
   /* A stop requested before the start: the task never runs. */
   sup_check_cancel(s, "start");
@@ -299,6 +300,7 @@ int tfs_supervise_main(int argc, char **argv) {
   memset(s, 0, sizeof *s);
   s->id = a.id;
   s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->bell_fd = -1;
+  s->cg_procs_fd = -1;
   rc = prepare(s, &a);
   if (rc < 0) {
     run(s);

@@ -40,6 +40,9 @@ typedef struct {
 } fx_t;
 
 static fx_t F;
+/* The server's limits (zero: the defaults); a test sets them in its own
+ * .init before fx_open. */
+static mcp_limits_t FX_LIMITS;
 
 static __attribute__((unused)) void sink_send(void *arg, const json_t *id, char *data, size_t len) {
   sink_t *k = arg;
@@ -55,7 +58,8 @@ static __attribute__((unused)) void fx_open(void) {
   F.dir = tu_tmpdir("mcpera");
   setenv("TASKFS_SUPERVISOR_EXE", tu_taskfs_bin(), 1);
   cr_assert_eq(uv_loop_init(&F.loop), 0);
-  mcp_server_config_t cfg = {.loop = &F.loop, .state_dir = F.dir, .role = "mcp-test"};
+  mcp_server_config_t cfg = {
+      .loop = &F.loop, .state_dir = F.dir, .role = "mcp-test", .limits = FX_LIMITS};
   cr_assert_eq(mcp_server_open(&cfg, &F.srv), 0);
   cr_assert_eq(tfs_store_open(F.dir, &F.store), 0);
 }
@@ -97,6 +101,23 @@ static __attribute__((unused)) json_t *reply_from(sink_t *k, size_t from, json_i
 
 static __attribute__((unused)) json_t *reply_to(sink_t *k, json_int_t id) {
   return reply_from(k, 0, id);
+}
+
+/* Dispatches one message (printf-style text, sent as it is: an integer
+ * beyond int64 or a \u0000 reaches the server untouched) without waiting;
+ * returns the index in k->msgs of whatever it got in answer. */
+static size_t fx_send(mcp_session_t *s, sink_t *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), unused));
+static __attribute__((unused)) size_t fx_send(mcp_session_t *s, sink_t *k, const char *fmt, ...) {
+  char *text;
+  va_list ap;
+  va_start(ap, fmt);
+  cr_assert_geq(vasprintf(&text, fmt, ap), 0);
+  va_end(ap);
+  size_t from = json_array_size(k->msgs);
+  mcp_dispatch_text(s, text, strlen(text));
+  free(text);
+  return from;
 }
 
 /* Sends one request (printf-style text) and returns its answer. */

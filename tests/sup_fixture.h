@@ -276,4 +276,32 @@ static SX_UNUSED char *sx_task_file(const char *id, const char *name, size_t *le
   return tu_read_file(path, len);
 }
 
+/* Runs `cd TMP && taskfs ARGS` (a shell fragment); captures stdout and
+ * stderr when asked; returns the exit status. */
+static SX_UNUSED int sx_taskfs(char **out, char **err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static SX_UNUSED int sx_taskfs(char **out, char **err, const char *fmt, ...) {
+  va_list ap;
+  char *args, errpath[PATH_MAX];
+  va_start(ap, fmt);
+  if (vasprintf(&args, fmt, ap) < 0)
+    abort();
+  va_end(ap);
+  snprintf(errpath, sizeof errpath, "%s/stderr.txt", sx_tmp);
+  int rc = tu_sh(out, "cd '%s' && '%s' %s 2>'%s'", sx_tmp, tu_taskfs_bin(), args, errpath);
+  if (err)
+    *err = tu_read_file(errpath, NULL);
+  free(args);
+  return rc;
+}
+
+/* The id on the first line of out, checked. */
+static SX_UNUSED void sx_first_id(const char *out, char id[TFS_ID_MAX + 1]) {
+  size_t n = strcspn(out, "\n");
+  cr_assert(n > 0 && n <= TFS_ID_MAX, "no id in: %s", out);
+  memcpy(id, out, n);
+  id[n] = 0;
+  cr_assert(tfs_id_valid(id), "not an id: %s", id);
+}
+
 #endif

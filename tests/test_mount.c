@@ -407,6 +407,33 @@ Test(mount, record_json_is_the_live_record_and_stat_matches_read) {
   cr_assert_eq(errno, ENOENT);
 }
 
+/* The record as the mount shows it has the task's limits, how they
+ * applied, and what it used: a run that burns 0.2 s of CPU by its own
+ * clock. */
+Test(mount, record_json_shows_limits_and_use) {
+  char *out = NULL;
+  int rc = tu_sh(&out,
+                 "'%s' run --wait --state-dir '%s' --timeout 1h --limit cpu=60 -- sh -c 'perl -e "
+                 "\"1 while (times)[0] < 0.2\"; exit 3' 2>/dev/null",
+                 tu_taskfs_bin(), g_state);
+  cr_assert_eq(rc, 3, "taskfs run --wait: %d", rc);
+  out[strcspn(out, "\n")] = 0;
+  json_t *j = read_json(mpath("tasks/%s/record.json", out));
+  json_t *lim = json_object_get(j, "limits"), *use = json_object_get(j, "usage");
+  json_t *ex = json_array_get(json_object_get(json_object_get(j, "restart"), "exits"), 0);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(lim, "timeout"), "ms")), 3600000);
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(lim, "timeout"), "from")),
+                   "given");
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(lim, "cpu"), "via")),
+                   "RLIMIT_CPU");
+  cr_assert_geq(json_integer_value(json_object_get(use, "cpuUserMs")), 200);
+  cr_assert_gt(json_integer_value(json_object_get(use, "maxRssKb")), 0);
+  cr_assert(json_is_false(json_object_get(ex, "timedOut")));
+  cr_assert_geq(json_integer_value(json_object_get(ex, "cpuUserMs")), 200);
+  json_decref(j);
+  free(out);
+}
+
 Test(mount, transcript_cat_and_sizes_grow) {
   char id[TFS_ID_MAX + 1];
   make_task(NULL, id);

@@ -8,34 +8,6 @@
 
 TestSuite(run, .init = sx_setup, .fini = sx_teardown, .timeout = 60);
 
-/* Runs `cd TMP && taskfs ARGS` (a shell fragment); captures stdout and
- * stderr when asked; returns the exit status. */
-static int taskfs(char **out, char **err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int taskfs(char **out, char **err, const char *fmt, ...) {
-  va_list ap;
-  char *args, errpath[PATH_MAX];
-  va_start(ap, fmt);
-  if (vasprintf(&args, fmt, ap) < 0)
-    abort();
-  va_end(ap);
-  snprintf(errpath, sizeof errpath, "%s/stderr.txt", sx_tmp);
-  int rc = tu_sh(out, "cd '%s' && '%s' %s 2>'%s'", sx_tmp, tu_taskfs_bin(), args, errpath);
-  if (err)
-    *err = tu_read_file(errpath, NULL);
-  free(args);
-  return rc;
-}
-
-/* The id on the first line of out, checked. */
-static void first_id(const char *out, char id[TFS_ID_MAX + 1]) {
-  size_t n = strcspn(out, "\n");
-  cr_assert(n > 0 && n <= TFS_ID_MAX, "no id in: %s", out);
-  memcpy(id, out, n);
-  id[n] = 0;
-  cr_assert(tfs_id_valid(id), "not an id: %s", id);
-}
-
 /* Starts `taskfs ARGV` in a child (in a new session if new_session), its
  * stdout on a pipe; reads the id line; returns the child's pid. */
 static pid_t spawn_launcher(char *const argv[], int new_session, char id[TFS_ID_MAX + 1]) {
@@ -63,7 +35,7 @@ static pid_t spawn_launcher(char *const argv[], int new_session, char id[TFS_ID_
     len += (size_t)n;
   buf[len] = 0;
   close(p[0]);
-  first_id(buf, id);
+  sx_first_id(buf, id);
   return pid;
 }
 
@@ -77,9 +49,9 @@ static int is_running(void *arg) {
 
 Test(run, prints_the_id_and_returns_while_the_task_runs) {
   char *out, *err, id[TFS_ID_MAX + 1];
-  int rc = taskfs(&out, &err, "run --state-dir '%s' -- sleep 300.201", sx_state);
+  int rc = sx_taskfs(&out, &err, "run --state-dir '%s' -- sleep 300.201", sx_state);
   cr_assert_eq(rc, 0, "rc %d: %s", rc, err);
-  first_id(out, id);
+  sx_first_id(out, id);
   cr_assert_eq(strlen(out), strlen(id) + 1, "one line only: %s", out);
   tfs_record_t rec = sx_load(id);
   cr_assert_eq(rec.state, TFS_RUNNING);
@@ -128,20 +100,20 @@ Test(run, a_task_outlives_its_launchers_whole_session) {
 
 Test(run, a_command_that_cannot_start_exits_127_after_printing_the_id) {
   char *out, *err, id[TFS_ID_MAX + 1];
-  int rc = taskfs(&out, &err, "run --state-dir '%s' -- taskfs-no-such-command-xyz", sx_state);
+  int rc = sx_taskfs(&out, &err, "run --state-dir '%s' -- taskfs-no-such-command-xyz", sx_state);
   cr_assert_eq(rc, 127, "rc %d: %s", rc, err);
-  first_id(out, id);
+  sx_first_id(out, id);
   cr_assert_not_null(strstr(err, "cannot start 'taskfs-no-such-command-xyz': command not found"),
                      "stderr: %s", err);
   free(out);
   free(err);
-  rc = taskfs(&out, &err, "run --state-dir '%s' --cwd /nonexistent/xyz -- true", sx_state);
+  rc = sx_taskfs(&out, &err, "run --state-dir '%s' --cwd /nonexistent/xyz -- true", sx_state);
   cr_assert_eq(rc, 127);
   cr_assert_not_null(strstr(err, "working directory"), "stderr: %s", err);
   free(out);
   free(err);
   /* wait reports the same end with the same code. */
-  rc = taskfs(NULL, NULL, "wait --state-dir '%s' %s", sx_state, id);
+  rc = sx_taskfs(NULL, NULL, "wait --state-dir '%s' %s", sx_state, id);
   cr_assert_eq(rc, 127);
 }
 
@@ -149,10 +121,10 @@ Test(run, a_key_runs_its_command_once) {
   char *out1, *out2, *out3, *err, id1[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1], id3[TFS_ID_MAX + 1];
   const char *cmd = "sh -c 'echo ran >> side-effect'";
   cr_assert_eq(
-      taskfs(&out1, NULL, "run --wait --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
-  cr_assert_eq(taskfs(&out2, &err, "run --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
-  first_id(out1, id1);
-  first_id(out2, id2);
+      sx_taskfs(&out1, NULL, "run --wait --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
+  cr_assert_eq(sx_taskfs(&out2, &err, "run --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
+  sx_first_id(out1, id1);
+  sx_first_id(out2, id2);
   cr_assert_str_eq(id1, id2);
   cr_assert_not_null(strstr(err, "--rerun"), "stderr: %s", err);
   free(err);
@@ -163,15 +135,15 @@ Test(run, a_key_runs_its_command_once) {
   free(side);
   /* --rerun runs the ended task's command again, as a new task. */
   cr_assert_eq(
-      taskfs(&out3, NULL, "run --wait --rerun --key build:1 --state-dir '%s' -- %s", sx_state, cmd),
+      sx_taskfs(&out3, NULL, "run --wait --rerun --key build:1 --state-dir '%s' -- %s", sx_state, cmd),
       0);
-  first_id(out3, id3);
+  sx_first_id(out3, id3);
   cr_assert_str_neq(id3, id1);
   side = tu_read_file(path, NULL);
   cr_assert_str_eq(side, "ran\nran\n");
   free(side);
   /* Another command under the key is refused. */
-  cr_assert_eq(taskfs(NULL, &err, "run --key build:1 --state-dir '%s' -- true", sx_state), 100);
+  cr_assert_eq(sx_taskfs(NULL, &err, "run --key build:1 --state-dir '%s' -- true", sx_state), 100);
   cr_assert_not_null(strstr(err, "different command"), "stderr: %s", err);
   free(err);
   free(out1);
@@ -181,43 +153,43 @@ Test(run, a_key_runs_its_command_once) {
 
 Test(run, wait_and_run_wait_exit_with_the_tasks_code) {
   char *out, *err, id[TFS_ID_MAX + 1];
-  cr_assert_eq(taskfs(&out, NULL, "run --state-dir '%s' -- sh -c 'sleep 0.2; exit 3'", sx_state),
+  cr_assert_eq(sx_taskfs(&out, NULL, "run --state-dir '%s' -- sh -c 'sleep 0.2; exit 3'", sx_state),
                0);
-  first_id(out, id);
+  sx_first_id(out, id);
   free(out);
-  cr_assert_eq(taskfs(NULL, &err, "wait --state-dir '%s' %s", sx_state, id), 3);
+  cr_assert_eq(sx_taskfs(NULL, &err, "wait --state-dir '%s' %s", sx_state, id), 3);
   cr_assert_not_null(strstr(err, "exited with code 3"), "stderr: %s", err);
   free(err);
-  cr_assert_eq(taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'exit 5'", sx_state), 5);
-  cr_assert_eq(taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'kill -TERM $$'", sx_state),
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'exit 5'", sx_state), 5);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'kill -TERM $$'", sx_state),
                128 + SIGTERM);
-  cr_assert_eq(taskfs(NULL, NULL, "run --wait --state-dir '%s' -- true", sx_state), 0);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- true", sx_state), 0);
 }
 
 Test(run, wait_times_out_with_124_and_knows_unknown_tasks) {
   char *out, *err, id[TFS_ID_MAX + 1];
-  cr_assert_eq(taskfs(&out, NULL, "run --state-dir '%s' -- sleep 300.203", sx_state), 0);
-  first_id(out, id);
+  cr_assert_eq(sx_taskfs(&out, NULL, "run --state-dir '%s' -- sleep 300.203", sx_state), 0);
+  sx_first_id(out, id);
   free(out);
-  cr_assert_eq(taskfs(NULL, &err, "wait --timeout 0.3 --state-dir '%s' %s", sx_state, id), 124);
+  cr_assert_eq(sx_taskfs(NULL, &err, "wait --timeout 0.3 --state-dir '%s' %s", sx_state, id), 124);
   cr_assert_not_null(strstr(err, "still running after 300ms (--timeout)"), "stderr: %s", err);
   free(err);
-  cr_assert_eq(taskfs(NULL, NULL, "wait --state-dir '%s' no-such-key", sx_state), 101);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --state-dir '%s' no-such-key", sx_state), 101);
   /* A stop request through the CLI: wait then reports cancelled, 130. */
-  cr_assert_eq(taskfs(NULL, NULL, "cancel --state-dir '%s' %s", sx_state, id), 0);
-  cr_assert_eq(taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 130);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "cancel --state-dir '%s' %s", sx_state, id), 0);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 130);
 }
 
 Test(run, wait_settles_a_lost_task) {
   char *out, id[TFS_ID_MAX + 1];
-  cr_assert_eq(taskfs(&out, NULL, "run --state-dir '%s' -- sleep 300.204", sx_state), 0);
-  first_id(out, id);
+  cr_assert_eq(sx_taskfs(&out, NULL, "run --state-dir '%s' -- sleep 300.204", sx_state), 0);
+  sx_first_id(out, id);
   free(out);
   tfs_record_t rec = sx_load(id);
   pid_t sup = rec.supervisor_pid;
   tfs_record_free(&rec);
   cr_assert_eq(kill(sup, SIGKILL), 0);
-  cr_assert_eq(taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 102);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 102);
   char *raw = sx_task_file(id, "record.json", NULL);
   cr_assert_not_null(strstr(raw, "\"lost\""), "wait should have written lost: %s", raw);
   free(raw);
@@ -226,19 +198,19 @@ Test(run, wait_settles_a_lost_task) {
 
 Test(run, follow_prints_the_output_and_ends_with_the_task) {
   char *out, id[TFS_ID_MAX + 1];
-  int rc = taskfs(&out, NULL,
+  int rc = sx_taskfs(&out, NULL,
                   "run --follow --state-dir '%s' -- sh -c 'echo one; sleep 0.3; echo two >&2; "
                   "printf three; exit 4'",
                   sx_state);
   cr_assert_eq(rc, 4);
-  first_id(out, id);
+  sx_first_id(out, id);
   cr_assert_str_eq(out + strlen(id) + 1, "one\ntwo\nthree");
   free(out);
 }
 
 Test(run, env_values_stay_off_the_disk) {
   char path[PATH_MAX];
-  cr_assert_eq(taskfs(NULL, NULL,
+  cr_assert_eq(sx_taskfs(NULL, NULL,
                       "run --wait --env TFS_CLI_SECRET=v4lu3-0f-cli --state-dir '%s' -- "
                       "sh -c 'printf %%s \"$TFS_CLI_SECRET\" > seen'",
                       sx_state),
@@ -262,9 +234,9 @@ Test(run, arguments_and_cwd_that_are_not_utf8_arrive_exactly) {
   const char *script = "run --wait --key bytes --cwd \"$(printf '%%s/d\\377\\376' '%s')\" "
                        "--state-dir '%s' -- sh -c 'printf %%s \"$1\" > out; pwd > where' sh "
                        "\"$(printf 'a\\377\\376b\\303(')\"";
-  cr_assert_eq(taskfs(&out, &err, script, sx_tmp, sx_state), 0, "stderr: %s", err);
+  cr_assert_eq(sx_taskfs(&out, &err, script, sx_tmp, sx_state), 0, "stderr: %s", err);
   free(err);
-  first_id(out, id);
+  sx_first_id(out, id);
   free(out);
   size_t len;
   snprintf(path, sizeof path, "%s/out", dir);
@@ -282,9 +254,9 @@ Test(run, arguments_and_cwd_that_are_not_utf8_arrive_exactly) {
             "the worker ran in %s, not in the non-UTF-8 directory", got ? got : "?");
   free(got);
   /* The same bytes again under the key: the same task, not a conflict. */
-  cr_assert_eq(taskfs(&out, NULL, script, sx_tmp, sx_state), 0);
+  cr_assert_eq(sx_taskfs(&out, NULL, script, sx_tmp, sx_state), 0);
   char id2[TFS_ID_MAX + 1];
-  first_id(out, id2);
+  sx_first_id(out, id2);
   free(out);
   cr_assert_str_eq(id2, id);
   /* The record on disk stays strict JSON, with the display form in "command". */
@@ -301,27 +273,27 @@ Test(run, arguments_and_cwd_that_are_not_utf8_arrive_exactly) {
 
 Test(run, help_and_usage_errors) {
   char *out;
-  cr_assert_eq(taskfs(&out, NULL, "run --help"), 0);
+  cr_assert_eq(sx_taskfs(&out, NULL, "run --help"), 0);
   cr_assert_not_null(strstr(out, "usage: taskfs run"));
   free(out);
-  cr_assert_eq(taskfs(&out, NULL, "wait --help"), 0);
+  cr_assert_eq(sx_taskfs(&out, NULL, "wait --help"), 0);
   cr_assert_not_null(strstr(out, "usage: taskfs wait"));
   free(out);
-  cr_assert_eq(taskfs(NULL, NULL, "run --state-dir '%s'", sx_state), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "run --restart sometimes -- true"), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "run --stderr both -- true"), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "run --env 1BAD=x -- true"), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "run --wait --follow -- true"), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "run --bogus -- true"), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "wait"), 100);
-  cr_assert_eq(taskfs(NULL, NULL, "wait --timeout soon x"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --state-dir '%s'", sx_state), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --restart sometimes -- true"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --stderr both -- true"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --env 1BAD=x -- true"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --follow -- true"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --bogus -- true"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "wait"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout soon x"), 100);
   /* Every duration option reads the same syntax, and refuses the same. */
   const char *bad[] = {"run --grace 5x -- true",      "run --min-uptime -1 -- true",
                        "run --min-uptime 1d -- true", "wait --timeout 1.5.2 x",
                        "wait --timeout ms x",         "cancel --wait --timeout '' x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *err;
-    cr_assert_eq(taskfs(NULL, &err, "%s", bad[i]), 100, "%s", bad[i]);
+    cr_assert_eq(sx_taskfs(NULL, &err, "%s", bad[i]), 100, "%s", bad[i]);
     cr_assert_not_null(strstr(err, "wants a duration like 500ms, 10s, 5m or 1h"), "%s: %s", bad[i],
                        err);
     free(err);
@@ -334,7 +306,7 @@ Test(run, a_key_whose_launcher_died_before_launching_is_adopted) {
   char *argv[] = {"sh", "-c", "echo ran >> side-effect", NULL};
   tfs_task_spec_t spec = {.key = "wedge", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
   sx_create(id, argv, &spec);
-  cr_assert_eq(taskfs(&out, NULL,
+  cr_assert_eq(sx_taskfs(&out, NULL,
                       "run --wait --key wedge --state-dir '%s' -- sh -c 'echo ran >> side-effect'",
                       sx_state),
                0);
@@ -388,14 +360,14 @@ Test(run, a_task_launched_twice_runs_once) {
 Test(run, important_k_and_policy_options_reach_the_record) {
   char *out, id[TFS_ID_MAX + 1];
   cr_assert_eq(
-      taskfs(&out, NULL,
+      sx_taskfs(&out, NULL,
              "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
              "--max-quick-restarts 2 --stderr split "
              "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
              "do echo \"error: e$i\"; done'",
              sx_state),
       0);
-  first_id(out, id);
+  sx_first_id(out, id);
   free(out);
   tfs_record_t rec = sx_load(id);
   cr_assert_eq(rec.important.k, 3);
@@ -434,10 +406,10 @@ Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out, id[TFS_ID_MAX + 1];
-    int rc = taskfs(&out, NULL, "run --wait %s --state-dir '%s' -- sh -c '%s'", cases[i].opts,
+    int rc = sx_taskfs(&out, NULL, "run --wait %s --state-dir '%s' -- sh -c '%s'", cases[i].opts,
                     sx_state, cases[i].script);
     cr_assert_eq(rc, cases[i].code, "%s: run --wait exited %d", cases[i].opts, rc);
-    first_id(out, id);
+    sx_first_id(out, id);
     free(out);
     tfs_record_t rec = sx_load(id);
     cr_assert_eq(rec.state, cases[i].state, "%s: %s", cases[i].opts, tfs_state_name(rec.state));
@@ -445,23 +417,23 @@ Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
     cr_assert_eq(rec.restarts, cases[i].restarts, "%s: %d restarts", cases[i].opts, rec.restarts);
     cr_assert_str_eq(rec.reason, cases[i].reason);
     tfs_record_free(&rec);
-    cr_assert_eq(taskfs(NULL, NULL, "wait --state-dir '%s' %s", sx_state, id), cases[i].code);
+    cr_assert_eq(sx_taskfs(NULL, NULL, "wait --state-dir '%s' %s", sx_state, id), cases[i].code);
   }
 }
 
 /* cancel --wait and wait report a --timeout that ran out in the same words. */
 Test(run, cancel_and_wait_time_out_in_the_same_words) {
   char *out, *err, id[TFS_ID_MAX + 1];
-  cr_assert_eq(taskfs(&out, NULL,
+  cr_assert_eq(sx_taskfs(&out, NULL,
                       "run --grace 1m --state-dir '%s' -- sh -c 'trap \"\" TERM; sleep 300.206'",
                       sx_state),
                0);
-  first_id(out, id);
+  sx_first_id(out, id);
   free(out);
-  cr_assert_eq(taskfs(NULL, &err, "wait --timeout 1 --state-dir '%s' %s", sx_state, id), 124);
+  cr_assert_eq(sx_taskfs(NULL, &err, "wait --timeout 1 --state-dir '%s' %s", sx_state, id), 124);
   cr_assert_not_null(strstr(err, "still running after 1s (--timeout)"), "wait: %s", err);
   free(err);
-  cr_assert_eq(taskfs(NULL, &err, "cancel --wait --timeout 1 --state-dir '%s' %s", sx_state, id),
+  cr_assert_eq(sx_taskfs(NULL, &err, "cancel --wait --timeout 1 --state-dir '%s' %s", sx_state, id),
                124);
   cr_assert_not_null(strstr(err, "still running after 1s (--timeout)"), "cancel: %s", err);
   free(err);

@@ -44,6 +44,8 @@ extern "C" {
 #define TFS_ESYMLINK (-4006)     /* a symlink was planted where a file belongs */
 #define TFS_EFOREIGN (-4007)     /* the store belongs to another user */
 #define TFS_EUNSAFE (-4008)      /* others may write to the store */
+#define TFS_ELIMIT (-4009)       /* a limit is malformed or cannot be applied */
+#define TFS_ECONFIG (-4010)      /* the store's config file (or a key of it) is invalid */
 
 const char *tfs_strerror(int err);
 
@@ -105,6 +107,10 @@ typedef enum { TFS_RESTART_NO = 0, TFS_RESTART_ON_FAILURE, TFS_RESTART_ALWAYS } 
 
 const char *tfs_restart_name(tfs_restart_t r);
 int tfs_restart_parse(const char *name, tfs_restart_t *out);
+/* A policy with "on-timeout" beside it, comma-separated: "on-failure",
+ * "on-failure,on-timeout", "on-timeout" (restart only a worker stopped at
+ * its timeout). 0 or TFS_EBADID (an unknown name, two policies). */
+int tfs_restart_parse_list(const char *list, tfs_restart_t *out, int *on_timeout);
 
 /* How the worker's stderr reaches the transcript. merged (the default):
  * its fd 1 and fd 2 are one pipe, so the transcript holds both streams in
@@ -207,12 +213,16 @@ int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *
 
 /* ---- the record -------------------------------------------------------- */
 
+#include "taskfs/limits.h"
+
 typedef struct {
   int64_t started_ms;
   int64_t ended_ms;
-  int exit_code; /* -1 if killed by a signal */
-  int signal;    /* 0 if it exited */
-  int requested; /* 1 if a stop request caused this exit */
+  int exit_code;   /* -1 if killed by a signal */
+  int signal;      /* 0 if it exited */
+  int requested;   /* 1 if a stop request caused this exit */
+  int timed_out;   /* 1 if its wall-clock limit ran out and it was stopped */
+  tfs_usage_t use; /* what this run used */
 } tfs_exit_t;
 
 typedef struct {
@@ -246,9 +256,15 @@ typedef struct {
   int max_restarts;       /* restarts in all, whatever the uptime; -1: no limit */
   int max_quick_restarts; /* restarts after quick exits in a row (crash loop) */
   int64_t grace_ms;
-  int restarts; /* workers started after the first */
-  int nexits;   /* newest last, at most TFS_LAST_EXITS */
+  int restart_on_timeout; /* a worker stopped at its timeout is restarted too */
+  int restarts;           /* workers started after the first */
+  int nexits;             /* newest last, at most TFS_LAST_EXITS */
   tfs_exit_t exits[TFS_LAST_EXITS];
+
+  /* The wall-clock and resource limits, and what the task used. */
+  tfs_limits_t limits;
+  tfs_usage_t usage; /* every run together */
+  int64_t queued_ms; /* from creation to the first worker's start */
 
   /* Stop request that ended the task, if any. */
   char *cancel_by;
@@ -384,6 +400,12 @@ typedef struct {
    * end the restarts: the record's max_quick_restarts + 1, so at least 1
    * (never restart a quick exit); 0: default (6). */
   int crash_loop_exits;
+  int restart_on_timeout;     /* restart a worker stopped at its timeout too */
+  const tfs_limits_t *limits; /* the timeout and limits given; NULL: none
+                                 (the store's defaults apply either way) */
+  char *why;                  /* may be NULL: the words of a refusal that
+                                 needs them (TFS_ELIMIT, TFS_ECONFIG) */
+  size_t whylen;
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:

@@ -51,6 +51,10 @@ typedef struct {
   char path[256];   /* the cgroup, as /proc/PID/cgroup names it */
 } tfs_memcg_t;
 
+/* The cgroup of pid (0: this process) from /proc/PID/cgroup: in the v2
+ * hierarchy ("0::PATH"), or (v2 = 0) in the v1 one with the memory
+ * controller. 0, or -1 when there is none. */
+int tfs_cgroup_of(pid_t pid, int v2, char *path, size_t len);
 /* Reads the memory events of the cgroup of pid (0: this process); with
  * path already set (a previous read), of that cgroup. */
 void tfs_memcg_read(pid_t pid, tfs_memcg_t *m);
@@ -63,5 +67,15 @@ void tfs_memcg_read(pid_t pid, tfs_memcg_t *m);
  * (segmentation fault: an invalid memory access)". Returns buf. */
 char *tfs_exit_describe(int status, const tfs_memcg_t *before, const tfs_memcg_t *after, char *buf,
                         size_t len);
+/* tfs_exit_describe(), and the limit of the task's that ended the worker
+ * (applied ones only: via set; lim may be NULL): RLIMIT_CPU (SIGXCPU, or
+ * SIGKILL once its own CPU time, worker_cpu_ms, passed the hard limit),
+ * RLIMIT_FSIZE (SIGXFSZ), the memory cgroup's OOM kill, and for a failure
+ * under RLIMIT_DATA that the limit may be why. killed: the supervisor
+ * sent SIGKILL itself (a stop's grace ran out), so a SIGKILL is just
+ * that. Returns buf. */
+char *tfs_exit_describe_limits(int status, const tfs_memcg_t *before, const tfs_memcg_t *after,
+                               const tfs_limits_t *lim, int64_t worker_cpu_ms, int killed,
+                               char *buf, size_t len);
 
 #endif

@@ -10,6 +10,9 @@ B=${1:-build-fuzz}
 SECS=${FUZZ_SECONDS:-30}
 JOBS=${FUZZ_JOBS:-$(nproc)}
 mkdir -p "$B/artifacts" "$B/logs"
+# The build aborts on UBSan findings (-fno-sanitize-recover); this says so
+# again for a build made without it, and asks for the stack.
+export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1"
 targets=()
 for f in fuzz/fuzz_*.c; do
   t=$(basename "$f" .c)

@@ -56,6 +56,29 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     assert.equal(g.isError, true);
     assert.match(g.content[0].text, /no task has the key/);
   });
+  test('a timeout and limits: the task ends at its timeout, the answer says what it used', async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect();
+    const r = await call(client, 'start_managed_task', {
+      taskKey: 'limited', command: "trap '' TERM; sleep 300", timeoutMs: 500, graceMs: 200, waitMs: 30000,
+      limits: { cpu: '10m', mem: 2147483648, core: 0 },
+    });
+    assert.equal(r.isError, undefined, JSON.stringify(r.content));
+    assert.equal(r.structuredContent.state, 'failed');
+    assert.equal(r.structuredContent.exitCode, 124);
+    assert.match(r.structuredContent.reason, /^timed out after 500ms; the worker was killed by signal SIGKILL/);
+    assert.equal(typeof r.structuredContent.cpuMs, 'number');
+    assert.ok(r.structuredContent.maxRssKb > 0);
+    const rec = JSON.parse(readFileSync(join(store.dir, 'tasks', r.structuredContent.taskId, 'record.json'), 'utf8'));
+    assert.equal(rec.limits.timeout.ms, 500);
+    assert.equal(rec.limits.cpu.value, 600);
+    assert.equal(rec.restart.exits[0].timedOut, true);
+    const l = await call(client, 'list_managed_tasks', {});
+    assert.equal(typeof l.structuredContent.tasks[0].cpuMs, 'number');
+    const bad = await call(client, 'start_managed_task', { taskKey: 'l2', command: 'true', limits: { swap: '1G' } });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /unknown limit 'swap'/);
+  });
   test('env values reach the process and never the disk', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
@@ -139,7 +162,47 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     assert.equal(st.structuredContent.match.line, 1);
     const bad = await call(client, 'read_managed_task', { taskKey: 'server', untilPattern: '(unclosed' });
     assert.equal(bad.isError, true);
-    assert.match(bad.content[0].text, /not a valid POSIX extended regex/);
+    assert.match(bad.content[0].text, /is not a valid pattern \(PCRE2 syntax\): missing closing parenthesis at offset 9/);
+  });
+  test('hostile numbers and patterns cost the caller an error, never the server', async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect();
+    const s = await call(client, 'start_managed_task', {
+      taskKey: 'aaa', command: "head -c 4000 /dev/zero | tr '\\0' a; echo '!'; echo abab done", waitMs: 20000,
+    });
+    assert.equal(s.structuredContent.state, 'completed');
+    const taskId = s.structuredContent.taskId;
+    // Numbers: each refused naming the argument and its bounds. 2**63 is
+    // beyond int64 (it reached the server as a parse error before).
+    for (const [arg, value, bound] of [
+      ['sinceLine', 2 ** 63, 'from 0 to 9007199254740991'],
+      ['sinceLine', Number.MAX_SAFE_INTEGER + 2, 'from 0 to 9007199254740991'],
+      ['waitMs', 1e300, 'from 0 to 50000'],
+      ['waitMs', -1e300, 'from 0 to 50000'],
+      ['tailLines', 1.5, 'from 0 to 1000'],
+      ['maxBytes', 2 ** 64, 'from 1024 to 262144'],
+    ]) {
+      const r = await call(client, 'read_managed_task', { taskId, [arg]: value });
+      assert.equal(r.isError, true, `${arg}: ${value}`);
+      assert.match(r.content[0].text, new RegExp(`${arg} must be an integer ${bound}`), r.content[0].text);
+    }
+    const z = await call(client, 'read_managed_task', { taskId, sinceLine: -0, tailLines: 1 });
+    assert.equal(z.structuredContent.tail.length, 1);
+    assert.equal(z.structuredContent.tailFrom, 1, '-0 is line 0: the page starts at line 1');
+    // A pattern that backtracks for ever on the 4000-byte line: the match
+    // limit, named; a back-reference is allowed (bounded like the rest).
+    const bt = await call(client, 'read_managed_task', { taskId, sinceLine: 0, untilPattern: '(a+)+$' });
+    assert.equal(bt.isError, true);
+    assert.match(bt.content[0].text, /untilPattern hit the match limit \(100000 steps\) on line 1/);
+    const br = await call(client, 'read_managed_task', { taskId, sinceLine: 0, untilPattern: '(ab)\\1 done$' });
+    assert.equal(br.structuredContent.match.line, 2);
+    const big = await call(client, 'read_managed_task', { taskId, untilPattern: '(((a{0,20}){0,20}){0,20}){0,20}' });
+    assert.match(big.content[0].text, /too large once compiled/);
+    // While a costly match runs, the server answers the others.
+    const slow = call(client, 'read_managed_task', { taskId, sinceLine: 0, untilPattern: '((a{1,30}){1,30}){1,30}x' });
+    const list = await call(client, 'list_managed_tasks', {});
+    assert.equal(list.structuredContent.tasks.length, 1);
+    assert.equal((await slow).structuredContent.match, undefined);
   });
   test('cancel a running task', async (t) => {
     const store = makeStore(t);

@@ -1,0 +1,280 @@
+/* The untilPattern scan of one waiting read, off the server's loop.
+ *
+ * The loop reads the task's new lines with a core follower (only what
+ * came since the call began, or after sinceLine) into a batch of at most
+ * scan_batch bytes, each line cut to its first MCP_UNTIL_LINE_MAX bytes;
+ * the batch is matched on the libuv thread pool (pattern.c), and the loop
+ * is told the outcome: the first line that matched, a limit a line hit,
+ * or that every line so far was matched in vain. A batch that takes more
+ * than QUANTUM_MS of its thread's CPU goes back to the end of the queue
+ * with the rest of its lines, so one costly pattern takes its turn with
+ * the others. At most MATCH_JOBS batches of the server run at once,
+ * whatever the number of waiting reads, leaving the rest of the pool to
+ * launches. Memory: one batch per read while it is matched, none while
+ * it waits for output.
+ *
+ * A scan freed while its batch runs (the read was answered or dropped) is
+ * freed by the batch's end; the server waits for running batches before
+ * it ends (mcp_hold). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mcp/internal.h"
+
+#define BATCH_LINES 1024
+#define QUANTUM_MS 10
+#define MATCH_JOBS 1
+
+enum { IDLE, QUEUED, RUNNING };
+
+typedef struct {
+  int64_t lineno;
+  size_t off, len;
+} line_t;
+
+struct mcp_until {
+  mcp_server_t *srv;
+  mcp_pattern_t *pat;
+  tfs_follower_t *fol;
+  int64_t after;     /* lines up to this one are not matched */
+  int64_t last_seen; /* the last line put in a batch (a long line comes in pieces) */
+  int terminal;      /* the task has ended: its last line counts without a newline */
+  int state, orphan;
+  /* The batch, filled on the loop, matched on the pool. */
+  char *buf;
+  size_t blen, bcap;
+  line_t *lines;
+  size_t n, next;
+  /* What the pool found (written there, read here after the batch). */
+  int rc;
+  int64_t rc_line;
+  char rc_msg[400];
+  /* The outcome so far. */
+  int64_t match_line;
+  char *match_text;
+  char *error;
+  void (*tell)(void *arg);
+  void *tell_arg;
+  mcp_until_t *qnext;
+  uv_work_t work;
+};
+
+static int skip_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  return 0;
+}
+
+mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *task_id,
+                           int64_t last_n, int64_t after) {
+  mcp_until_t *u = calloc(1, sizeof *u);
+  if (!u) {
+    mcp_pattern_free(pat);
+    return NULL;
+  }
+  u->srv = srv;
+  u->pat = pat;
+  u->after = after;
+  /* Without a follower (the task cannot be read) nothing is scanned. A
+   * line finished while the call began is not new (only lines after it
+   * count). */
+  if (tfs_follower_open(mcp_store(srv), task_id, last_n, &u->fol) == 0 && last_n == 0)
+    tfs_follower_next(u->fol, 0, skip_line, NULL);
+  return u;
+}
+
+static void destroy(mcp_until_t *u) {
+  if (u->fol)
+    tfs_follower_close(u->fol);
+  mcp_pattern_free(u->pat);
+  free(u->buf);
+  free(u->lines);
+  free(u->match_text);
+  free(u->error);
+  free(u);
+}
+
+/* The server's queue of batches waiting for the pool. */
+static void pump(mcp_server_t *srv);
+
+static void enqueue(mcp_until_t *u) {
+  mcp_server_t *srv = u->srv;
+  u->state = QUEUED;
+  u->qnext = NULL;
+  mcp_until_t **pp = &srv->match_queue;
+  while (*pp)
+    pp = &(*pp)->qnext;
+  *pp = u;
+  mcp_hold(srv, 1);
+  pump(srv);
+}
+
+void mcp_until_free(mcp_until_t *u) {
+  if (!u)
+    return;
+  if (u->state == RUNNING) {
+    u->orphan = 1; /* the batch's end frees it */
+    return;
+  }
+  if (u->state == QUEUED) {
+    for (mcp_until_t **pp = &u->srv->match_queue; *pp; pp = &(*pp)->qnext)
+      if (*pp == u) {
+        *pp = u->qnext;
+        break;
+      }
+    mcp_hold(u->srv, -1);
+  }
+  destroy(u);
+}
+
+/* Thread CPU time in ms. */
+static int64_t cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* On the pool: the batch's lines in order, until one matches or hits a
+ * limit, or the quantum is used. Touches only the batch and rc*. */
+static void match_work(uv_work_t *w) {
+  mcp_until_t *u = w->data;
+  mcp_matcher_t *m = mcp_matcher_new(u->pat);
+  if (!m) {
+    u->rc = -1;
+    u->rc_line = u->lines[u->next].lineno;
+    snprintf(u->rc_msg, sizeof u->rc_msg, "out of memory");
+    return;
+  }
+  int64_t t0 = cpu_ms();
+  while (u->next < u->n) {
+    const line_t *l = &u->lines[u->next++];
+    u->rc = mcp_pattern_match(u->pat, m, u->buf + l->off, l->len, u->rc_msg, sizeof u->rc_msg);
+    if (u->rc) {
+      u->rc_line = l->lineno;
+      break;
+    }
+    if (cpu_ms() - t0 >= QUANTUM_MS)
+      break;
+  }
+  mcp_matcher_free(m);
+}
+
+static int collect(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  mcp_until_t *u = arg;
+  if (lineno <= u->after || lineno == u->last_seen)
+    return 0; /* before sinceLine, or the rest of a long line */
+  u->last_seen = lineno;
+  if (len > MCP_UNTIL_LINE_MAX)
+    len = MCP_UNTIL_LINE_MAX;
+  memcpy(u->buf + u->blen, line, len);
+  u->lines[u->n++] = (line_t){lineno, u->blen, len};
+  u->blen += len;
+  /* Full: stop after this line (the follower resumes after it). */
+  return u->n == BATCH_LINES || u->blen >= u->bcap - MCP_UNTIL_LINE_MAX;
+}
+
+/* Fills a new batch from the follower; returns the lines in it. */
+static size_t fill(mcp_until_t *u) {
+  u->n = u->next = u->blen = 0;
+  if (!u->fol)
+    return 0;
+  if (!u->buf) {
+    u->bcap = mcp_limits(u->srv)->scan_batch + MCP_UNTIL_LINE_MAX;
+    u->buf = malloc(u->bcap);
+    u->lines = malloc(BATCH_LINES * sizeof *u->lines);
+    if (!u->buf || !u->lines) {
+      free(u->buf);
+      free(u->lines);
+      u->buf = NULL;
+      u->lines = NULL;
+      return 0;
+    }
+  }
+  tfs_follower_next(u->fol, u->terminal, collect, u);
+  if (!u->n) {
+    /* Caught up: hold nothing while waiting for output. */
+    free(u->buf);
+    free(u->lines);
+    u->buf = NULL;
+    u->lines = NULL;
+  }
+  return u->n;
+}
+
+/* The outcome of a batch, on the loop. Returns 1 when the reader should
+ * look (a result, or every line so far matched in vain). */
+static int settle(mcp_until_t *u) {
+  if (u->rc > 0) {
+    const line_t *l = &u->lines[u->next - 1];
+    u->match_line = u->rc_line;
+    u->match_text = strndup(u->buf + l->off, l->len);
+    return 1;
+  }
+  if (u->rc < 0) {
+    if (asprintf(&u->error, "%s on line %lld", u->rc_msg, (long long)u->rc_line) < 0)
+      u->error = NULL;
+    if (!u->error)
+      u->error = strdup("out of memory");
+    return 1;
+  }
+  if (u->next < u->n || fill(u)) {
+    enqueue(u); /* the rest of the batch, or the next one */
+    return 0;
+  }
+  return 1;
+}
+
+static void match_done(uv_work_t *w, int status) {
+  mcp_until_t *u = w->data;
+  mcp_server_t *srv = u->srv;
+  srv->matching--;
+  u->state = IDLE;
+  if (u->orphan)
+    destroy(u);
+  else if (settle(u) && u->tell)
+    u->tell(u->tell_arg);
+  pump(srv);
+  mcp_hold(srv, -1);
+}
+
+static void pump(mcp_server_t *srv) {
+  while (srv->matching < MATCH_JOBS && srv->match_queue) {
+    mcp_until_t *u = srv->match_queue;
+    srv->match_queue = u->qnext;
+    u->state = RUNNING;
+    u->rc = 0;
+    u->work.data = u;
+    srv->matching++;
+    if (uv_queue_work(mcp_loop(srv), &u->work, match_work, match_done)) {
+      /* Cannot happen with valid arguments; match here rather than lose it. */
+      match_work(&u->work);
+      match_done(&u->work, 0);
+    }
+  }
+}
+
+int mcp_until_feed(mcp_until_t *u, int terminal, void (*tell)(void *arg), void *arg) {
+  u->terminal = terminal;
+  u->tell = tell;
+  u->tell_arg = arg;
+  if (u->match_line || u->error)
+    return 0;
+  if (u->state != IDLE)
+    return 1;
+  if (!fill(u))
+    return 0;
+  enqueue(u);
+  return 1;
+}
+
+int64_t mcp_until_match(mcp_until_t *u, char **text) {
+  if (text) {
+    *text = u->match_text;
+    u->match_text = NULL;
+  }
+  return u->match_line;
+}
+
+const char *mcp_until_error(const mcp_until_t *u) {
+  return u->error;
+}
