@@ -118,6 +118,12 @@ typedef struct cli_opts {
  * printing --help, CLI_EXIT_USAGE after reporting a bad option. */
 int cli_getopt(cli_opts_t *o, int argc, char **argv);
 
+/* For `taskfs __complete` (cli/cmd_complete.c): while set, cli_getopt()
+ * copies the verb's filled-in cli_opts_t (its usage text and whole option
+ * table) here and returns -1 with code 0, so the verb returns having done
+ * nothing. The completions thus read the very table the verb parses. */
+extern cli_opts_t *cli_describe;
+
 /* For verbs that take no operands: reports the first one (with a hint
  * about what to do instead, or NULL) and returns CLI_EXIT_USAGE; 0 if
  * there is none. */

@@ -84,9 +84,16 @@ static void opts_build(cli_opts_t *o) {
   opterr = 0;
 }
 
+cli_opts_t *cli_describe;
+
 int cli_getopt(cli_opts_t *o, int argc, char **argv) {
   if (!o->optstring[0])
     opts_build(o);
+  if (cli_describe) {
+    *cli_describe = *o;
+    o->code = CLI_EXIT_OK;
+    return -1;
+  }
   for (;;) {
     int c = getopt_long(argc, argv, o->optstring, o->all, NULL);
     switch (c) {

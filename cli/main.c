@@ -8,11 +8,9 @@
 
 #define TASKFS_VERSION "0.1.0"
 
-typedef struct {
-  const char *name;
-  cli_verb_fn fn;
-  const char *summary; /* NULL: internal, not listed */
-} verb_t;
+/* Adding a verb: a line here, a section in man/taskfs.1; the completions
+ * learn it from `taskfs __complete` (cli/cmd_complete.c). */
+typedef cli_verb_t verb_t;
 
 static const verb_t verbs[] = {
     {"run", cmd_run, "start a task under its own supervisor"},
@@ -152,6 +150,8 @@ int main(int argc, char **argv) {
     printf("taskfs %s\n", TASKFS_VERSION);
     return CLI_EXIT_OK;
   }
+  if (!strcmp(argv[1], "__complete"))
+    return cli_complete(argc - 1, argv + 1, verbs, sizeof verbs / sizeof verbs[0]);
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     if (!strcmp(argv[1], verbs[i].name))
       return verbs[i].fn(argc - 1, argv + 1);

@@ -2,6 +2,8 @@
 #ifndef TASKFS_CLI_VERBS_H
 #define TASKFS_CLI_VERBS_H
 
+#include <stddef.h>
+
 int cmd_run(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_show(int argc, char **argv);
@@ -23,5 +25,17 @@ int cmd_signal(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_restart(int argc, char **argv);
+
+/* A verb of main()'s table (cli/main.c); a NULL summary marks an internal
+ * one, which --help and the completions leave out. */
+typedef struct {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *summary;
+} cli_verb_t;
+
+/* `taskfs __complete WORD...` (cli/cmd_complete.c), for the shell
+ * completions: what may come at the last WORD, from the verbs' own tables. */
+int cli_complete(int argc, char **argv, const cli_verb_t *verbs, size_t n);
 
 #endif

@@ -22,6 +22,12 @@ check "the mount unit runs /usr/bin/taskfs" \
   grep -q '^ExecStart=/usr/bin/taskfs mount --foreground' /usr/lib/systemd/user/taskfs-mount.service
 check "the MCP host configs are in /usr/share/doc/taskfs/mcp" \
   test -f /usr/share/doc/taskfs/mcp/claude_desktop_config.json
+check "man finds taskfs(1), taskfs-mount(5) and taskfs(7)" \
+  sh -c 'man -w 1 taskfs && man -w 5 taskfs-mount && man -w 7 taskfs' >/dev/null
+check "the completions are where bash, zsh and fish look" \
+  test -f /usr/share/bash-completion/completions/taskfs -a -f /usr/share/zsh/vendor-completions/_taskfs \
+  -a -f /usr/share/fish/vendor_completions.d/taskfs.fish
+check "the packaged completer answers" sh -c "'$T' __complete l | grep -q '^ls	'"
 check "fusermount3 came with the package's dependencies" sh -c 'command -v fusermount3 >/dev/null'
 
 # run, wait, logs.

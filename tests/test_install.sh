@@ -22,6 +22,11 @@ check "the mount unit runs the installed path" grep -q '^ExecStart=/usr/bin/task
 check "no template placeholder is left" sh -c "! grep -q @ '$unit'"
 check "docs in share/doc/taskfs" test -f "$x/usr/share/doc/taskfs/README.md" -a -f "$x/usr/share/doc/taskfs/mount.md"
 check "MCP host configs in share/doc/taskfs/mcp" test -f "$x/usr/share/doc/taskfs/mcp/claude_desktop_config.json"
+check "man pages in share/man" test -f "$x/usr/share/man/man1/taskfs.1" -a -f "$x/usr/share/man/man5/taskfs-mount.5" -a -f "$x/usr/share/man/man7/taskfs.7"
+check "the installed taskfs(1) reads with man" sh -c "MANPATH='$x/usr/share/man' man -w taskfs >/dev/null 2>&1 || man -l '$x/usr/share/man/man1/taskfs.1' >/dev/null"
+check "bash completion where bash-completion loads it" test -f "$x/usr/share/bash-completion/completions/taskfs"
+check "zsh completion in vendor-completions" test -f "$x/usr/share/zsh/vendor-completions/_taskfs"
+check "fish completion in vendor_completions.d" test -f "$x/usr/share/fish/vendor_completions.d/taskfs.fish"
 check "modes: binary 0755, the rest 0644" sh -c "[ \$(stat -c %a '$x/usr/bin/taskfs') = 755 ] && [ \$(stat -c %a '$unit') = 644 ]"
 check "make install twice" mk install DESTDIR="$x" PREFIX=/usr
 check "make uninstall with the same variables" mk uninstall DESTDIR="$x" PREFIX=/usr

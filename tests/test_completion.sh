@@ -1,0 +1,116 @@
+#!/bin/sh
+# The shell completions of contrib/completion/ driven by the shells
+# themselves: bash (an interactive bash with bash-completion and the script
+# loaded, calling the function `complete -p taskfs` names with COMP_WORDS
+# and COMP_CWORD as readline sets them), fish (`complete -C LINE`, fish's
+# own engine) and zsh (real TABs on a pseudo-terminal through zsh/zpty).
+# Verbs, options, option values, live task ids and keys, directories, and
+# run's CMD completed as a command. TASKFS_BIN names the binary; it is on
+# PATH as `taskfs` for the shells.
+set -eu
+top=$(pwd)
+bin=${TASKFS_BIN:-$top/build/taskfs}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-completion-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/helpers/check.sh"
+comp=$top/contrib/completion
+mkdir "$tmp/bin"
+ln -s "$bin" "$tmp/bin/taskfs"
+PATH=$tmp/bin:$PATH
+export TASKFS_STATE_DIR=$tmp/state HOME=$tmp
+id=$(taskfs run --wait --key build-one true)
+mkdir "$tmp/somedir"
+
+# has OUTPUT WORD...: every WORD is a whole line (or a line's first field)
+# of OUTPUT.
+has() {
+  out=$1
+  shift
+  for w in "$@"; do
+    printf '%s\n' "$out" | cut -f1 | grep -qxF -- "$w" || { echo "  missing '$w' in: $out" | tr '\n' ' '; echo; return 1; }
+  done
+}
+lacks() {
+  ! printf '%s\n' "$1" | cut -f1 | grep -qxF -- "$2" || { echo "  unexpected '$2'"; return 1; }
+}
+
+verbs=$(taskfs --help | sed -n '/^verbs:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
+check "taskfs --help lists verbs" test -n "$verbs"
+
+# ---- the completer itself: every listed verb, and each describes itself
+out=$(taskfs __complete '')
+check "__complete offers every verb of --help" has "$out" $verbs
+for v in $verbs; do
+  check "__complete: $v has its options (--help among them)" has "$(taskfs __complete "$v" -)" --help
+done
+check "__complete: internal verbs are not offered" lacks "$out" supervise
+
+# ---- bash
+if [ -f /usr/share/bash-completion/bash_completion ] && command -v bash >/dev/null; then
+  cat >"$tmp/bashrc" <<RC
+. /usr/share/bash-completion/bash_completion
+. '$comp/taskfs.bash'
+# comp CWORD WORD...: what the completion offers, one a line, sorted.
+comp() {
+  COMP_CWORD=\$1; shift; COMP_WORDS=("\$@"); COMP_LINE="\$*"; COMP_POINT=\${#COMP_LINE}
+  f=\$(complete -p taskfs | sed -n 's/.* -F \([^ ]*\) .*/\1/p')
+  COMPREPLY=(); "\$f" taskfs "\${COMP_WORDS[COMP_CWORD]}" "\${COMP_WORDS[COMP_CWORD-1]}" 2>/dev/null
+  printf '%s\n' "\${COMPREPLY[@]}" | sort -u
+}
+RC
+  b() { printf '%s\n' "$*" | bash --rcfile "$tmp/bashrc" -i 2>/dev/null | grep -v '^$' || true; }
+  check "bash: complete -p taskfs names a function" sh -c "echo 'complete -p taskfs' | bash --rcfile '$tmp/bashrc' -i 2>/dev/null | grep -q -- '-F _taskfs taskfs'"
+  check "bash: verbs" has "$(b comp 1 taskfs '')" $verbs
+  check "bash: a verb's prefix" has "$(b comp 1 taskfs l)" logs ls
+  check "bash: options of a verb" has "$(b comp 2 taskfs logs --f)" --follow --foreign-store
+  check "bash: short options" has "$(b comp 2 taskfs logs -)" -n -f --lines
+  check "bash: values named by core (--restart)" has "$(b comp 3 taskfs run --restart '')" no on-failure always
+  check "bash: --state=VALUE, split at = as readline does" has "$(b comp 4 taskfs ls --state = r)" running
+  check "bash: a comma list (--state S,S)" has "$(b comp 3 taskfs ls --state running,f)" running,failed
+  check "bash: live task ids and keys" has "$(b comp 2 taskfs logs '')" "$id" build-one
+  check "bash: a key by its prefix" has "$(b comp 2 taskfs show build)" build-one
+  check "bash: --state-dir before the verb names the store" \
+    has "$(TASKFS_STATE_DIR=/nonexistent b comp 4 taskfs --state-dir "$tmp/state" wait '')" "$id"
+  check "bash: --state-dir DIR completes directories" has "$(b comp 3 taskfs ls --state-dir "$tmp/som")" "$tmp/somedir"
+  check "bash: mount's MOUNTPOINT completes directories" has "$(b comp 2 taskfs mount "$tmp/som")" "$tmp/somedir"
+  check "bash: run's CMD completes as a command" has "$(b comp 2 taskfs run ech)" echo
+  check "bash: run's CMD takes its own completion" has "$(b comp 4 taskfs run -- ls --colo)" --color
+  out=$(b comp 2 taskfs umount --)
+  check "bash: umount takes no --state-dir" lacks "$out" --state-dir
+else
+  echo "skip: bash-completion is not installed (apt-get install bash-completion)"
+fi
+
+# ---- fish
+if command -v fish >/dev/null; then
+  f() { fish --no-config -c "source '$comp/taskfs.fish'; complete -C '$*'" 2>/dev/null || true; }
+  check "fish: verbs with their summaries" has "$(f 'taskfs ')" $verbs
+  check "fish: a verb's summary is its description" sh -c 'printf "%s\n" "$1" | grep -qx "ls	list tasks"' sh "$(f 'taskfs l')"
+  check "fish: options" has "$(f 'taskfs logs --f')" --follow --foreign-store
+  check "fish: --state=VALUE" has "$(f 'taskfs ls --state=r')" --state=running
+  check "fish: live task ids and keys" has "$(f 'taskfs cancel ')" "$id" build-one
+  check "fish: directories" has "$(f "taskfs mount $tmp/som")" "$tmp/somedir/"
+  check "fish: run's CMD completes as a command" has "$(f 'taskfs run ech')" echo
+else
+  echo "skip: fish is not installed (apt-get install fish)"
+fi
+
+# ---- zsh
+if command -v zsh >/dev/null; then
+  mkdir "$tmp/zfunc"
+  cp "$comp/_taskfs" "$tmp/zfunc/"
+  # z LINE TEXT: the terminal shows TEXT after LINE and TAB TAB.
+  z() {
+    timeout 60 zsh -f "$top/tests/completion/zsh-drive.zsh" "$1" "$tmp/zfunc" "$2" >"$tmp/zsh.out" 2>&1 ||
+      { echo "  no '$2' after '$1' TAB TAB:"; tr -d '\r' <"$tmp/zsh.out" | tail -5; return 1; }
+  }
+  check "zsh: verbs listed with their summaries" z 'taskfs l' 'ls    -- list tasks'
+  check "zsh: options" z 'taskfs logs --f' '--foreign-store  -- read'
+  check "zsh: values" z 'taskfs run --restart on' 'on-failure '
+  check "zsh: live keys" z 'taskfs show build' 'build-one '
+  check "zsh: directories" z "taskfs mount $tmp/som" "$tmp/somedir/"
+  check "zsh: run's CMD completes as a command" z 'taskfs run ech' 'taskfs run echo'
+else
+  echo "skip: zsh is not installed (apt-get install zsh)"
+fi
+finish
