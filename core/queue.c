@@ -256,7 +256,8 @@ int tfs__queue_entries(int wfd, tfs__idbuf_t **ids, size_t *n) {
     *n = 0;
     return err;
   }
-  qsort(*ids, *n, sizeof **ids, cmp_ids);
+  if (*n > 1)
+    qsort(*ids, *n, sizeof **ids, cmp_ids);
   return 0;
 }
 
@@ -363,7 +364,8 @@ int tfs_queue_list(tfs_store_t *store, tfs_queue_info_t **out, size_t *n) {
     *n = 0;
     return err;
   }
-  qsort(*out, *n, sizeof **out, cmp_info);
+  if (*n > 1)
+    qsort(*out, *n, sizeof **out, cmp_info);
   return 0;
 }
 
