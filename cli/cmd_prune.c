@@ -17,7 +17,7 @@ static const char usage_text[] =
     "alive are never deleted. Prints how many were deleted.\n"
     "\n"
     "  --keep N         how many of the newest (matching) tasks to keep\n"
-    "  --older-than AGE only tasks that ended longer ago than AGE (30m, 12h, 7d)\n"
+    "  --older-than AGE  only tasks that ended longer ago than AGE (30m, 12h, 7d)\n"
     "  --state S        only tasks in state S: completed, failed, cancelled, lost\n"
     "                   (repeat it or use commas for several)\n"
     "  --state-dir DIR  use the store in DIR\n"

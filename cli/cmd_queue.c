@@ -175,6 +175,11 @@ static int queue_ls(int argc, char **argv) {
 
 int cmd_queue(int argc, char **argv) {
   char q[96];
+  if (cli_describe) { /* the completer asks what queue takes (cmd_complete.c) */
+    cli_opts_t o = CLI_OPTS("queue", usage_text, "", NULL);
+    cli_getopt(&o, argc, argv);
+    return o.code;
+  }
   if (argc < 2)
     return cli_usage_error("queue", "what about queues? set, pause, resume or ls");
   const char *sub = argv[1];
