@@ -296,7 +296,8 @@ static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, 
 static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size_t len, int *rank,
                                     int *block) {
   memo_t *m = imp->raw ? &imp->raw->memo : NULL;
-  if (m && m->len == len && memcmp(m->line, line, len) == 0) {
+  /* kind PLAIN: no memo (none yet, or its line was too long to keep). */
+  if (m && m->kind != TFS_LINE_PLAIN && m->len == len && memcmp(m->line, line, len) == 0) {
     *rank = m->rank;
     *block = m->block;
     return (tfs_line_kind_t)m->kind;
@@ -311,6 +312,7 @@ static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size
     return kind;
   m = &imp->raw->memo;
   m->len = 0;
+  m->kind = TFS_LINE_PLAIN;
   if (len <= MEMO_MAX) {
     memcpy(m->line, line, len);
     m->len = len;

@@ -777,3 +777,22 @@ Test(important, fed_lines_read_as_added_ones) {
   tfs_important_free(&fed);
   tfs_important_free(&added);
 }
+
+/* An important line too long for the classifier's memo leaves no memo,
+ * and an empty line after it is not taken for it (found by fuzz_important:
+ * the empty memo matched every empty line). */
+Test(important, an_empty_line_after_an_unmemoized_important_one_is_plain) {
+  tfs_important_t imp;
+  cr_assert_eq(tfs_important_init(&imp, 4), 0);
+  char line[2048];
+  memset(line, 'x', sizeof line);
+  memcpy(line, "error: ", 7);
+  const char *short_error = "error: a short one";
+  cr_assert_eq(tfs_important_feed(&imp, 1, short_error, strlen(short_error)), 0);
+  cr_assert_eq(tfs_important_feed(&imp, 2, line, sizeof line), 0);
+  cr_assert_eq(imp.total, 2);
+  cr_assert_eq(tfs_important_feed(&imp, 3, "", 0), 0);
+  cr_assert_eq(tfs_important_feed(&imp, 4, "", 0), 0);
+  cr_assert_eq(imp.total, 2, "empty lines are plain");
+  tfs_important_free(&imp);
+}
