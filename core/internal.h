@@ -127,6 +127,9 @@ int tfs__keys_lock(const tfs_store_t *store);
 void tfs__keys_unlock(int fd);
 /* An exclusive flock of the directory dirfd on a fresh fd of its own
  * (waiting for it): the fd, closing it releases the lock. */
+/* Takes fd (or passes on its negative errno) and waits for its exclusive
+ * flock; returns fd, or the error with fd closed. */
+int tfs__lock_or_close(int fd);
 int tfs__dir_lock(int dirfd);
 
 /* Reads a key file: 0 and the id, TFS_ENOTASK if absent. */

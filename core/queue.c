@@ -78,15 +78,7 @@ int tfs__queue_lock(const tfs_store_t *store, int qfd) {
   /* A store only read (another user's) is looked at under its lock when
    * the lock file is there; nothing is made in it. */
   int ro = tfs__writable(store) != 0;
-  int fd = open_file(qfd, LOCK_FILE, ro ? O_RDONLY : O_RDWR | O_CREAT);
-  if (fd < 0)
-    return fd;
-  int err = tfs__flock_wait(fd, LOCK_EX);
-  if (err) {
-    close(fd);
-    return err;
-  }
-  return fd;
+  return tfs__lock_or_close(open_file(qfd, LOCK_FILE, ro ? O_RDONLY : O_RDWR | O_CREAT));
 }
 
 int tfs__queue_settings(int qfd, int *parallel, int *paused) {

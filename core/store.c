@@ -373,7 +373,10 @@ int tfs__keys_lock(const tfs_store_t *store) {
 }
 
 int tfs__dir_lock(int dirfd) {
-  int fd = tfs__dir_reopen(dirfd);
+  return tfs__lock_or_close(tfs__dir_reopen(dirfd));
+}
+
+int tfs__lock_or_close(int fd) {
   if (fd < 0)
     return fd;
   int err = tfs__flock_wait(fd, LOCK_EX);

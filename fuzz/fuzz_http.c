@@ -22,15 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz/check.h"
 #include "http/http.h"
 
-#define CHECK(c)                                                                                   \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);                           \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static uv_loop_t loop;
 static mcp_server_t *mcp;
