@@ -236,7 +236,7 @@ coverage:
 api-reach:
 	./scripts/api-reach.sh build-reach
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # ---- hardening (issue 7; tests/hardening/README.md) ------------------------
 # `make asan`: everything and the C tests in build-asan under ASan + UBSan;
