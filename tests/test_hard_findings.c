@@ -48,10 +48,6 @@ __attribute__((constructor)) static void hf_lines_ctor(int argc, char **argv, ch
 
 TestSuite(hard_findings, .init = hh_setup, .fini = hh_teardown, .timeout = 300);
 
-static int have_strace(void) {
-  return access("/usr/bin/strace", X_OK) == 0;
-}
-
 /* ---- 1. a full disk tears no line ------------------------------------------- */
 
 typedef struct {
@@ -196,11 +192,11 @@ static void only_task(char id[TFS_ID_MAX + 1]) {
 }
 
 Test(hard_findings, a_task_whose_launcher_died_before_starting_it_ends_lost) {
-  if (!have_strace())
+  if (!hh_have_strace())
     cr_skip_test("needs strace");
   /* The launcher dies at its first clone: the task is made, its
    * supervisor never forked. */
-  hh_res_t r = hh_sh("strace -qq -o /dev/null -e trace=clone,clone3 "
+  hh_res_t r = hh_sh(HH_STRACE "-e trace=clone,clone3 "
                      "-e inject=clone,clone3:signal=SIGKILL:when=1 '%s' run -- /bin/sleep 1",
                      tu_taskfs_bin());
   cr_assert_neq(r.status, 0, "taskfs run survived its kill: %s", r.out);
@@ -309,7 +305,7 @@ static void find_litter(const char *dir, int depth, size_t *n, hh_buf_t *what) {
 }
 
 Test(hard_findings, creators_killed_at_each_syscall_leave_nothing_after_a_prune) {
-  if (!have_strace())
+  if (!hh_have_strace())
     cr_skip_test("needs strace");
   const char *calls[] = {"mkdir",  "openat", "write", "fsync", "linkat",
                          "rename", "unlink", "clone", "flock"};
@@ -319,7 +315,7 @@ Test(hard_findings, creators_killed_at_each_syscall_leave_nothing_after_a_prune)
       /* A keyed run (temp key, link) and a plain one, killed at the
        * when-th call of the kind. */
       for (int keyed = 0; keyed < 2; keyed++) {
-        hh_res_t r = hh_sh("strace -qq -o /dev/null -e trace=%s%s -e inject=%s%s:signal=SIGKILL:"
+        hh_res_t r = hh_sh(HH_STRACE "-e trace=%s%s -e inject=%s%s:signal=SIGKILL:"
                            "when=%d '%s' run %s%s%s%d -- /bin/true",
                            calls[c], !strcmp(calls[c], "rename") ? ",renameat,renameat2" : "",
                            calls[c], !strcmp(calls[c], "rename") ? ",renameat,renameat2" : "", when,

@@ -18,10 +18,6 @@
 
 TestSuite(hard_matrix, .init = hh_setup, .fini = hh_teardown, .timeout = 300);
 
-static int have_strace(void) {
-  return access("/usr/bin/strace", X_OK) == 0;
-}
-
 /* The store's invariants, and no task queued (nothing waits for ever). */
 static void check_settled(const char *when) {
   hh_store_stats_t st = hh_check_store(when);
@@ -255,16 +251,14 @@ Test(hard_matrix, a_store_out_of_inodes) {
 }
 
 Test(hard_matrix, enospc_in_each_write_of_a_keyed_run_is_clean) {
-  if (!have_strace())
+  if (!hh_have_strace())
     cr_skip_test("needs strace");
   const char *calls[] = {"write", "fsync", "rename", "linkat", "mkdir", "openat"};
   int failed = 0;
   for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++)
     for (int when = 1; when <= 6; when++) {
       const char *set = !strcmp(calls[c], "rename") ? "rename,renameat,renameat2" : calls[c];
-      /* LeakSanitizer cannot run under ptrace (make asan): off for it. */
-      hh_res_t r = hh_sh("ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
-                         "strace -qq -o /dev/null -e trace=%s -e inject=%s:error=ENOSPC:when=%d "
+      hh_res_t r = hh_sh(HH_STRACE "-e trace=%s -e inject=%s:error=ENOSPC:when=%d "
                          "'%s' run --key e-%s-%d -- /bin/true",
                          set, set, when, tu_taskfs_bin(), calls[c], when);
       if (r.status != 0) {
@@ -286,7 +280,7 @@ Test(hard_matrix, enospc_in_each_write_of_a_keyed_run_is_clean) {
 }
 
 Test(hard_matrix, enospc_in_a_supervisors_record_saves) {
-  if (!have_strace())
+  if (!hh_have_strace())
     cr_skip_test("needs strace");
   char id[TFS_ID_MAX + 1];
   hh_run_worker("saves", 2000, NULL, id);

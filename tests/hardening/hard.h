@@ -43,6 +43,20 @@ __attribute__((used)) const char *__asan_default_options(void) {
   return "detect_leaks=0";
 }
 
+/* ---- strace fault injection -------------------------------------------- */
+
+/* The fault tests run taskfs under strace to inject errors and kills.
+ * LeakSanitizer cannot run under ptrace (it aborts with "LeakSanitizer has
+ * encountered a fatal error" and a log that fails `make asan`), so a
+ * process started through HH_STRACE has leak checking off; the same
+ * command runs leak-checked in every other test. */
+#define HH_STRACE                                                                                  \
+  "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" strace -qq -o /dev/null "
+
+static HH_UNUSED int hh_have_strace(void) {
+  return access("/usr/bin/strace", X_OK) == 0;
+}
+
 /* ---- the numbered-line worker ------------------------------------------ */
 
 /* The test binary doubles as the worker of the kill -9 matrix: run as
