@@ -100,6 +100,12 @@ int mcp_server_idle(const mcp_server_t *srv);
  * loop has stopped (a launch in flight still uses the store). */
 void mcp_server_free(mcp_server_t *srv);
 uv_loop_t *mcp_loop(mcp_server_t *srv);
+/* The store the server serves, refreshed first (the path may name a store
+ * removed and recreated since; a refused one stays refused): for the faces
+ * beside MCP in one process (the JSON API and A2A of `taskfs serve`), so
+ * that one handle and one refusal rule serve them all. On the loop's
+ * thread only. */
+tfs_store_t *mcp_server_store(mcp_server_t *srv);
 
 /* ---- sessions and dispatch (session.c, dispatch.c) ------------------- */
 

@@ -13,6 +13,10 @@
 tfs_store_t *mcp_store(mcp_server_t *srv) {
   return srv->store;
 }
+tfs_store_t *mcp_server_store(mcp_server_t *srv) {
+  mcp_server_refresh(srv);
+  return srv->store;
+}
 const char *mcp_who(mcp_server_t *srv) {
   return srv->who;
 }
