@@ -22,6 +22,8 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "taskfs/taskfs.h"
+
 #define MCP_SERVER_NAME "taskfs"
 #define MCP_SERVER_VERSION "0.1.0"
 #define MCP_LATEST_PROTOCOL "2025-11-25"
