@@ -32,7 +32,14 @@ static const char usage_text[] =
     "\n"
     "It prints where it listens and a login URL (http://HOST:PORT/?token=...).\n"
     "Stop it with SIGTERM (kill PID): waiting requests are answered, tasks keep\n"
-    "running.\n";
+    "running.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "  0 it listens (in the background: the server's report said so; in the\n"
+    "  foreground: it stopped cleanly on a signal), 100 usage (also an address\n"
+    "  it cannot parse, a --token-file it cannot take, or listening beyond\n"
+    "  loopback without --token-file), 111\n"
+    "  system failure (the store, the token, the port in use).\n";
 
 #define ALLOW_MAX 16
 
