@@ -38,8 +38,8 @@ static const char usage_text[] =
     "  0 it listens (in the background: the server's report said so; in the\n"
     "  foreground: it stopped cleanly on a signal), 100 usage (also an address\n"
     "  it cannot parse, a --token-file it cannot take, or listening beyond\n"
-    "  loopback without --token-file), 111\n"
-    "  system failure (the store, the token, the port in use).\n";
+    "  loopback without --token-file), 111 system failure (the store, the\n"
+    "  token, the port in use).\n";
 
 #define ALLOW_MAX 16
 
