@@ -249,7 +249,13 @@ static void offer_options(const comp_t *c, const cli_opts_t *o) {
     char rest[128], desc[160] = "", text[80];
     if ((o->flags & CLI_OPT_NO_STATE_DIR) && !strcmp(op->name, "state-dir"))
       continue;
-    help_line(o->usage, op->name, rest, sizeof rest, desc, sizeof desc);
+    /* An alias (--colour) has no help line of its own: it says what the
+     * option it shares its value with says. */
+    if (help_line(o->usage, op->name, rest, sizeof rest, desc, sizeof desc))
+      for (const struct option *al = o->all; al < op; al++)
+        if (!al->flag && al->val == op->val &&
+            !help_line(o->usage, al->name, rest, sizeof rest, desc, sizeof desc))
+          break;
     snprintf(text, sizeof text, "--%s", op->name);
     offer(c, text, desc);
     /* The short form, when the verb's optstring has the option's value. */

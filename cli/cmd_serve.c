@@ -29,6 +29,8 @@ static const char usage_text[] =
     "  --allow-host NAME    one more name the Host header may give (a DNS name\n"
     "                       that points here; repeatable)\n"
     "  --foreground, -f     stay in the foreground, logging to stderr (systemd)\n"
+    "  --state-dir DIR      serve the store in DIR\n"
+    "  -h, --help           show this help\n"
     "\n"
     "It prints where it listens and a login URL (http://HOST:PORT/?token=...).\n"
     "Stop it with SIGTERM (kill PID): waiting requests are answered, tasks keep\n"

@@ -44,6 +44,14 @@ for v in $verbs; do
   check "__complete: $v has its options (--help among them)" has "$(taskfs __complete "$v" -)" --help
 done
 check "__complete: internal verbs are not offered" lacks "$out" supervise
+# An option offered without its description is a help text the completer
+# could not read (an alias, a wrapped line): each one says what it does.
+undescribed() {
+  for v in $verbs; do
+    taskfs __complete "$v" -- | awk -F'\t' -v v="$v" '/^--/ && $2 == "" { print v " " $1; bad = 1 } END { exit bad }' || return 1
+  done
+}
+check "__complete: every option of every verb has its description" undescribed
 
 # ---- bash
 if [ -f /usr/share/bash-completion/bash_completion ] && command -v bash >/dev/null; then
