@@ -9,7 +9,9 @@
  * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
  * login cookie); addr.c listen addresses and the names the server answers
  * to; routes.c the route table and the pages; mcp.c and mcp_http.c the MCP
- * face; server.c the server object; serve.c the process. */
+ * face; feed.c what the faces stream from the store as it changes (a
+ * task's transcript and state, the tasks that come and go); server.c the
+ * server object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
 
@@ -75,6 +77,7 @@ int http_names_origin_ok(const http_names_t *h, const char *value);
 /* ---- the server (server.c, daemon.c) --------------------------------- */
 
 typedef struct http_mcp http_mcp_t;
+typedef struct http_feed http_feed_t;
 
 struct http_server {
   uv_loop_t *loop;
@@ -89,7 +92,8 @@ struct http_server {
   size_t token_len;
   http_names_t names;
   mcp_server_t *mcp;
-  http_mcp_t *mcpx; /* the MCP face's state (mcp.c) */
+  http_mcp_t *mcpx;  /* the MCP face's state (mcp.c) */
+  http_feed_t *feed; /* follows and the task feed (feed.c), made on first use */
   http_conn_t *conns;
   size_t nconns;
   http_req_t *reqs; /* requests in flight: held, streaming, or being read */
@@ -238,6 +242,56 @@ typedef struct {
 const http_route_t *http_route_find(const char *path);
 /* The Allow header value of a route. */
 void http_route_allow(const http_route_t *rt, char *buf, size_t len);
+
+/* ---- feeds (feed.c) --------------------------------------------------- */
+
+/* Everything runs on the server's loop, on the MCP server's one watch of
+ * the store (mcp_watch_add): no feed has a watch of its own. */
+
+/* A follow: one task's transcript from a byte offset, as it is written. */
+typedef struct http_follow http_follow_t;
+typedef struct {
+  /* Each complete new line (without its '\n'): n its 1-based number, end
+   * the byte offset just after it (what a reader gives to go on from
+   * there). partial 1: the final line of an ended task, which has no
+   * '\n'; 2: a 1 MiB piece of a longer line (the next piece has the same
+   * n). Returns non-zero when the consumer can take no more for now: the
+   * follow then reads nothing until http_follow_resume(). */
+  int (*line)(void *arg, int64_t n, off_t end, const char *text, size_t len, int partial);
+  /* The record (json: tfs_record_dump of it) at the first look, then
+   * whenever the task's state changes. */
+  void (*state)(void *arg, const tfs_record_t *rec, const char *json);
+  /* Once, last: the task has ended and every byte is handed out (rec,
+   * json, err 0), or it went away or cannot be read (rec NULL or not, err
+   * why). The follow is over: http_follow_stop() is no longer called. */
+  void (*end)(void *arg, const tfs_record_t *rec, const char *json, int err);
+} http_follow_ops_t;
+/* Starts following task id at the first line that starts at or after
+ * byte from (0: the start). The first callbacks come on a later turn of
+ * the loop. Returns 0, TFS_EBADID, TFS_ENOTASK, or another error. */
+int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
+                      void *arg, http_follow_t **out);
+/* The consumer has room again after its line callback said it had none. */
+void http_follow_resume(http_follow_t *fl);
+/* Where the follow stands: the byte after the last line handed out. */
+off_t http_follow_offset(const http_follow_t *fl);
+/* No more callbacks, from this moment (also from inside one). */
+void http_follow_stop(http_follow_t *fl);
+
+/* The task feed: fn(arg, id, rec, json) for every task that appears or
+ * whose state changes (the record after the change), fn(arg, id, NULL,
+ * NULL) for a task that went away. Set up when the call returns (what
+ * happens from then on is told). */
+typedef struct http_task_sub http_task_sub_t;
+typedef void (*http_tasks_fn)(void *arg, const char *id, const tfs_record_t *rec, const char *json);
+int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_task_sub_t **out);
+/* No more calls, from this moment (also from inside one). */
+void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s);
+
+/* The server's feed state, made on first use (NULL: no memory). */
+http_feed_t *http_feed_get(http_server_t *srv);
+/* The end: every follow and subscription is let go of (http_server_free). */
+void http_feed_close(http_server_t *srv);
 
 /* ---- the MCP face (mcp.c, mcp_http.c) ------------------------------- */
 

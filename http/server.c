@@ -116,6 +116,7 @@ void http_server_free(http_server_t *srv) {
     srv->mhd = NULL;
   }
   http_mcp_close(srv);
+  http_feed_close(srv);
   uv_handle_t *hs[] = {(uv_handle_t *)&srv->mhd_poll, (uv_handle_t *)&srv->mhd_timer,
                        (uv_handle_t *)&srv->kick, (uv_handle_t *)&srv->sweep,
                        (uv_handle_t *)&srv->stop_timer};
