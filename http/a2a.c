@@ -60,9 +60,9 @@ void a2a_error(http_req_t *r, json_t *id, int code, const char *fmt, ...) {
   http_respond_take(r, MHD_HTTP_OK, "application/json", text, len);
 }
 
-void a2a_stream_event(http_req_t *r, json_t *id, json_t *result) {
+static void stream_message(http_req_t *r, json_t *id, const char *field, json_t *value) {
   size_t len;
-  char *text = envelope(id, "result", result, &len);
+  char *text = envelope(id, field, value, &len);
   if (!text)
     return;
   static const char pre[] = "data: ", post[] = "\n\n";
@@ -70,6 +70,18 @@ void a2a_stream_event(http_req_t *r, json_t *id, json_t *result) {
   http_stream_write(r, text, len);
   http_stream_write(r, post, sizeof post - 1);
   free(text);
+}
+
+void a2a_stream_event(http_req_t *r, json_t *id, json_t *result) {
+  stream_message(r, id, "result", result);
+}
+
+void a2a_stream_error(http_req_t *r, json_t *id, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  json_t *err = error_object(code, fmt, ap);
+  va_end(ap);
+  stream_message(r, id, "error", err);
 }
 
 int a2a_param_id(http_req_t *r, json_t *id, json_t *params, char out[TFS_ID_MAX + 1]) {
@@ -128,9 +140,10 @@ static void get_task(http_req_t *r, json_t *id, json_t *params) {
 }
 
 /* CancelTask: a stop request through the store, as the mount, the CLI and
- * MCP make it; the supervisor stops the process tree and records the task
- * cancelled. The answer is the task as it stands after the request (still
- * working while the grace runs): GetTask or SubscribeToTask see it end. */
+ * MCP make it; the supervisor stops the process tree (SIGTERM, its grace,
+ * SIGKILL) and records the task cancelled. The answer waits for that end
+ * (a2a_follow), so the Task it carries is canceled (or whatever end beat
+ * the request to it). */
 static void cancel_task(http_req_t *r, json_t *id, json_t *params) {
   tfs_record_t rec;
   if (load_task(r, id, params, &rec))
@@ -158,10 +171,11 @@ static void cancel_task(http_req_t *r, json_t *id, json_t *params) {
               tfs_strerror(err));
   } else {
     tfs_record_t now;
-    if (tfs_task_load(store, rec.id, &now) == 0)
-      a2a_reply(r, id, a2a_task_json(store, &now, 1));
+    const tfs_record_t *cur = tfs_task_load(store, rec.id, &now) == 0 ? &now : &rec;
+    if (tfs_state_terminal(cur->state))
+      a2a_reply(r, id, a2a_task_json(store, cur, 1));
     else
-      a2a_reply(r, id, a2a_task_json(store, &rec, 1));
+      a2a_follow(r, id, cur, A2A_FOLLOW_CANCEL);
     tfs_record_free(&now);
   }
   tfs_record_free(&rec);

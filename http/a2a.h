@@ -38,6 +38,9 @@ void a2a_error(http_req_t *r, json_t *id, int code, const char *fmt, ...)
 /* One JSON-RPC response as an SSE event (a stream's next message; takes
  * result). */
 void a2a_stream_event(http_req_t *r, json_t *id, json_t *result);
+/* An error as a stream's last event. */
+void a2a_stream_error(http_req_t *r, json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The store the server serves (the MCP server's refreshed handle). */
 tfs_store_t *a2a_store(http_req_t *r);
 /* A task id from params.id: 0, or answered (-32602 not a string,
@@ -45,6 +48,8 @@ tfs_store_t *a2a_store(http_req_t *r);
 int a2a_param_id(http_req_t *r, json_t *id, json_t *params, char out[TFS_ID_MAX + 1]);
 
 /* Tasks (a2a_task.c). */
+/* A JSON string of s[0..len), valid UTF-8 whatever the task wrote. */
+json_t *a2a_text(const char *s, size_t len);
 const char *a2a_state_wire(tfs_state_t s);
 /* A TaskState name as a filter of taskfs states: 0 with *bits (0 for a
  * state no taskfs task is ever in), or -1 for a name A2A does not have. */
@@ -66,8 +71,13 @@ void a2a_subscribe(http_req_t *r, json_t *id, json_t *params);
 /* Follows a task that has not ended on the server's feed: STREAM answers
  * with an SSE stream (the Task, then status and artifact updates with its
  * new output lines, ending with the final status), REPLY holds the call
- * and answers {task} once the task has ended (a blocking SendMessage). */
-enum { A2A_FOLLOW_STREAM = 1, A2A_FOLLOW_REPLY = 2 };
+ * and answers {task} once the task has ended (a blocking SendMessage),
+ * CANCEL the same with the bare Task (CancelTask). */
+enum {
+  A2A_FOLLOW_STREAM = 1,
+  A2A_FOLLOW_REPLY,
+  A2A_FOLLOW_CANCEL /* REPLY with the Task itself */
+};
 void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode);
 
 #endif /* TASKFS_HTTP_A2A_H */

@@ -61,8 +61,7 @@ int64_t a2a_status_ms(const tfs_record_t *rec) {
   return rec->ended_ms ? rec->ended_ms : rec->started_ms ? rec->started_ms : rec->created_ms;
 }
 
-/* Text for JSON: valid UTF-8 whatever the task wrote. */
-static json_t *text_json(const char *s, size_t len) {
+json_t *a2a_text(const char *s, size_t len) {
   size_t n;
   char *clean = tfs_utf8_sanitize(s, len, &n);
   json_t *j = clean ? json_stringn(clean, n) : json_string("");
@@ -110,7 +109,7 @@ json_t *a2a_status_json(const tfs_record_t *rec) {
     char mid[TFS_ID_MAX + 32];
     snprintf(mid, sizeof mid, "%s-status-%s", rec->id, tfs_state_name(rec->state));
     json_t *part = json_object();
-    json_object_set_new(part, "text", text_json(text, strlen(text)));
+    json_object_set_new(part, "text", a2a_text(text, strlen(text)));
     json_object_set_new(st, "message",
                         json_pack("{s:s, s:s, s:s, s:s, s:[o]}", "messageId", mid, "role",
                                   "ROLE_AGENT", "taskId", rec->id, "contextId", rec->id, "parts",
@@ -125,10 +124,10 @@ static json_t *task_meta(const tfs_record_t *rec) {
   char t[TFS_TIME_BUF];
   json_t *argv = json_array();
   for (int i = 0; i < rec->argc; i++)
-    json_array_append_new(argv, text_json(rec->argv[i], strlen(rec->argv[i])));
+    json_array_append_new(argv, a2a_text(rec->argv[i], strlen(rec->argv[i])));
   const char *cwd = rec->cwd ? rec->cwd : "";
   json_t *m = json_pack("{s:s, s:o, s:o, s:s, s:I, s:I}", "state", tfs_state_name(rec->state),
-                        "command", argv, "cwd", text_json(cwd, strlen(cwd)), "created",
+                        "command", argv, "cwd", a2a_text(cwd, strlen(cwd)), "created",
                         tfs_time_format(rec->created_ms, t), "lines", (json_int_t)rec->lines,
                         "bytes", (json_int_t)rec->bytes);
   if (rec->key[0])
@@ -144,7 +143,7 @@ static json_t *task_meta(const tfs_record_t *rec) {
     json_object_set_new(m, "signal", json_string(tfs_signal_name(rec->signal, sig)));
   }
   if (rec->reason)
-    json_object_set_new(m, "reason", text_json(rec->reason, strlen(rec->reason)));
+    json_object_set_new(m, "reason", a2a_text(rec->reason, strlen(rec->reason)));
   return json_pack("{s:o}", "taskfs", m);
 }
 
@@ -189,7 +188,7 @@ static json_t *important_artifact(const tfs_record_t *rec) {
                         json_pack("{s:o, s:s}", "data", data, "mediaType", "application/json"));
   if (tlen)
     json_array_append_new(
-        parts, json_pack("{s:o, s:s}", "text", text_json(text, tlen), "mediaType", "text/plain"));
+        parts, json_pack("{s:o, s:s}", "text", a2a_text(text, tlen), "mediaType", "text/plain"));
   free(text);
   return json_pack("{s:s, s:s, s:s, s:o}", "artifactId", "important", "name", "important lines",
                    "description",
@@ -206,7 +205,7 @@ static json_t *tail_artifact(tfs_store_t *store, const tfs_record_t *rec) {
   if (tfs_transcript_tail_bytes(store, rec->id, A2A_TAIL_BYTES, &tail, &len, &size))
     len = 0;
   json_t *part =
-      json_pack("{s:o, s:s}", "text", text_json(tail ? tail : "", len), "mediaType", "text/plain");
+      json_pack("{s:o, s:s}", "text", a2a_text(tail ? tail : "", len), "mediaType", "text/plain");
   free(tail);
   return json_pack("{s:s, s:s, s:s, s:[o], s:{s:I, s:I}}", "artifactId", "tail", "name",
                    "transcript tail", "description",
