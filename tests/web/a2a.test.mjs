@@ -34,6 +34,8 @@ async function setup(t) {
     } catch { /* best effort */ }
     await srv.stop();
     rmSync(dir, { recursive: true, force: true });
+    // An ASan/UBSan build reports on its stderr (and at its exit: leaks).
+    assert.doesNotMatch(srv.stderr(), /Sanitizer|runtime error/);
   });
   return { dir, srv, client: await clientOf(srv) };
 }
