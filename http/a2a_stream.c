@@ -18,6 +18,7 @@
 #include "http/a2a.h"
 
 #define FLUSH_BYTES (64u * 1024)
+#define SLICE_BYTES (256u * 1024)
 
 typedef struct {
   http_server_t *srv;
@@ -81,17 +82,15 @@ static void on_flush(uv_timer_t *t) {
   flush_lines(t->data, 0);
 }
 
-static int on_line(void *arg, int64_t n, off_t end, const char *text, size_t len, int partial) {
-  follow_t *f = arg;
-  if (f->mode != A2A_FOLLOW_STREAM || !f->r)
-    return 0; /* a call that answers at the end wants no lines */
+/* Adds text to the lines gathered, flushing past FLUSH_BYTES. */
+static void gather(follow_t *f, int64_t n, const char *text, size_t len) {
   if (f->len + len + 1 > f->cap) {
     size_t cap = f->cap ? f->cap : 4096;
     while (cap < f->len + len + 1)
       cap *= 2;
     char *b = realloc(f->buf, cap);
     if (!b)
-      return 0; /* the line is lost, not the stream */
+      return; /* the text is lost, not the stream */
     f->buf = b;
     f->cap = cap;
   }
@@ -100,11 +99,22 @@ static int on_line(void *arg, int64_t n, off_t end, const char *text, size_t len
   f->last = n;
   memcpy(f->buf + f->len, text, len);
   f->len += len;
-  if (partial != 2 && partial != 1)
-    f->buf[f->len++] = '\n';
   if (f->len >= FLUSH_BYTES)
     flush_lines(f, 0);
-  else if (!uv_is_active((uv_handle_t *)&f->flush))
+}
+
+/* A line (or a 1 MiB piece of a longer one), in slices of SLICE_BYTES so
+ * that no event outgrows what a client takes (the SDK's SSE reader stops
+ * at 4 MiB of data, and JSON may escape a byte into six). */
+static int on_line(void *arg, int64_t n, off_t end, const char *text, size_t len, int partial) {
+  follow_t *f = arg;
+  if (f->mode != A2A_FOLLOW_STREAM || !f->r)
+    return 0; /* a call that answers at the end wants no lines */
+  for (size_t o = 0; o < len; o += SLICE_BYTES)
+    gather(f, n, text + o, len - o < SLICE_BYTES ? len - o : SLICE_BYTES);
+  if (partial == 0)
+    gather(f, n, "\n", 1);
+  if (f->len && !uv_is_active((uv_handle_t *)&f->flush))
     uv_timer_start(&f->flush, on_flush, 0, 0);
   return 0;
 }
@@ -211,4 +221,33 @@ void a2a_subscribe(http_req_t *r, json_t *id, json_t *params) {
   else
     a2a_follow(r, id, &rec, A2A_FOLLOW_STREAM);
   tfs_record_free(&rec);
+}
+
+/* The server's stop: every follow ends now rather than when the grace
+ * runs out, a stream with what it gathered and its end, a held call with
+ * the task as it stands (the server is going away, not the task). */
+void http_a2a_stop(http_server_t *srv) {
+  for (http_req_t *r = srv->reqs, *next; r; r = next) {
+    next = r->next;
+    if (r->on_gone != on_gone)
+      continue;
+    follow_t *f = r->gone_arg;
+    r->on_gone = NULL;
+    if (f->mode == A2A_FOLLOW_STREAM) {
+      flush_lines(f, 0);
+      http_stream_end(r);
+    } else {
+      tfs_record_t rec;
+      tfs_store_t *store = a2a_store(r);
+      if (tfs_task_load(store, f->tid, &rec) == 0) {
+        json_t *t = a2a_task_json(store, &rec, 1);
+        a2a_reply(r, f->id, f->mode == A2A_FOLLOW_CANCEL ? t : json_pack("{s:o}", "task", t));
+      } else {
+        a2a_error(r, f->id, A2A_INTERNAL_ERROR, "the server is stopping; GetTask reads task %s",
+                  f->tid);
+      }
+      tfs_record_free(&rec);
+    }
+    follow_close(f);
+  }
 }

@@ -226,3 +226,23 @@ test('unknown tasks, bad commands and wrong versions get the errors the specific
   // Still serving.
   assert.equal((await client.getAgentCard()).name, 'taskfs');
 });
+
+test('a subscription carries a 3 MiB line whole, and ends cleanly when the server stops', async (t) => {
+  const { dir, srv, client } = await setup(t);
+  const go = join(dir, 'go');
+  const task = await send(client, {
+    command: ['sh', '-c', `while [ ! -e ${go} ]; do sleep 0.02; done; head -c 3145728 /dev/zero | tr '\\0' x; echo; echo after; exec sleep 60`],
+  });
+  let got = '';
+  let ended = false;
+  for await (const ev of client.resubscribeTask({ id: task.id })) {
+    if (ev.payload.$case === 'task') writeFileSync(go, '');
+    if (ev.payload.$case === 'artifactUpdate') got += text(ev.payload.value.artifact);
+    if (got.endsWith('after\n') && !ended) {
+      ended = true;
+      srv.proc.kill('SIGTERM'); // the stream must end, not hang until the grace is over
+    }
+  }
+  assert.equal(got.length, 3145728 + 1 + 6);
+  assert.equal(got, `${'x'.repeat(3145728)}\nafter\n`);
+});
