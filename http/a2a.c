@@ -65,10 +65,7 @@ static void stream_message(http_req_t *r, json_t *id, const char *field, json_t 
   char *text = envelope(id, field, value, &len);
   if (!text)
     return;
-  static const char pre[] = "data: ", post[] = "\n\n";
-  http_stream_write(r, pre, sizeof pre - 1);
-  http_stream_write(r, text, len);
-  http_stream_write(r, post, sizeof post - 1);
+  http_stream_event(r, "message", NULL, text, len);
   free(text);
 }
 

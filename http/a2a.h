@@ -30,8 +30,6 @@ enum {
 /* The routes (routes.c). */
 void http_a2a_card(http_req_t *r);
 void http_a2a_handle(http_req_t *r);
-/* The server's stop (server.c): the streams and held calls end now. */
-void http_a2a_stop(http_server_t *srv);
 
 /* Answers (a2a.c): a JSON-RPC result (taken) or error for the call id. */
 void a2a_reply(http_req_t *r, json_t *id, json_t *result);

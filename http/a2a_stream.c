@@ -8,9 +8,11 @@
  *
  * New lines are gathered and sent as one artifact update per turn of the
  * loop (a 0 ms timer), or sooner past FLUSH_BYTES, so that a task printing
- * fast costs an event per burst, not per line. A client that does not
- * read is dropped by the stream's backlog bound (respond.c), which stops
- * the follow. */
+ * fast costs an event per burst, not per line. Past STREAM_HIGH bytes the
+ * client has not read, the follow waits until it has (the stream's drain
+ * notice); a client that never reads is dropped by the stream's stall
+ * bound (respond.c), which stops the follow. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 
 #define FLUSH_BYTES (64u * 1024)
 #define SLICE_BYTES (256u * 1024)
+#define STREAM_HIGH (1u << 20) /* unread bytes past which the follow waits */
 
 typedef struct {
   http_server_t *srv;
@@ -33,6 +36,7 @@ typedef struct {
   size_t len, cap;
   int64_t first, last; /* their line numbers */
   int chunks;          /* artifact updates sent */
+  int paused;          /* the follow waits for the client to read */
 } follow_t;
 
 static void on_closed(uv_handle_t *h) {
@@ -114,6 +118,11 @@ static int on_line(void *arg, int64_t n, off_t end, const char *text, size_t len
     gather(f, n, text + o, len - o < SLICE_BYTES ? len - o : SLICE_BYTES);
   if (partial == 0)
     gather(f, n, "\n", 1);
+  if (http_stream_unread(f->r) + f->len >= STREAM_HIGH) {
+    flush_lines(f, 0);
+    f->paused = 1; /* until the client has taken it (on_drain) */
+    return 1;
+  }
   if (f->len && !uv_is_active((uv_handle_t *)&f->flush))
     uv_timer_start(&f->flush, on_flush, 0, 0);
   return 0;
@@ -136,30 +145,51 @@ static void on_state(void *arg, const tfs_record_t *rec, const char *json) {
     send_status(f, rec);
 }
 
+/* The follow is over: the task ended (rec), went away or cannot be read
+ * (err), or the server stops (-ESHUTDOWN: the task goes on; a stream
+ * just ends, a held call gets the task as it stands). */
 static void on_end(void *arg, const tfs_record_t *rec, const char *json, int err) {
   follow_t *f = arg;
   f->fl = NULL; /* over: no http_follow_stop() */
   http_req_t *r = f->r;
+  tfs_record_t now;
+  int loaded = 0;
+  if (r && !rec && err == -ESHUTDOWN && tfs_task_load(a2a_store(r), f->tid, &now) == 0) {
+    rec = &now;
+    loaded = 1;
+  }
   if (r && f->mode == A2A_FOLLOW_STREAM) {
     if (rec) {
-      flush_lines(f, 1);
+      flush_lines(f, tfs_state_terminal(rec->state));
       send_status(f, rec);
     }
-    if (err)
+    if (err && err != -ESHUTDOWN)
       a2a_stream_error(r, f->id, err == TFS_ENOTASK ? A2A_TASK_NOT_FOUND : A2A_INTERNAL_ERROR,
                        "task %s: %s", f->tid, tfs_strerror(err));
     http_stream_end(r);
   } else if (r) {
     r->on_gone = NULL;
-    if (!rec)
+    if (!rec) {
       a2a_error(r, f->id, err == TFS_ENOTASK ? A2A_TASK_NOT_FOUND : A2A_INTERNAL_ERROR,
                 "task %s: %s", f->tid, tfs_strerror(err));
-    else {
+    } else {
       json_t *t = a2a_task_json(a2a_store(r), rec, 1);
       a2a_reply(r, f->id, f->mode == A2A_FOLLOW_CANCEL ? t : json_pack("{s:o}", "task", t));
     }
   }
+  if (loaded)
+    tfs_record_free(&now);
   follow_close(f);
+}
+
+/* The client took all that was written: a follow paused for room goes
+ * on. */
+static void on_drain(http_req_t *r, void *arg) {
+  follow_t *f = arg;
+  if (f->paused && f->fl) {
+    f->paused = 0;
+    http_follow_resume(f->fl);
+  }
 }
 
 static void on_gone(http_req_t *r, void *arg) {
@@ -200,6 +230,7 @@ void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode) {
     return;
   }
   http_stream_start(r, MHD_HTTP_OK, "text/event-stream", on_gone, f);
+  http_stream_on_drain(r, on_drain);
   f->sent = a2a_state_wire(rec->state);
   a2a_stream_event(r, id, json_pack("{s:o}", "task", a2a_task_json(store, rec, 1)));
 }
@@ -221,33 +252,4 @@ void a2a_subscribe(http_req_t *r, json_t *id, json_t *params) {
   else
     a2a_follow(r, id, &rec, A2A_FOLLOW_STREAM);
   tfs_record_free(&rec);
-}
-
-/* The server's stop: every follow ends now rather than when the grace
- * runs out, a stream with what it gathered and its end, a held call with
- * the task as it stands (the server is going away, not the task). */
-void http_a2a_stop(http_server_t *srv) {
-  for (http_req_t *r = srv->reqs, *next; r; r = next) {
-    next = r->next;
-    if (r->on_gone != on_gone)
-      continue;
-    follow_t *f = r->gone_arg;
-    r->on_gone = NULL;
-    if (f->mode == A2A_FOLLOW_STREAM) {
-      flush_lines(f, 0);
-      http_stream_end(r);
-    } else {
-      tfs_record_t rec;
-      tfs_store_t *store = a2a_store(r);
-      if (tfs_task_load(store, f->tid, &rec) == 0) {
-        json_t *t = a2a_task_json(store, &rec, 1);
-        a2a_reply(r, f->id, f->mode == A2A_FOLLOW_CANCEL ? t : json_pack("{s:o}", "task", t));
-      } else {
-        a2a_error(r, f->id, A2A_INTERNAL_ERROR, "the server is stopping; GetTask reads task %s",
-                  f->tid);
-      }
-      tfs_record_free(&rec);
-    }
-    follow_close(f);
-  }
 }

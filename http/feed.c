@@ -554,6 +554,23 @@ http_feed_t *http_feed_get(http_server_t *srv) {
   return fd;
 }
 
+void http_feed_stop(http_server_t *srv) {
+  http_feed_t *fd = srv->feed;
+  if (!fd)
+    return;
+  for (http_follow_t *fl = fd->follows; fl; fl = fl->next)
+    if (!fl->dead)
+      follow_finish(fl, NULL, -ESHUTDOWN);
+  fd->telling++;
+  for (http_task_sub_t *s = fd->subs; s; s = s->next)
+    if (!s->dead) {
+      s->dead = 1;
+      s->fn(s->arg, NULL, NULL, NULL);
+    }
+  fd->telling--;
+  soon(fd);
+}
+
 static void on_feed_closed(uv_handle_t *h) {
   http_feed_t *fd = h->data;
   http_server_t *srv = fd->srv;

@@ -9,7 +9,7 @@
  * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
  * login cookie); addr.c listen addresses and the names the server answers
  * to; routes.c the route table and the pages; mcp.c and mcp_http.c the MCP
- * face; feed.c what the faces stream from the store as it changes (a
+ * face; api.c the JSON API; feed.c what the faces stream from the store as it changes (a
  * task's transcript and state, the tasks that come and go); server.c the
  * server object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
@@ -168,7 +168,9 @@ struct http_req {
   int ended; /* the handler ended the stream */
   char *out;
   size_t out_len, out_off, out_cap;
-  int64_t out_at; /* when the stream last carried something */
+  int64_t out_at;        /* when the stream last carried something */
+  int64_t out_read_at;   /* when the client last took some of it */
+  http_gone_fn on_drain; /* http_stream_on_drain() */
 };
 
 /* What a handler reads. */
@@ -196,6 +198,22 @@ void http_stream_start(http_req_t *r, unsigned status, const char *ctype, http_g
                        void *arg);
 void http_stream_write(http_req_t *r, const char *data, size_t len);
 void http_stream_end(http_req_t *r);
+/* One server-sent event: "event: EVENT", "id: ID" (NULL: none), and the
+ * data, one data field per line of it. */
+void http_stream_event(http_req_t *r, const char *event, const char *id, const char *data,
+                       size_t len);
+/* Bytes written to the stream that the client has not taken yet. */
+size_t http_stream_unread(const http_req_t *r);
+/* fn(r, arg of http_stream_start) each time the client has taken all
+ * that was written: a writer that waits for room (a follow that its
+ * consumer paused) goes on then. Called from inside MHD: only note it.
+ * Bytes left unread for the request timeout drop the stream (on_gone),
+ * so a client that never reads cannot hold a waiting writer forever. */
+void http_stream_on_drain(http_req_t *r, http_gone_fn fn);
+/* Answers with len bytes of the file fd from offset (MHD sends them and
+ * closes fd; len 0: an empty body). */
+void http_respond_fd(http_req_t *r, unsigned status, const char *ctype, int fd, uint64_t offset,
+                     uint64_t len);
 
 /* respond.c for access.c and daemon.c: queues what the handler made (or
  * suspends a held request); the end of a request (MHD's notice, or the
@@ -280,7 +298,8 @@ void http_follow_stop(http_follow_t *fl);
 
 /* The task feed: fn(arg, id, rec, json) for every task that appears or
  * whose state changes (the record after the change), fn(arg, id, NULL,
- * NULL) for a task that went away. Set up when the call returns (what
+ * NULL) for a task that went away, fn(arg, NULL, NULL, NULL) at the
+ * server's stop (http_feed_stop). Set up when the call returns (what
  * happens from then on is told). */
 typedef struct http_task_sub http_task_sub_t;
 typedef void (*http_tasks_fn)(void *arg, const char *id, const tfs_record_t *rec, const char *json);
@@ -288,10 +307,20 @@ int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_t
 /* No more calls, from this moment (also from inside one). */
 void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s);
 
+/* The server stops: every follow ends (end with rec NULL, err
+ * -ESHUTDOWN) and every subscriber is told fn(arg, NULL, NULL, NULL),
+ * the last call it gets. */
+void http_feed_stop(http_server_t *srv);
 /* The server's feed state, made on first use (NULL: no memory). */
 http_feed_t *http_feed_get(http_server_t *srv);
 /* The end: every follow and subscription is let go of (http_server_free). */
 void http_feed_close(http_server_t *srv);
+
+/* ---- the JSON API (api.c) ---------------------------------------------- */
+
+void http_api_tasks(http_req_t *r);  /* GET /api/tasks */
+void http_api_task(http_req_t *r);   /* /api/tasks/<id>[/transcript|/cancel] */
+void http_api_events(http_req_t *r); /* GET /api/events */
 
 /* ---- the MCP face (mcp.c, mcp_http.c) ------------------------------- */
 

@@ -40,6 +40,9 @@ static const http_route_t routes[] = {
     {"/mcp", HTTP_M_GET | HTTP_M_POST | HTTP_M_DELETE, 0, http_mcp_handle},
     {"/.well-known/agent-card.json", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_a2a_card},
     {"/a2a", HTTP_M_POST, 0, http_a2a_handle},
+    {"/api/tasks", HTTP_M_GET | HTTP_M_HEAD, 0, http_api_tasks},
+    {"/api/tasks/", HTTP_M_GET | HTTP_M_HEAD | HTTP_M_POST, HTTP_ROUTE_PREFIX, http_api_task},
+    {"/api/events", HTTP_M_GET, 0, http_api_events},
 };
 
 const http_route_t *http_route_find(const char *path) {

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "http/a2a.h"
 #include "http/internal.h"
 
 /* TASKFS_SERVE_TIMEOUT_MS shortens the request timeout (tests). */
@@ -87,7 +86,7 @@ void http_server_stop(http_server_t *srv, int64_t grace_ms) {
   if (lfd >= 0)
     close(lfd);
   http_mcp_stop(srv);
-  http_a2a_stop(srv);
+  http_feed_stop(srv);
   /* Idle keep-alive connections would never end on their own. */
   for (http_conn_t *hc = srv->conns; hc; hc = hc->next)
     hc->deadline_ms = 1;
