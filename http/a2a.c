@@ -186,15 +186,13 @@ static void cancel_task(http_req_t *r, json_t *id, json_t *params) {
 typedef struct {
   tfs_store_t *store;
   json_t *tasks;
-  const char *context; /* contextId: the one task of that id */
+  const char *context; /* contextId: the one task of that id (its own context) */
   int64_t after_ms;    /* statusTimestampAfter */
   int artifacts;
 } list_t;
 
 static int list_add(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   list_t *l = arg;
-  if (l->context && strcmp(rec->id, l->context))
-    return 0;
   if (l->after_ms && a2a_status_ms(rec) < l->after_ms)
     return 0;
   json_array_append_new(l->tasks, a2a_task_json(l->store, rec, l->artifacts));
@@ -256,18 +254,32 @@ static int list_params(http_req_t *r, json_t *id, json_t *params, tfs_page_t *pg
 static void list_tasks(http_req_t *r, json_t *id, json_t *params) {
   tfs_page_t pg = {0};
   list_t l = {.store = a2a_store(r)};
-  int none = 0;
+  int none = 0, err;
   if (list_params(r, id, params, &pg, &l, &none))
     return;
   l.tasks = json_array();
   char msg[300];
-  if (!none && tfs_task_page(l.store, &pg, list_add, &l, msg, sizeof msg)) {
+  if (l.context) {
+    /* Every task is its own context: the one task of that id, if it
+     * passes the filters. */
+    if (!none && tfs_id_valid(l.context)) {
+      tfs_record_t rec;
+      if (tfs_task_load(l.store, l.context, &rec) == 0 &&
+          (!pg.states || (pg.states & TFS_STATE_BIT(rec.state))))
+        list_add(&rec, NULL, 0, &l);
+      tfs_record_free(&rec);
+    }
+    pg.total = json_array_size(l.tasks);
+  } else if (none) {
+    pg.total = (size_t)tfs_task_count(l.store);
+  } else if ((err = tfs_task_page(l.store, &pg, list_add, &l, msg, sizeof msg))) {
     json_decref(l.tasks);
-    a2a_error(r, id, A2A_INVALID_PARAMS, "params.pageToken: %s", msg);
+    if (err == TFS_ENOTASK)
+      a2a_error(r, id, A2A_INVALID_PARAMS, "params.pageToken: %s", msg);
+    else
+      a2a_error(r, id, A2A_INTERNAL_ERROR, "%s", msg);
     return;
   }
-  if (none)
-    pg.total = (size_t)tfs_task_count(l.store);
   a2a_reply(r, id,
             json_pack("{s:o, s:s, s:I, s:I}", "tasks", l.tasks, "nextPageToken", pg.next,
                       "pageSize", (json_int_t)pg.limit, "totalSize", (json_int_t)pg.total));

@@ -152,6 +152,10 @@ test('ListTasks pages newest first and filters by state', async (t) => {
   assert.equal(completed.tasks.length, 5);
   assert.ok(completed.tasks.every((x) => x.artifacts.some((a) => a.artifactId === 'tail')));
   assert.equal((await listAll(client, { status: 7 /* REJECTED */ })).tasks.length, 0);
+  // Every task is its own context.
+  assert.deepEqual((await listAll(client, { contextId: running.id })).tasks.map((x) => x.id), [running.id]);
+  assert.equal((await listAll(client, { contextId: running.id, status: S.COMPLETED })).tasks.length, 0);
+  assert.equal((await listAll(client, { contextId: '../x' })).tasks.length, 0);
   await rejectsWith(listAll(client, { pageSize: 1000 }), -32602, /pageSize/);
   await rejectsWith(listAll(client, { pageToken: 'not-a-task' }), -32602, /names no task/);
 });
