@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -22,9 +23,9 @@ const S = { SUBMITTED: 1, WORKING: 2, COMPLETED: 3, FAILED: 4, CANCELED: 5 };
 
 // A store and a server of its own for test t, stopped and removed after
 // it, every task left running cancelled first (even when the test fails).
-async function setup(t) {
+async function setup(t, extraEnv = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'taskfs-a2a-'));
-  const srv = await startServe(TASKFS_BIN, dir, env);
+  const srv = await startServe(TASKFS_BIN, dir, { ...env, ...extraEnv });
   t.after(async () => {
     try {
       const tasks = JSON.parse(execFileSync(TASKFS_BIN, ['ls', '--json', '--state-dir', dir], { env }));
@@ -249,4 +250,46 @@ test('a subscription carries a 3 MiB line whole, and ends cleanly when the serve
   }
   assert.equal(got.length, 3145728 + 1 + 6);
   assert.equal(got, `${'x'.repeat(3145728)}\nafter\n`);
+});
+
+test('SendStreamingMessage answers with the task, its lines and its end', async (t) => {
+  const { dir, client } = await setup(t);
+  const go = join(dir, 'go');
+  const events = [];
+  const stream = client.sendMessageStream({
+    message: {
+      messageId: messageId(), role: ROLE_USER,
+      parts: [{ content: { $case: 'data', value: { command: ['sh', '-c', `while [ ! -e ${go} ]; do sleep 0.02; done; echo streamed; exit 4`] } } }],
+    },
+  });
+  for await (const ev of stream) {
+    if (!events.length) writeFileSync(go, '');
+    events.push(ev.payload ?? ev);
+  }
+  assert.equal(events[0].$case, 'task');
+  const lines = events.filter((e) => e.$case === 'artifactUpdate').map((e) => text(e.value.artifact)).join('');
+  assert.equal(lines, 'streamed\n');
+  assert.equal(events.at(-1).$case, 'statusUpdate');
+  assert.equal(events.at(-1).value.status.state, S.FAILED);
+});
+
+test('a subscriber that never reads is dropped; the server keeps serving', async (t) => {
+  // The stall bound is the request timeout: 1.5 s here.
+  const { dir, srv, client } = await setup(t, { TASKFS_SERVE_TIMEOUT_MS: '1500' });
+  const task = await send(client, { command: ['sh', '-c', "head -c 30000000 /dev/zero | tr '\\0' y | fold -w 1000; exec sleep 60"] });
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: task.id } });
+  const port = new URL(srv.url).port;
+  const sock = connect(Number(port), '127.0.0.1');
+  t.after(() => sock.destroy());
+  await new Promise((r) => sock.on('connect', r));
+  sock.pause(); // never read a byte
+  sock.write(`POST /a2a HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${srv.token}\r\n` +
+    `A2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  const deadline = Date.now() + 30000;
+  while (!/a client of \/a2a .*dropped/.test(srv.stderr()) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100));
+  assert.match(srv.stderr(), /a client of \/a2a .*dropped/);
+  const got = await client.getTask({ id: task.id });
+  assert.equal(got.id, task.id);
+  assert.equal((await client.getAgentCard()).name, 'taskfs');
 });
