@@ -260,8 +260,15 @@ static void launch_done(uv_work_t *work, int status) {
 static void start(http_req_t *r, send_t *s) {
   tfs_store_t *store = a2a_store(r);
   char why[1024] = "";
-  tfs_task_spec_t spec = {
-      .argv = s->argv, .cwd = s->cwd, .key = s->key, .why = why, .whylen = sizeof why};
+  /* The policies are core's defaults (-1): no restart, the default grace. */
+  tfs_task_spec_t spec = {.argv = s->argv,
+                          .cwd = s->cwd,
+                          .key = s->key,
+                          .min_uptime_ms = -1,
+                          .max_restarts = -1,
+                          .grace_ms = -1,
+                          .why = why,
+                          .whylen = sizeof why};
   int err = tfs_task_start_create(store, &spec, &s->st);
   s->started = 1;
   if (err == TFS_EKEYCONFLICT) {

@@ -94,7 +94,7 @@ test('the agent card is public and names the JSON-RPC interface, the bearer sche
 });
 
 test('SendMessage starts a task once per message id; GetTask reads it; a blocking send returns its end', async (t) => {
-  const { client } = await setup(t);
+  const { dir, client } = await setup(t);
   const id = messageId();
   const data = { command: ['sh', '-c', 'echo starting; echo "error: something broke"; sleep 0.5; echo done'], cwd: tmpdir() };
   const first = await send(client, data, { id });
@@ -113,6 +113,11 @@ test('SendMessage starts a task once per message id; GetTask reads it; a blockin
   const lines = imp.parts.find((p) => p.content.$case === 'data').content.value.lines;
   assert.ok(lines.some((l) => l.line === 2 && /two failed/.test(l.text)), JSON.stringify(lines));
 
+  // The task has core's default policies, as one started by `taskfs run`.
+  const rec = JSON.parse(execFileSync(TASKFS_BIN, ['ls', '--json', '--state-dir', dir], { env })).find((x) => x.id === first.id);
+  assert.equal(rec.restart.graceMs, 5000);
+  assert.equal(rec.restart.minUptimeMs, 1000);
+  assert.equal(rec.restart.maxRestarts, null);
   const got = await client.getTask({ id: first.id });
   assert.equal(got.id, first.id);
   assert.equal(got.contextId, first.id);
