@@ -38,7 +38,7 @@ BIN := $(BUILD)/taskfs
 # made with the installed paths substituted (rule in the install section).
 UNITS := $(patsubst contrib/systemd/%.in,$(BUILD)/systemd/%,$(wildcard contrib/systemd/*.in))
 
-.PHONY: all test test-c test-mcp test-mcp2 test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus bench-queue format asan coverage api-reach
+.PHONY: all test test-c test-mcp test-mcp2 test-web test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus bench-queue format asan coverage api-reach
 all: $(BIN) $(UNITS)
 
 $(BUILD)/%.o: %.c
@@ -81,6 +81,12 @@ test-mcp2: $(BIN)
 	@cd tests/mcp2 && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
 	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
 
+# The web faces' node tests: tests/web (A2A with the official
+# @a2a-js/sdk client), pinned by its package-lock.json.
+test-web: $(BIN)
+	@cd tests/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
+
 # The MCP conformance suite, both revisions, against expected-*.yml
 # (tests/conformance/run.sh; Node 22 and the bridge from npm).
 test-conformance: $(BIN)
@@ -97,7 +103,7 @@ test-sh: $(BIN) $(UNITS)
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
 
-test: test-c test-mcp test-mcp2 test-conformance test-sh
+test: test-c test-mcp test-mcp2 test-web test-conformance test-sh
 
 # What CI runs: the tests, then the C tests again under ASan + UBSan, the
 # long-lived processes under valgrind, each fuzzer for FUZZ_SECONDS, and the

@@ -9,8 +9,13 @@
  * an empty store (made once per process). Invariants: whatever comes back
  * is HTTP answers (each starting "HTTP/1.1 NNN" with a status from 100 to
  * 599), the server never holds a connection whose client has left, and no
- * task is ever made. An input naming start_managed_task is skipped: a
- * start would fork supervisors. The server answers to Host
+ * task is ever made. An input naming start_managed_task or A2A's
+ * SendMessage (SendStreamingMessage) is skipped: a start would fork
+ * supervisors; and should one get through anyway (a method name spelled
+ * with JSON escapes), TASKFS_SUPERVISOR_EXE names no program, so no
+ * command ever runs (the invariant then reports the task). At /a2a the
+ * A2A JSON-RPC envelope and its read methods are reached the same way.
+ * The server answers to Host
  * 127.0.0.1:7077 and the token of 40 'a's (the seeds use both). */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +40,7 @@ static void server_once(void) {
   if (http)
     return;
   CHECK(mkdtemp(dir));
+  setenv("TASKFS_SUPERVISOR_EXE", "/nonexistent/taskfs-fuzz-never-runs", 1);
   CHECK(uv_loop_init(&loop) == 0);
   mcp_server_config_t mc = {.loop = &loop, .state_dir = dir, .role = "fuzz"};
   CHECK(mcp_server_open(&mc, &mcp) == 0);
@@ -85,7 +91,8 @@ static size_t pump(int fd, char **out, size_t *cap) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   server_once();
-  if (memmem(data, size, "start_managed_task", 18))
+  if (memmem(data, size, "start_managed_task", 18) || memmem(data, size, "SendMessage", 11) ||
+      memmem(data, size, "SendStreamingMessage", 20))
     return 0;
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);

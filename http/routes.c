@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/a2a.h"
 #include "http/internal.h"
 
 static const char index_page[] =
@@ -37,6 +38,8 @@ static const http_route_t routes[] = {
     {"/", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, on_root},
     {"/favicon.ico", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, on_favicon},
     {"/mcp", HTTP_M_GET | HTTP_M_POST | HTTP_M_DELETE, 0, http_mcp_handle},
+    {"/.well-known/agent-card.json", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_a2a_card},
+    {"/a2a", HTTP_M_POST, 0, http_a2a_handle},
     {"/api/tasks", HTTP_M_GET | HTTP_M_HEAD, 0, http_api_tasks},
     {"/api/tasks/", HTTP_M_GET | HTTP_M_HEAD | HTTP_M_POST, HTTP_ROUTE_PREFIX, http_api_task},
     {"/api/events", HTTP_M_GET, 0, http_api_events},

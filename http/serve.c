@@ -117,8 +117,8 @@ static int open_listener(const http_serve_opts_t *o, http_addr_t *a, int *fd) {
   return 0;
 }
 
-/* What the user reads: where it listens, how to reach /mcp, how to log
- * in. The token is printed on a terminal or to the parent that started us;
+/* What the user reads: where it listens, how to reach /mcp and A2A, how
+ * to log in. The token is printed on a terminal or to the parent that started us;
  * a foreground server writing to a log (systemd's journal, which others
  * in the adm group may read) names the token file instead. */
 static void banner(const http_serve_opts_t *o, const http_addr_t *a, const serve_t *sv,
@@ -130,8 +130,9 @@ static void banner(const http_serve_opts_t *o, const http_addr_t *a, const serve
   snprintf(out, len,
            "taskfs serve: serving %s on %s (pid %d)\n"
            "  MCP endpoint: %s/mcp (Authorization: Bearer <the token in %s>)\n"
+           "  A2A agent:    %s/.well-known/agent-card.json (JSON-RPC at /a2a, the same token)\n"
            "  log in:       %s/?token=%s\n",
-           store, url, (int)getpid(), url, tokpath, url,
+           store, url, (int)getpid(), url, tokpath, url, url,
            show ? sv->token : "<the token in that file>");
 }
 
@@ -235,7 +236,7 @@ int http_serve(const http_serve_opts_t *o) {
   serve_t *sv = calloc(1, sizeof *sv);
   tfs_store_t *store = NULL;
   http_addr_t a;
-  char tokpath[4200], text[6000];
+  char tokpath[4200], text[7000];
   int fd = -1, code;
   if (!sv)
     return fail(o, EXIT_SYSTEM, "out of memory");

@@ -4,43 +4,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "mcp/internal.h"
 
 #define LIST_DEFAULT 50 /* the bounds are the schema's (schema.c) */
-/* Records one page reads at most: a state filter over a large store
- * stops there, so that one call never holds the loop for long; the
- * cursor goes on. */
-#define PAGE_SCAN_MAX 5000
-
 int mcp_page_run(mcp_server_t *srv, const char *cursor, mcp_page_t *pg, char *err, size_t errlen) {
-  /* A cursor is the id of the last task the previous page examined: one
-   * that names no task in the store was not handed out here (or that task
-   * was removed since: the list starts again from the top). */
-  struct stat cst;
-  if (cursor &&
-      (!tfs_id_valid(cursor) || tfs_task_stat(mcp_store(srv), cursor, &cst) == TFS_ENOTASK)) {
-    snprintf(err, errlen,
-             "cursor '%.64s' names no task in this store: it was not handed out here, or its "
-             "task was removed since; omit it to start from the newest task",
-             cursor);
+  tfs_page_t p = {.states = pg->states, .limit = pg->limit, .cursor = cursor};
+  if (tfs_task_page(mcp_store(srv), &p, pg->cb, pg->arg, err, errlen))
     return -1;
-  }
-  tfs_list_opts_t o = {.states = pg->states,
-                       .limit = pg->limit,
-                       .newest_first = 1,
-                       .before = cursor,
-                       .scan_max = PAGE_SCAN_MAX};
-  tfs_list_stats_t st;
-  int rc = tfs_task_list_opts(mcp_store(srv), &o, pg->cb, pg->arg, &st);
-  if (rc) {
-    snprintf(err, errlen, "cannot list the store: %s", tfs_strerror(rc));
-    return -1;
-  }
-  pg->total = st.ids;
-  pg->capped = st.left > 0 && st.shown < pg->limit;
-  snprintf(pg->next, sizeof pg->next, "%s", st.left > 0 ? st.last_examined : "");
+  pg->total = p.total;
+  pg->capped = p.capped;
+  snprintf(pg->next, sizeof pg->next, "%s", p.next);
   return 0;
 }
 

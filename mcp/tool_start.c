@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mcp/internal.h"
@@ -36,8 +35,8 @@ typedef struct {
   int restart_on_timeout;
   tfs_limits_t limits; /* timeoutMs, limits */
   char why[1024];      /* core's words for limits it refused */
-  tfs_engine_t engine;      /* executor: "local" (default) or "slurm" */
-  char **engine_opts;       /* slurmOptions */
+  tfs_engine_t engine; /* executor: "local" (default) or "slurm" */
+  char **engine_opts;  /* slurmOptions */
 } start_args_t;
 
 static void start_args_free(start_args_t *sa) {
@@ -67,7 +66,8 @@ static int parse_key(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   return 0;
 }
 
-/* command: an argv array, or a string run as /bin/sh -c string. */
+/* command: an argv array, or a string run as /bin/sh -c string; checked
+ * by core's rule (a program named, sizes the kernel takes). */
 static int parse_command(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   json_t *cmd = json_object_get(args, "command");
   if (json_is_string(cmd)) {
@@ -77,37 +77,24 @@ static int parse_command(json_t *args, start_args_t *sa, char *msg, size_t msgle
     for (size_t i = 0; i < 3; i++)
       if (!(sa->argv[i] = strdup(sh[i])))
         return no_memory(msg, msglen);
-    return 0;
+    return tfs_command_check(sa->argv, msg, msglen) ? -EINVAL : 0;
   }
   /* An array of strings with at least one (the schema); argv[0] names a
    * program. */
   size_t n = json_array_size(cmd);
   if (!(sa->argv = calloc(n + 1, sizeof *sa->argv)))
     return no_memory(msg, msglen);
-  for (size_t i = 0; i < n; i++) {
-    const char *a = json_string_value(json_array_get(cmd, i));
-    if (i == 0 && !*a) {
-      snprintf(msg, msglen, "command[0] must name a program (it is empty)");
-      return -EINVAL;
-    }
-    if (!(sa->argv[i] = strdup(a)))
+  for (size_t i = 0; i < n; i++)
+    if (!(sa->argv[i] = strdup(json_string_value(json_array_get(cmd, i)))))
       return no_memory(msg, msglen);
-  }
-  return 0;
+  return tfs_command_check(sa->argv, msg, msglen) ? -EINVAL : 0;
 }
 
 /* cwd given: an existing absolute directory. */
 static int parse_cwd(json_t *args, start_args_t *sa, char *msg, size_t msglen) {
   const char *c = json_string_value(json_object_get(args, "cwd"));
-  if (c[0] != '/') {
-    snprintf(msg, msglen, "cwd must be an absolute path (got %.200s)", c);
+  if (tfs_cwd_check(c, msg, msglen))
     return -EINVAL;
-  }
-  struct stat st;
-  if (stat(c, &st) || !S_ISDIR(st.st_mode)) {
-    snprintf(msg, msglen, "cwd %.200s is not an existing directory; create it or pass another", c);
-    return -EINVAL;
-  }
   snprintf(sa->cwd, sizeof sa->cwd, "%s", c);
   return 0;
 }

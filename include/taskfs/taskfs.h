@@ -507,6 +507,19 @@ typedef struct {
 int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out[TFS_ID_MAX + 1],
                     int *existed);
 
+/* What a face checks before it makes a task (MCP's start tool, A2A's
+ * SendMessage), so that all refuse the same input in the same words: a
+ * command names a program, no argument is longer than the kernel takes
+ * (TFS_ARG_BYTES_MAX: execve's MAX_ARG_STRLEN less its NUL), at most
+ * TFS_ARGC_MAX arguments of TFS_ARGV_BYTES_MAX bytes in all (-E2BIG), and
+ * cwd is an existing absolute directory. 0, or a negative error with why
+ * in words (what is wrong, what to do). */
+#define TFS_ARG_BYTES_MAX (128 * 1024 - 1)
+#define TFS_ARGC_MAX 4096
+#define TFS_ARGV_BYTES_MAX (1024 * 1024)
+int tfs_command_check(char *const *argv, char *why, size_t whylen);
+int tfs_cwd_check(const char *cwd, char *why, size_t whylen);
+
 /* Looks a key up: fills id_out, or TFS_ENOTASK. */
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
 /* Accepts an id or a key (ids are tried first). */
@@ -608,6 +621,28 @@ typedef int (*tfs_list_cb)(const tfs_record_t *rec, const char *json, size_t len
  * readdir). */
 int tfs_task_list_opts(tfs_store_t *store, const tfs_list_opts_t *opts, tfs_list_cb cb, void *arg,
                        tfs_list_stats_t *stats);
+/* One page of the listing for a face that pages (MCP's lists, the JSON
+ * API, A2A's ListTasks): newest first, older than cursor (the last id the
+ * previous page examined; NULL or "": from the newest), at most limit
+ * records kept, at most scan_max (0: TFS_PAGE_SCAN_MAX) read, so that a
+ * state filter over a large store never holds an event loop for long: the
+ * cursor goes on. */
+#define TFS_PAGE_SCAN_MAX 5000
+typedef struct {
+  unsigned states;    /* TFS_STATE_BIT()s; 0: every state */
+  size_t limit;       /* records kept */
+  const char *cursor; /* the previous page's next, or NULL */
+  size_t scan_max;
+  /* filled by the page */
+  size_t total;              /* tasks in the store */
+  int capped;                /* the scan cap ended the page before limit */
+  char next[TFS_ID_MAX + 1]; /* the next page's cursor; "" after the last */
+} tfs_page_t;
+/* Returns 0; TFS_ENOTASK for a cursor that names no task here (not handed
+ * out by this store, or its task removed since), or the listing's error,
+ * with what was wrong in err. */
+int tfs_task_page(tfs_store_t *store, tfs_page_t *pg, tfs_list_cb cb, void *arg, char *err,
+                  size_t errlen);
 /* All task ids, oldest first, without reading any record. *ids is a
  * malloc'ed array of malloc'ed strings; free with tfs_ids_free. */
 int tfs_task_ids(tfs_store_t *store, char ***ids, size_t *n);
