@@ -8,8 +8,9 @@
  * the answer exists) or a stream (SSE), and the watch for a client that
  * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
  * login cookie); addr.c listen addresses and the names the server answers
- * to; routes.c the route table and the pages; mcp.c and mcp_http.c the MCP
- * face; server.c the server object; serve.c the process. */
+ * to; routes.c the route table; web.c the web viewer's files (web_assets.c
+ * compiles them in); mcp.c and mcp_http.c the MCP face; server.c the
+ * server object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
 
@@ -238,6 +239,13 @@ typedef struct {
 const http_route_t *http_route_find(const char *path);
 /* The Allow header value of a route. */
 void http_route_allow(const http_route_t *rt, char *buf, size_t len);
+
+/* ---- the web viewer (web.c, web_assets.c) -------------------------- */
+
+/* The page, its script and its style sheet, with their CSP. */
+void http_web_index(http_req_t *r);
+void http_web_script(http_req_t *r);
+void http_web_style(http_req_t *r);
 
 /* ---- the MCP face (mcp.c, mcp_http.c) ------------------------------- */
 
