@@ -475,17 +475,17 @@ function connectEvents() {
 const view = { id: null, rec: null, tr: null, pendingLine: null };
 
 const FIELDS = [
-  ['state', (r) => r.state],
-  ['reason', (r) => r.reason],
   ['command', (r) => shellQuote(r.command)],
   ['cwd', (r) => r.cwd],
+  ['reason', (r) => r.reason],
+  ['state', (r) => r.state],
+  ['exit', (r) => exitText(r)],
   ['key', (r) => r.key],
   ['queue', (r) => r.queue],
   ['created', (r) => r.created],
   ['started', (r) => r.started],
   ['ended', (r) => r.ended],
   ['duration', (r) => durationText(r, Date.now())],
-  ['exit', (r) => exitText(r)],
   ['restarts', (r) => (r.restart ? `${r.restart.count} (policy ${r.restart.policy})` : '')],
   ['supervisor', (r) => (r.supervisor ? `pid ${r.supervisor.pid} on ${r.supervisor.host}` : '')],
   ['worker', (r) => (r.worker && r.worker.pid ? `pid ${r.worker.pid}` : '')],
@@ -494,6 +494,9 @@ const FIELDS = [
   ['memory', (r) => (r.usage && r.usage.maxRssKb ? `${bytesText(r.usage.maxRssKb * 1024)} peak RSS` : '')],
   ['cancel', (r) => (r.cancel ? `requested${r.cancel.by ? ` by ${r.cancel.by}` : ''}${r.cancel.at ? ` at ${r.cancel.at}` : ''}` : '')],
 ];
+
+// Fields that take a whole row of the record's grid.
+const WIDE = { reason: 'wide', command: 'wide mono', cwd: 'wide mono', cancel: 'wide' };
 
 function renderFields(rec) {
   const dl = el('dl');
@@ -506,7 +509,7 @@ function renderFields(rec) {
       v = '';
     }
     if (v == null || v === '') continue;
-    dl.append(el('dt', null, name), el('dd', name === 'command' || name === 'cwd' ? 'mono' : null, String(v)));
+    dl.append(el('dt', null, name), el('dd', WIDE[name] || null, String(v)));
   }
   $('t-fields').replaceWith(dl);
 }
