@@ -56,6 +56,7 @@ typedef struct {
   int midline;        /* pieces of the current line were delivered */
   int64_t skip_below; /* lines numbered lower are counted, not delivered */
   int64_t max_lines;  /* < 0: no limit */
+  off_t *line_end;    /* if set: the byte after each line (or piece) handed out */
   int64_t delivered;
   int stopped;
   char *buf; /* READ_BUF + 1 */
@@ -92,6 +93,10 @@ static void scan_free(scan_t *s) {
 
 static void emit(scan_t *s, char *p, size_t len, int partial) {
   p[len] = '\0';
+  /* seg_start is still where the bytes handed out start (from the read
+   * buffer or the accumulator alike); a whole line also ends in '\n'. */
+  if (s->line_end)
+    *s->line_end = s->seg_start + (off_t)len + (partial == 0);
   if (s->cb && s->cb(s->lineno, p, len, partial, s->arg))
     s->stopped = 1;
   if (partial != 2) {
@@ -216,6 +221,8 @@ struct tfs_follower {
   off_t offset;        /* first byte not yet delivered */
   int64_t next_lineno; /* number of the line that starts (or continues) there */
   int midline;         /* pieces of that line were delivered already */
+  int64_t skip_below;  /* tfs_follower_open_at inside a line: that line is not handed out */
+  off_t line_end;      /* tfs_follower_line_end() */
   int have_file;
   dev_t dev;
   ino_t ino;
@@ -420,6 +427,19 @@ int tfs_transcript_copy(tfs_store_t *store, const char *id, int64_t last_n, int 
   return err;
 }
 
+/* Puts a new follower at start of the file fd (its stat st): the number
+ * of the line there is counted from the file's start. */
+static int follower_place(tfs_follower_t *f, int fd, const struct stat *st, off_t start) {
+  int64_t before = 0;
+  int err = count_lines(fd, start, &before);
+  f->offset = f->line_end = start;
+  f->next_lineno = before + 1;
+  f->have_file = 1;
+  f->dev = st->st_dev;
+  f->ino = st->st_ino;
+  return err;
+}
+
 /* A follower never starts inside a line: with last_n = 0 and a line still
  * being written, it starts where that line starts, so the line is handed
  * out whole once it is completed (or has grown and is flushed). Flushed as
@@ -441,7 +461,6 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
   int err = last_n >= 0 ? open_read(store, id, &fd, &st) : 0;
   if (!err && fd >= 0) {
     off_t start;
-    int64_t before = 0;
     err = tail_start(fd, st.st_size, last_n > 0 ? last_n : 1, &start);
     if (!err && last_n == 0 && start < st.st_size) {
       char last;
@@ -451,12 +470,7 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
         f->old_end = st.st_size;
     }
     if (!err)
-      err = count_lines(fd, start, &before);
-    f->offset = start;
-    f->next_lineno = before + 1;
-    f->have_file = 1;
-    f->dev = st.st_dev;
-    f->ino = st.st_ino;
+      err = follower_place(f, fd, &st, start);
   }
   if (err) {
     free(f);
@@ -479,6 +493,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
       f->next_lineno = 1;
       f->midline = 0;
       f->old_end = 0;
+      f->skip_below = 0;
     }
     return 0;
   }
@@ -495,6 +510,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
     f->next_lineno = 1;
     f->midline = 0;
     f->old_end = 0;
+    f->skip_below = 0;
   }
   f->have_file = 1;
   f->dev = st.st_dev;
@@ -505,15 +521,76 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   if (err)
     return err;
   s.midline = f->midline;
+  s.skip_below = f->skip_below;
+  s.line_end = &f->line_end;
   err = scan_run(&s);
   if (!err && flush_partial && s.end > f->old_end)
     scan_flush(&s);
-  f->offset = s.seg_start;
+  f->offset = f->line_end = s.seg_start;
   f->next_lineno = s.lineno;
   f->midline = s.midline;
   int64_t n = s.delivered;
   scan_free(&s);
   return err ? err : n;
+}
+
+/* The line start at or after offset: offset itself when it is 0 or
+ * follows a '\n'; else after the next '\n' that is written already; else
+ * (offset inside the line still being written, or past the end: clamped
+ * to it) offset, with that line's number as skip_below so its rest is
+ * skipped, not handed out as a line. */
+int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_follower_t **out) {
+  struct stat st;
+  *out = NULL;
+  if (offset < 0)
+    return -EINVAL;
+  int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
+  if (dfd < 0)
+    return dfd;
+  int fd TFS_AUTOCLOSE = -1;
+  int err = open_read(store, id, &fd, &st);
+  if (err)
+    return err;
+  tfs_follower_t *f = calloc(1, sizeof *f);
+  if (!f)
+    return -ENOMEM;
+  f->store = store;
+  snprintf(f->id, sizeof f->id, "%s", id);
+  f->next_lineno = 1;
+  if (fd >= 0) {
+    off_t at = offset > st.st_size ? st.st_size : offset;
+    char c = '\n';
+    if (at > 0 && pread(fd, &c, 1, at - 1) != 1)
+      err = -EIO;
+    /* Inside a line: on to the next '\n', in blocks. */
+    char buf[4096];
+    while (!err && c != '\n' && at < st.st_size) {
+      size_t want = st.st_size - at < (off_t)sizeof buf ? (size_t)(st.st_size - at) : sizeof buf;
+      ssize_t r = pread(fd, buf, want, at);
+      if (r <= 0) {
+        err = r < 0 ? -errno : -EIO;
+        break;
+      }
+      char *nl = memchr(buf, '\n', (size_t)r);
+      at += nl ? (off_t)(nl - buf) + 1 : r;
+      if (nl)
+        c = '\n';
+    }
+    if (!err)
+      err = follower_place(f, fd, &st, at);
+    if (c != '\n')
+      f->skip_below = f->next_lineno + 1; /* the rest of a line being written */
+  }
+  if (err) {
+    free(f);
+    return err;
+  }
+  *out = f;
+  return 0;
+}
+
+off_t tfs_follower_line_end(const tfs_follower_t *f) {
+  return f->line_end;
 }
 
 void tfs_follower_close(tfs_follower_t *f) {

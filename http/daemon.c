@@ -121,7 +121,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   msg[strcspn(msg, "\n")] = '\0';
   /* A stream whose client left ends with an "application error": that is
    * ours, and no news. */
-  if (!strncmp(msg, "Closing connection (application error", 38))
+  if (!strncmp(msg, "Closing connection (application error", 37))
     return;
   fprintf(stderr, "taskfs serve: http: %s\n", msg);
 }

@@ -9,7 +9,9 @@
  * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
  * login cookie); addr.c listen addresses and the names the server answers
  * to; routes.c the route table; web.c the web viewer's files (web_assets.c
- * compiles them in); mcp.c and mcp_http.c the MCP face; server.c the
+ * compiles them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API;
+ * feed.c what the faces stream from the store as it changes (a task's
+ * transcript and state, the tasks that come and go); server.c the
  * server object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
@@ -76,6 +78,7 @@ int http_names_origin_ok(const http_names_t *h, const char *value);
 /* ---- the server (server.c, daemon.c) --------------------------------- */
 
 typedef struct http_mcp http_mcp_t;
+typedef struct http_feed http_feed_t;
 
 struct http_server {
   uv_loop_t *loop;
@@ -90,7 +93,8 @@ struct http_server {
   size_t token_len;
   http_names_t names;
   mcp_server_t *mcp;
-  http_mcp_t *mcpx; /* the MCP face's state (mcp.c) */
+  http_mcp_t *mcpx;  /* the MCP face's state (mcp.c) */
+  http_feed_t *feed; /* follows and the task feed (feed.c), made on first use */
   http_conn_t *conns;
   size_t nconns;
   http_req_t *reqs; /* requests in flight: held, streaming, or being read */
@@ -165,7 +169,9 @@ struct http_req {
   int ended; /* the handler ended the stream */
   char *out;
   size_t out_len, out_off, out_cap;
-  int64_t out_at; /* when the stream last carried something */
+  int64_t out_at;        /* when the stream last carried something */
+  int64_t out_read_at;   /* when the client last took some of it */
+  http_gone_fn on_drain; /* http_stream_on_drain() */
 };
 
 /* What a handler reads. */
@@ -193,6 +199,22 @@ void http_stream_start(http_req_t *r, unsigned status, const char *ctype, http_g
                        void *arg);
 void http_stream_write(http_req_t *r, const char *data, size_t len);
 void http_stream_end(http_req_t *r);
+/* One server-sent event: "event: EVENT", "id: ID" (NULL: none), and the
+ * data, one data field per line of it. */
+void http_stream_event(http_req_t *r, const char *event, const char *id, const char *data,
+                       size_t len);
+/* Bytes written to the stream that the client has not taken yet. */
+size_t http_stream_unread(const http_req_t *r);
+/* fn(r, arg of http_stream_start) each time the client has taken all
+ * that was written: a writer that waits for room (a follow that its
+ * consumer paused) goes on then. Called from inside MHD: only note it.
+ * Bytes left unread for the request timeout drop the stream (on_gone),
+ * so a client that never reads cannot hold a waiting writer forever. */
+void http_stream_on_drain(http_req_t *r, http_gone_fn fn);
+/* Answers with len bytes of the file fd from offset (MHD sends them and
+ * closes fd; len 0: an empty body). */
+void http_respond_fd(http_req_t *r, unsigned status, const char *ctype, int fd, uint64_t offset,
+                     uint64_t len);
 
 /* respond.c for access.c and daemon.c: queues what the handler made (or
  * suspends a held request); the end of a request (MHD's notice, or the
@@ -239,6 +261,67 @@ typedef struct {
 const http_route_t *http_route_find(const char *path);
 /* The Allow header value of a route. */
 void http_route_allow(const http_route_t *rt, char *buf, size_t len);
+
+/* ---- feeds (feed.c) --------------------------------------------------- */
+
+/* Everything runs on the server's loop, on the MCP server's one watch of
+ * the store (mcp_watch_add): no feed has a watch of its own. */
+
+/* A follow: one task's transcript from a byte offset, as it is written. */
+typedef struct http_follow http_follow_t;
+typedef struct {
+  /* Each complete new line (without its '\n'): n its 1-based number, end
+   * the byte offset just after it (what a reader gives to go on from
+   * there). partial 1: the final line of an ended task, which has no
+   * '\n'; 2: a 1 MiB piece of a longer line (the next piece has the same
+   * n). Returns non-zero when the consumer can take no more for now: the
+   * follow then reads nothing until http_follow_resume(). */
+  int (*line)(void *arg, int64_t n, off_t end, const char *text, size_t len, int partial);
+  /* The record (json: tfs_record_dump of it) at the first look, then
+   * whenever the task's state changes. */
+  void (*state)(void *arg, const tfs_record_t *rec, const char *json);
+  /* Once, last: the task has ended and every byte is handed out (rec,
+   * json, err 0), or it went away or cannot be read (rec NULL or not, err
+   * why). The follow is over: http_follow_stop() is no longer called. */
+  void (*end)(void *arg, const tfs_record_t *rec, const char *json, int err);
+} http_follow_ops_t;
+/* Starts following task id at the first line that starts at or after
+ * byte from (0: the start). The first callbacks come on a later turn of
+ * the loop. Returns 0, TFS_EBADID, TFS_ENOTASK, or another error. */
+int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
+                      void *arg, http_follow_t **out);
+/* The consumer has room again after its line callback said it had none. */
+void http_follow_resume(http_follow_t *fl);
+/* Where the follow stands: the byte after the last line handed out. */
+off_t http_follow_offset(const http_follow_t *fl);
+/* No more callbacks, from this moment (also from inside one). */
+void http_follow_stop(http_follow_t *fl);
+
+/* The task feed: fn(arg, id, rec, json) for every task that appears or
+ * whose state changes (the record after the change), fn(arg, id, NULL,
+ * NULL) for a task that went away, fn(arg, NULL, NULL, NULL) at the
+ * server's stop (http_feed_stop). Set up when the call returns (what
+ * happens from then on is told). */
+typedef struct http_task_sub http_task_sub_t;
+typedef void (*http_tasks_fn)(void *arg, const char *id, const tfs_record_t *rec, const char *json);
+int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_task_sub_t **out);
+/* No more calls, from this moment (also from inside one). */
+void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s);
+
+/* The server stops: every follow ends (end with rec NULL, err
+ * -ESHUTDOWN) and every subscriber is told fn(arg, NULL, NULL, NULL),
+ * the last call it gets. */
+void http_feed_stop(http_server_t *srv);
+/* The server's feed state, made on first use (NULL: no memory). */
+http_feed_t *http_feed_get(http_server_t *srv);
+/* The end: every follow and subscription is let go of (http_server_free). */
+void http_feed_close(http_server_t *srv);
+
+/* ---- the JSON API (api.c) ---------------------------------------------- */
+
+void http_api_tasks(http_req_t *r);  /* GET /api/tasks */
+void http_api_task(http_req_t *r);   /* /api/tasks/<id>[/transcript|/cancel] */
+void http_api_events(http_req_t *r); /* GET /api/events */
 
 /* ---- the web viewer (web.c, web_assets.c) -------------------------- */
 

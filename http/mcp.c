@@ -169,10 +169,7 @@ static void x_gone(http_req_t *r, void *arg) {
 /* ---- what the dispatcher sends ------------------------------------------- */
 
 static void sse_event(http_req_t *r, const char *data, size_t len) {
-  static const char head[] = "event: message\ndata: ";
-  http_stream_write(r, head, sizeof head - 1);
-  http_stream_write(r, data, len);
-  http_stream_write(r, "\n\n", 2);
+  http_stream_event(r, "message", NULL, data, len);
 }
 
 static void x_stream(hm_x_t *x) {

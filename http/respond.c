@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "http/internal.h"
 
@@ -89,6 +90,20 @@ void http_respond(http_req_t *r, unsigned status, const char *ctype, const char 
   http_respond_take(r, status, ctype, copy, n);
 }
 
+void http_respond_fd(http_req_t *r, unsigned status, const char *ctype, int fd, uint64_t offset,
+                     uint64_t len) {
+  struct MHD_Response *resp =
+      len ? MHD_create_response_from_fd_at_offset64(len, fd, offset)
+          : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  if (!len || !resp)
+    close(fd);
+  if (!resp)
+    return;
+  finish_response(r, resp, ctype);
+  r->on_gone = NULL;
+  set_response(r, status, resp);
+}
+
 void http_respond_text(http_req_t *r, unsigned status, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
@@ -112,6 +127,7 @@ static void gone(http_req_t *r) {
   r->gone = 1;
   http_gone_fn fn = r->on_gone;
   r->on_gone = NULL;
+  r->on_drain = NULL;
   if (fn)
     fn(r, r->gone_arg);
 }
@@ -212,8 +228,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
       n = max;
     memcpy(buf, r->out + r->out_off, n);
     r->out_off += n;
-    if (r->out_off == r->out_len)
+    r->out_read_at = http_now_ms();
+    if (r->out_off == r->out_len) {
       r->out_off = r->out_len = 0;
+      if (r->on_drain)
+        r->on_drain(r, r->gone_arg); /* room again: the writer may go on */
+    }
     return (ssize_t)n;
   }
   if (r->ended)
@@ -246,16 +266,24 @@ static void resume_stream(http_req_t *r) {
   }
 }
 
+/* A client that does not take what its stream holds is let go of: the
+ * handler hears of it (on_gone) and the connection is closed. */
+static void drop_stream(http_req_t *r, const char *why) {
+  fprintf(stderr, "taskfs serve: a client of %.200s %s; dropped\n", r->url, why);
+  gone(r);
+  resume_stream(r);
+}
+
 void http_stream_write(http_req_t *r, const char *data, size_t len) {
   if (!r->streaming || r->ended || r->gone)
     return;
   size_t unread = r->out_len - r->out_off;
   if (unread + len > HTTP_STREAM_BACKLOG_MAX) {
-    fprintf(stderr, "taskfs serve: a client of %s does not read its stream; dropped\n", r->url);
-    gone(r);
-    resume_stream(r);
+    drop_stream(r, "does not read its stream");
     return;
   }
+  if (!unread)
+    r->out_read_at = http_now_ms(); /* the stall clock starts with the first unread byte */
   if (r->out_off) {
     memmove(r->out, r->out + r->out_off, unread);
     r->out_len = unread;
@@ -282,14 +310,54 @@ void http_stream_end(http_req_t *r) {
     return;
   r->ended = 1;
   r->on_gone = NULL;
+  r->on_drain = NULL; /* the handler may be gone already */
   resume_stream(r);
 }
 
+/* Keep-alives on quiet streams, and the end of stalled ones: bytes that
+ * have waited unread for the request timeout (the socket's buffers full,
+ * nothing taken since) mean a client that does not read, however little
+ * it was sent, and a writer that waits for room (http_stream_on_drain)
+ * would otherwise wait for it forever. */
 void http_stream_keepalive(http_server_t *srv, int64_t now) {
   static const char ka[] = ": keep-alive\n\n";
-  for (http_req_t *r = srv->reqs; r; r = r->next)
-    if (r->streaming && !r->ended && !r->gone && now - r->out_at >= HTTP_KEEPALIVE_MS)
+  for (http_req_t *r = srv->reqs; r; r = r->next) {
+    if (!r->streaming || r->ended || r->gone)
+      continue;
+    if (r->out_len > r->out_off && now - r->out_read_at >= srv->request_timeout_ms)
+      drop_stream(r, "has read nothing of its stream for the request timeout");
+    else if (now - r->out_at >= HTTP_KEEPALIVE_MS)
       http_stream_write(r, ka, sizeof ka - 1);
+  }
+}
+
+size_t http_stream_unread(const http_req_t *r) {
+  return r->out_len - r->out_off;
+}
+
+void http_stream_on_drain(http_req_t *r, http_gone_fn fn) {
+  r->on_drain = fn;
+}
+
+void http_stream_event(http_req_t *r, const char *event, const char *id, const char *data,
+                       size_t len) {
+  char head[160];
+  int n = snprintf(head, sizeof head, "event: %.60s\n", event);
+  if (id)
+    n += snprintf(head + n, sizeof head - n, "id: %.60s\n", id);
+  http_stream_write(r, head, (size_t)n);
+  /* Each line of the data is a data field of its own: SSE joins them
+   * with '\n' again. */
+  const char *p = data, *e = data + len;
+  do {
+    const char *nl = memchr(p, '\n', (size_t)(e - p));
+    size_t k = nl ? (size_t)(nl - p) : (size_t)(e - p);
+    http_stream_write(r, "data: ", 6);
+    http_stream_write(r, p, k);
+    http_stream_write(r, "\n", 1);
+    p += k + (nl ? 1 : 0);
+  } while (p < e);
+  http_stream_write(r, "\n", 1);
 }
 
 /* ---- the end of a request ------------------------------------------------ */

@@ -30,6 +30,9 @@ static const http_route_t routes[] = {
     {"/static/app.js", HTTP_M_GET | HTTP_M_HEAD, 0, http_web_script},
     {"/static/style.css", HTTP_M_GET | HTTP_M_HEAD, 0, http_web_style},
     {"/mcp", HTTP_M_GET | HTTP_M_POST | HTTP_M_DELETE, 0, http_mcp_handle},
+    {"/api/tasks", HTTP_M_GET | HTTP_M_HEAD, 0, http_api_tasks},
+    {"/api/tasks/", HTTP_M_GET | HTTP_M_HEAD | HTTP_M_POST, HTTP_ROUTE_PREFIX, http_api_task},
+    {"/api/events", HTTP_M_GET, 0, http_api_events},
 };
 
 const http_route_t *http_route_find(const char *path) {

@@ -86,6 +86,7 @@ void http_server_stop(http_server_t *srv, int64_t grace_ms) {
   if (lfd >= 0)
     close(lfd);
   http_mcp_stop(srv);
+  http_feed_stop(srv);
   /* Idle keep-alive connections would never end on their own. */
   for (http_conn_t *hc = srv->conns; hc; hc = hc->next)
     hc->deadline_ms = 1;
@@ -116,6 +117,7 @@ void http_server_free(http_server_t *srv) {
     srv->mhd = NULL;
   }
   http_mcp_close(srv);
+  http_feed_close(srv);
   uv_handle_t *hs[] = {(uv_handle_t *)&srv->mhd_poll, (uv_handle_t *)&srv->mhd_timer,
                        (uv_handle_t *)&srv->kick, (uv_handle_t *)&srv->sweep,
                        (uv_handle_t *)&srv->stop_timer};

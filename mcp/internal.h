@@ -28,7 +28,6 @@
 #define MCP_NOTIFY_INTERVAL_MS 500
 
 typedef struct mcp_pending mcp_pending_t;
-typedef struct mcp_listener mcp_listener_t;
 typedef struct mcp_watch mcp_watch_t;
 typedef struct mcp_sub mcp_sub_t;
 typedef struct mcp_until mcp_until_t;
@@ -258,22 +257,10 @@ int mcp_roots_first(const mcp_req_t *r, json_t *params, mcp_root_fn cb, void *ar
 
 /* ---- watch.c: the server's watch of tasks ----------------------------- */
 
-/* A listener is told what changed (TFS_WATCH_* bits; TFS_WATCH_GONE
- * always), or MCP_WATCH_TICK on the tick, which comes every
- * tfs_watch_tick_ms() for what inotify cannot see. Either way it is only
- * "look again". It may add and remove listeners (a removal takes effect
- * once the round of calls is over: a removed listener is not called). */
-#define MCP_WATCH_TICK 0x100u
-typedef void (*mcp_watch_fn)(void *arg, unsigned what);
+/* The listeners' side (mcp_watch_add, mcp_watch_tasks) is in mcp.h: the
+ * faces beside MCP in `taskfs serve` listen on the same watch. */
 int mcp_watch_open(mcp_server_t *srv);
 void mcp_watch_close(mcp_server_t *srv);
-/* Listens to task id for what (TFS_WATCH_STATE, TFS_WATCH_OUTPUT). NULL
- * only when out of memory: the caller then looks every
- * mcp_watch_tick_ms() on its own. */
-mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
-                              void *arg);
-void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l); /* l may be NULL */
-int mcp_watch_tick_ms(mcp_server_t *srv);
 
 /* ---- pending.c: requests that wait for a task ------------------------- */
 

@@ -109,6 +109,37 @@ uv_loop_t *mcp_loop(mcp_server_t *srv);
  * thread only. */
 tfs_store_t *mcp_server_store(mcp_server_t *srv);
 
+/* ---- the server's watch of tasks (watch.c) ---------------------------- */
+
+/* One core watch (tfs_watch_t) per server, under the loop, that every
+ * face of the process listens on (MCP's waits and subscriptions; in
+ * `taskfs serve` also the JSON API and A2A, through http/feed.c). A
+ * listener is told what changed (TFS_WATCH_* bits; TFS_WATCH_GONE
+ * always), or MCP_WATCH_TICK on the tick, which comes every
+ * tfs_watch_tick_ms() for what inotify cannot see. Either way it is only
+ * "look again". It may add and remove listeners (a removal takes effect
+ * once the round of calls is over: a removed listener is not called). */
+#define MCP_WATCH_TICK 0x100u
+typedef struct mcp_listener mcp_listener_t;
+typedef void (*mcp_watch_fn)(void *arg, unsigned what);
+/* Listens to task id for what (TFS_WATCH_STATE, TFS_WATCH_OUTPUT). NULL
+ * only when out of memory: the caller then looks every
+ * mcp_watch_tick_ms() on its own. */
+mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
+                              void *arg);
+/* Listens to the store's tasks/ itself: fn(arg, id, TFS_WATCH_CREATED or
+ * TFS_WATCH_DELETED) as a task appears or goes, fn(arg, NULL, ...) when
+ * tasks/ changed in a way no event names (list it again), and
+ * fn(arg, NULL, MCP_WATCH_TICK) on the tick. NULL only when out of
+ * memory. */
+typedef void (*mcp_tasks_fn)(void *arg, const char *id, unsigned what);
+mcp_listener_t *mcp_watch_tasks(mcp_server_t *srv, mcp_tasks_fn fn, void *arg);
+void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l); /* l may be NULL */
+int mcp_watch_tick_ms(mcp_server_t *srv);
+/* 1 when inotify sees tasks/ appear and go (else only a new listing
+ * does: the tick alone, TASKFS_NO_INOTIFY). */
+int mcp_watch_sees_tasks(mcp_server_t *srv);
+
 /* ---- sessions and dispatch (session.c, dispatch.c) ------------------- */
 
 /* How a session's messages leave. data (malloc'ed; the callee frees it)

@@ -22,6 +22,7 @@ struct mcp_listener {
   watched_t *task;
   unsigned what;
   mcp_watch_fn fn;
+  mcp_tasks_fn tfn; /* a listener of tasks/ (task NULL) */
   void *arg;
   int dead; /* removed while listeners were being told */
 };
@@ -44,6 +45,9 @@ typedef struct {
 struct mcp_watch {
   tfs_watch_t *tw;
   watched_t *tasks;
+  mcp_listener_t *dir; /* listeners of tasks/ itself */
+  int dir_on;          /* tfs_watch_tasks() was asked */
+  int dir_seen;        /* and inotify watches it */
   uvside_t *uv;
   int telling; /* listeners are being called: removals only mark them */
   int dead;    /* some listener is marked */
@@ -78,6 +82,14 @@ static void tell(mcp_watch_t *w, watched_t *t, unsigned what) {
   w->telling--;
 }
 
+static void tell_dir(mcp_watch_t *w, const char *id, unsigned what) {
+  w->telling++;
+  for (mcp_listener_t *l = w->dir; l; l = l->next)
+    if (!l->dead)
+      l->tfn(l->arg, id, what);
+  w->telling--;
+}
+
 static watched_t *find(mcp_watch_t *w, const char *id) {
   for (watched_t *t = w->tasks; t; t = t->next)
     if (!strcmp(t->id, id))
@@ -90,7 +102,13 @@ static void tick_update(mcp_server_t *srv);
 
 static void on_drained(const char *id, unsigned what, void *arg) {
   mcp_watch_t *w = arg;
-  watched_t *t = id ? find(w, id) : NULL;
+  if (!id || (what & (TFS_WATCH_CREATED | TFS_WATCH_DELETED))) {
+    if (!id && what == TFS_WATCH_DELETED)
+      w->dir_seen = 0; /* tasks/ itself went (not an overflow): from now, by the tick */
+    tell_dir(w, id, what);
+    return;
+  }
+  watched_t *t = find(w, id);
   if (t)
     tell(w, t, what);
 }
@@ -110,6 +128,7 @@ static void on_tick(uv_timer_t *h) {
   for (watched_t *t = w->tasks; t; t = t->next)
     tell(w, t, MCP_WATCH_TICK);
   w->telling--;
+  tell_dir(w, NULL, MCP_WATCH_TICK);
   sweep(srv);
 }
 
@@ -181,6 +200,15 @@ static void sweep(mcp_server_t *srv) {
   if (w->telling || !w->dead)
     return;
   w->dead = 0;
+  for (mcp_listener_t **pp = &w->dir; *pp;) {
+    mcp_listener_t *l = *pp;
+    if (l->dead) {
+      *pp = l->next;
+      free(l);
+    } else {
+      pp = &l->next;
+    }
+  }
   for (watched_t *t = w->tasks, *next; t; t = next) {
     next = t->next;
     int any = 0;
@@ -197,7 +225,7 @@ static void sweep(mcp_server_t *srv) {
     if (any)
       task_update(srv, t);
   }
-  if (!w->tasks)
+  if (!w->tasks && !w->dir)
     uv_side_close(w);
   else
     tick_update(srv);
@@ -225,11 +253,39 @@ mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, 
   }
   if (t)
     task_update(srv, t); /* frees t if the listener could not be made */
-  if (w->tasks)
+  if (w->tasks || w->dir)
     tick_update(srv);
   else
     uv_side_close(w);
   return l;
+}
+
+mcp_listener_t *mcp_watch_tasks(mcp_server_t *srv, mcp_tasks_fn fn, void *arg) {
+  mcp_watch_t *w = srv->watch;
+  if (!w || uv_side_open(srv))
+    return NULL;
+  mcp_listener_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    if (!w->tasks && !w->dir)
+      uv_side_close(w);
+    return NULL;
+  }
+  l->tfn = fn;
+  l->arg = arg;
+  l->next = w->dir;
+  w->dir = l;
+  if (!w->dir_on) {
+    /* Asked once: the core watch has no way back, and events nobody
+     * listens to cost a read. */
+    w->dir_on = 1;
+    w->dir_seen = tfs_watch_tasks(w->tw) == 0;
+  }
+  tick_update(srv);
+  return l;
+}
+
+int mcp_watch_sees_tasks(mcp_server_t *srv) {
+  return srv->watch && srv->watch->dir_seen;
 }
 
 void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l) {
@@ -264,6 +320,11 @@ void mcp_watch_close(mcp_server_t *srv) {
   if (!w)
     return;
   uv_side_close(w);
+  while (w->dir) {
+    mcp_listener_t *l = w->dir;
+    w->dir = l->next;
+    free(l);
+  }
   while (w->tasks) {
     watched_t *t = w->tasks;
     w->tasks = t->next;

@@ -469,3 +469,78 @@ Test(transcript, tail_bytes_keeps_whole_lines) {
                TFS_ENOTASK);
   cr_assert_null(text);
 }
+
+/* The ends lines_cb saw, through the follower it was given. */
+typedef struct {
+  lines_t l;
+  tfs_follower_t *f;
+  off_t end[64];
+} ends_t;
+
+static int ends_cb(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  ends_t *e = arg;
+  if (e->l.n < 64)
+    e->end[e->l.n] = tfs_follower_line_end(e->f);
+  return lines_cb(lineno, line, len, partial, &e->l);
+}
+
+/* A reader that reconnects at a byte offset goes on at the next line
+ * start, with the line numbers of the whole file, and each line's end is
+ * the offset to reconnect at after it. */
+Test(transcript, follower_from_a_byte_offset) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  append(fd, "one", 1);   /* [0,4) */
+  append(fd, "two", 1);   /* [4,8) */
+  append(fd, "three", 1); /* [8,14) */
+  append(fd, "fo", 0);    /* [14,16): still being written */
+  struct {
+    off_t at;
+    int64_t first;
+    const char *text;
+  } cases[] = {{0, 1, "one"}, {4, 2, "two"}, {5, 3, "three"}, {3, 2, "two"}, {8, 3, "three"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ends_t e = {0};
+    cr_assert_eq(tfs_follower_open_at(fx_store, tid, cases[i].at, &e.f), 0);
+    cr_assert_eq(tfs_follower_line_end(e.f) <= 8, 1);
+    cr_assert_gt(tfs_follower_next(e.f, 0, ends_cb, &e), 0, "at %lld", (long long)cases[i].at);
+    cr_assert_eq(e.l.lineno[0], cases[i].first, "at %lld", (long long)cases[i].at);
+    cr_assert_str_eq(e.l.text[0], cases[i].text);
+    cr_assert_eq(e.end[e.l.n - 1], 14, "the end of \"three\"");
+    cr_assert_eq(tfs_follower_line_end(e.f), 14, "the partial line is held back");
+    tfs_follower_close(e.f);
+  }
+  /* Inside the line being written, and past the end: that line is not
+   * handed out when it is completed; the next one is. */
+  off_t inside[] = {15, 16, 1000};
+  for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
+    ends_t e = {0};
+    cr_assert_eq(tfs_follower_open_at(fx_store, tid, inside[i], &e.f), 0);
+    cr_assert_eq(tfs_follower_next(e.f, 0, ends_cb, &e), 0);
+    cr_assert_eq(tfs_follower_next(e.f, 1, ends_cb, &e), 0, "not even flushed");
+    tfs_follower_close(e.f);
+  }
+  ends_t e = {0};
+  cr_assert_eq(tfs_follower_open_at(fx_store, tid, 15, &e.f), 0);
+  append(fd, "ur", 1);   /* "four\n" ends at 19 */
+  append(fd, "five", 1); /* [19,24) */
+  cr_assert_eq(tfs_follower_next(e.f, 0, ends_cb, &e), 1);
+  cr_assert_str_eq(e.l.text[0], "five");
+  cr_assert_eq(e.l.lineno[0], 5);
+  cr_assert_eq(e.end[0], 24);
+  append(fd, "six", 0);
+  cr_assert_eq(tfs_follower_next(e.f, 1, ends_cb, &e), 1, "a final partial line is flushed");
+  cr_assert_eq(e.end[1], 27, "a partial line has no newline to count");
+  cr_assert_eq(e.l.partial[1], 1);
+  tfs_follower_close(e.f);
+  cr_assert_eq(tfs_follower_open_at(fx_store, tid, -1, &e.f), -EINVAL);
+  cr_assert_eq(tfs_follower_open_at(fx_store, "zzzzzzzz-zzzzzz", 0, &e.f), TFS_ENOTASK);
+  cr_assert_eq(tfs_follower_open_at(fx_store, "../x", 0, &e.f), TFS_EBADID);
+  /* A task that wrote nothing yet: from its first line. */
+  char t2[TFS_ID_MAX + 1];
+  fx_create("y", NULL, t2);
+  cr_assert_eq(tfs_follower_open_at(fx_store, t2, 10, &e.f), 0);
+  cr_assert_eq(tfs_follower_line_end(e.f), 0);
+  tfs_follower_close(e.f);
+  close(fd);
+}

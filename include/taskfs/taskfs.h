@@ -728,6 +728,16 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
+/* A follower from a byte offset (a reader that reconnects where it
+ * stopped): it starts at the first line that starts at or after offset,
+ * so an offset inside a line skips the rest of that line, also of a line
+ * still being written (it is not handed out when completed). An offset
+ * past the end is the end. Lines keep their numbers from the start. */
+int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_follower_t **out);
+/* During a callback of tfs_follower_next(): the byte offset just after the
+ * line (or piece) handed out, its '\n' included; between calls: where the
+ * next call starts. What a reader gives tfs_follower_open_at() to go on. */
+off_t tfs_follower_line_end(const tfs_follower_t *f);
 void tfs_follower_close(tfs_follower_t *f);
 
 /* ---- watching and waiting -------------------------------------------------- */
