@@ -794,6 +794,7 @@ class Transcript {
         const { texts, ends } = splitLines(b, this.hi - b.length);
         this.append(texts, ends);
         this.hi = r.start + lastNL + 1;
+        this.numberFromRecord(this.rec);
       } else this.first = 1;
       this.box.scrollTop = this.box.scrollHeight;
       markPaint('taskfs:transcript');
@@ -899,7 +900,7 @@ class Transcript {
       flush();
       this.stopFollow();
       const rec = JSON.parse(e.data);
-      if (this.first == null && rec.transcript && this.hi === rec.transcript.bytes) this.setFirst(rec.transcript.lines - this.count + 1);
+      this.numberFromRecord(rec);
       if (view.id === rec.id) setRecord(rec);
       this.info();
     });
@@ -919,6 +920,13 @@ class Transcript {
   stopFollow() {
     if (this.es) this.es.close();
     this.es = null;
+  }
+
+  // An ended task whose record counts exactly the bytes shown numbers the
+  // lines from its end.
+  numberFromRecord(rec) {
+    const t = rec.transcript;
+    if (this.first == null && ENDED.has(rec.state) && t && this.hi === t.bytes) this.setFirst(t.lines - this.count + 1);
   }
 
   recordChanged(rec) {
