@@ -11,6 +11,7 @@ const STATES = ['queued', 'running', 'paused', 'completed', 'failed', 'cancelled
 const ENDED = new Set(['completed', 'failed', 'cancelled', 'lost']);
 const PAGE = 200; // tasks per page of the list
 const CHUNK = 256 * 1024; // bytes per Range of a transcript
+const TAIL = 64 * 1024; // the first Range: a few screens of the end, painted at once
 const JUMP_MAX = 64 * 1024 * 1024; // how far from the start a jump to a line reads
 const LINES_MAX = 100000; // transcript lines kept in the page while following
 
@@ -778,7 +779,7 @@ class Transcript {
     const bytes = this.rec.transcript ? this.rec.transcript.bytes : 0;
     try {
       if (bytes > 0) {
-        const r = await this.range(`-${CHUNK}`);
+        const r = await this.range(`-${TAIL}`);
         if (gen !== this.gen || this.closed) return;
         this.size = r.size;
         let b = r.bytes;
