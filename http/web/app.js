@@ -546,8 +546,11 @@ function renderImportant(rec) {
   $('t-noimp').hidden = lines.length > 0;
 }
 
+// The record shown; never one that has come less far than it (the answer
+// to a cancel, read before the stop, may arrive after the event of the end).
 function setRecord(rec) {
   const before = view.rec;
+  if (before && before.id === rec.id && rank(rec) < rank(before)) return;
   view.rec = rec;
   $('t-title').textContent = rec.id;
   $('t-state').replaceWith(Object.assign(stateBadge(rec.state), { id: 't-state' }));
