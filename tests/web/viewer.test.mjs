@@ -62,6 +62,10 @@ test('the list goes live, a task streams its lines, Cancel ends it cancelled', {
   const shot = outPath('viewer-list-light.png');
   const box = await page.locator('table.tasks').boundingBox();
   await page.screenshot({ path: shot, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(box.y + box.height + 16) } });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), 'rgb(13, 17, 23)', 'the dark theme');
+  await page.screenshot({ path: outPath('viewer-list-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
   if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(shot, join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../docs/viewer-list-light.png'));
 
   // The keyboard opens it: its lines arrive as they are written.
