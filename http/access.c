@@ -182,6 +182,11 @@ void http_completed(void *cls, struct MHD_Connection *c, void **ptr,
   *ptr = NULL;
   if (!r)
     return;
+  if (why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED && r->streaming && !r->ended && !r->gone)
+    fprintf(stderr,
+            "taskfs serve: a client of %.200s has read nothing of its stream for %lld ms; "
+            "dropped\n",
+            r->url, (long long)srv->request_timeout_ms);
   http_req_release(r);
   if (r->conn && !srv->stopping)
     r->conn->deadline_ms = http_now_ms() + srv->request_timeout_ms; /* for the next request */

@@ -62,7 +62,9 @@ static void api_error(http_req_t *r, unsigned status, const char *state, const c
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  json_t *o = json_pack("{s:s}", "error", msg);
+  char *clean = tfs_utf8_sanitize(msg, strlen(msg), NULL); /* a URL's bytes may be in it */
+  json_t *o = clean ? json_pack("{s:s}", "error", clean) : NULL;
+  free(clean);
   if (o && state)
     json_object_set_new(o, "state", json_string(state));
   char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;

@@ -170,7 +170,6 @@ struct http_req {
   char *out;
   size_t out_len, out_off, out_cap;
   int64_t out_at;        /* when the stream last carried something */
-  int64_t out_read_at;   /* when the client last took some of it */
   http_gone_fn on_drain; /* http_stream_on_drain() */
 };
 
@@ -208,8 +207,9 @@ size_t http_stream_unread(const http_req_t *r);
 /* fn(r, arg of http_stream_start) each time the client has taken all
  * that was written: a writer that waits for room (a follow that its
  * consumer paused) goes on then. Called from inside MHD: only note it.
- * Bytes left unread for the request timeout drop the stream (on_gone),
- * so a client that never reads cannot hold a waiting writer forever. */
+ * Bytes left unread for the request timeout drop the stream (MHD's idle
+ * timeout; on_gone), so a client that never reads cannot hold a waiting
+ * writer forever. */
 void http_stream_on_drain(http_req_t *r, http_gone_fn fn);
 /* Answers with len bytes of the file fd from offset (MHD sends them and
  * closes fd; len 0: an empty body). */

@@ -228,7 +228,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
       n = max;
     memcpy(buf, r->out + r->out_off, n);
     r->out_off += n;
-    r->out_read_at = http_now_ms();
     if (r->out_off == r->out_len) {
       r->out_off = r->out_len = 0;
       if (r->on_drain)
@@ -282,8 +281,6 @@ void http_stream_write(http_req_t *r, const char *data, size_t len) {
     drop_stream(r, "does not read its stream");
     return;
   }
-  if (!unread)
-    r->out_read_at = http_now_ms(); /* the stall clock starts with the first unread byte */
   if (r->out_off) {
     memmove(r->out, r->out + r->out_off, unread);
     r->out_len = unread;
@@ -314,21 +311,15 @@ void http_stream_end(http_req_t *r) {
   resume_stream(r);
 }
 
-/* Keep-alives on quiet streams, and the end of stalled ones: bytes that
- * have waited unread for the request timeout (the socket's buffers full,
- * nothing taken since) mean a client that does not read, however little
- * it was sent, and a writer that waits for room (http_stream_on_drain)
- * would otherwise wait for it forever. */
+/* Keep-alives on quiet streams. A stream with bytes waiting is never
+ * suspended, so MHD's idle timeout (the request timeout) cuts off a client
+ * that takes none of them, however few: a writer that waits for room
+ * (http_stream_on_drain) cannot be held forever. */
 void http_stream_keepalive(http_server_t *srv, int64_t now) {
   static const char ka[] = ": keep-alive\n\n";
-  for (http_req_t *r = srv->reqs; r; r = r->next) {
-    if (!r->streaming || r->ended || r->gone)
-      continue;
-    if (r->out_len > r->out_off && now - r->out_read_at >= srv->request_timeout_ms)
-      drop_stream(r, "has read nothing of its stream for the request timeout");
-    else if (now - r->out_at >= HTTP_KEEPALIVE_MS)
+  for (http_req_t *r = srv->reqs; r; r = r->next)
+    if (r->streaming && !r->ended && !r->gone && now - r->out_at >= HTTP_KEEPALIVE_MS)
       http_stream_write(r, ka, sizeof ka - 1);
-  }
 }
 
 size_t http_stream_unread(const http_req_t *r) {

@@ -1,0 +1,477 @@
+/* The JSON API of `taskfs serve` (docs/web.md, "The JSON API"): every
+ * route against the real binary over real sockets, the transcript's byte
+ * ranges and its follow stream as a running task writes, /api/events as a
+ * task appears, changes and goes, cancel, the Origin rule for the cookie,
+ * the bad input of issue 17 (hostile ids, ranges past the end, huge
+ * limits, a stream client that never reads), each answered with a clear
+ * error while the server keeps serving. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/helpers/serve.h"
+#include "tests/helpers/testutil.h"
+
+static ts_serve_t S;
+static const char *const short_timeout[] = {"TASKFS_SERVE_TIMEOUT_MS=2000", NULL};
+
+static void setup(void) {
+  ts_serve_start(&S, NULL, NULL, short_timeout);
+}
+
+static void teardown(void) {
+  int code = ts_serve_stop(&S);
+  cr_expect_eq(code, 0, "taskfs serve exited %d on SIGTERM", code);
+}
+
+TestSuite(serve_api, .init = setup, .fini = teardown, .timeout = 120);
+
+/* A request with the bearer token (and extra header lines). */
+static char *api(const char *method, const char *path, const char *extra) {
+  char hdrs[1200];
+  snprintf(hdrs, sizeof hdrs, "Authorization: Bearer %s\r\n%s", S.token, extra ? extra : "");
+  return ts_request(&S, method, path, hdrs, method[0] == 'P' ? "" : NULL);
+}
+
+/* The JSON body of a 2xx/4xx answer with the given status. */
+static json_t *api_json(const char *method, const char *path, int status) {
+  char *a = api(method, path, NULL);
+  cr_assert_eq(ts_status(a), status, "%s %s: %.400s", method, path, a);
+  char *ct = ts_answer_header(a, "Content-Type");
+  cr_expect(ct && strstr(ct, "application/json"), "%s: %s", path, ct);
+  free(ct);
+  json_error_t e;
+  json_t *j = json_loads(ts_body(a), 0, &e);
+  cr_assert(j, "%s %s: not JSON (%s): %.400s", method, path, e.text, a);
+  free(a);
+  return j;
+}
+
+/* An error answer: status, and {"error": "..."} containing what. */
+static void expect_error(const char *method, const char *path, const char *extra, int status,
+                         const char *what) {
+  char *a = api(method, path, extra);
+  cr_expect_eq(ts_status(a), status, "%s %s: %.400s", method, path, a);
+  json_t *j = json_loads(ts_body(a), 0, NULL);
+  const char *msg = json_string_value(json_object_get(j, "error"));
+  cr_expect(msg && strstr(msg, what), "%s %s: %.400s", method, path, a);
+  json_decref(j);
+  free(a);
+}
+
+/* The server still answers a good request. */
+static void still_serving(void) {
+  json_t *j = api_json("GET", "/api/tasks?limit=1", 200);
+  cr_assert(json_is_array(json_object_get(j, "tasks")));
+  json_decref(j);
+}
+
+/* Starts a task through the CLI (the one start path); returns its id. */
+static void run_task(char id[32], const char *cmd) {
+  char *out = NULL;
+  int rc = tu_sh(&out, "cd '%s' && '%s' run --state-dir '%s' -- %s", S.dir, tu_taskfs_bin(),
+                 S.store, cmd);
+  cr_assert_eq(rc, 0, "run: %s", out);
+  snprintf(id, 32, "%.15s", out);
+  free(out);
+}
+
+static void wait_ended(const char *id) {
+  char *out = NULL;
+  tu_sh(&out, "'%s' wait --state-dir '%s' %s", tu_taskfs_bin(), S.store, id);
+  free(out);
+}
+
+static void touch(const char *name) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", S.dir, name);
+  cr_assert_eq(tu_write_file(path, "", 0), 0);
+}
+
+/* ---- a stream ---------------------------------------------------------- */
+
+typedef struct {
+  int fd;
+  char *buf;
+  size_t len, cap;
+} stream_t;
+
+/* HTTP/1.0, so that the stream comes unchunked until the server closes
+ * it, and a needle is never cut by a chunk header. */
+static void stream_open(stream_t *s, const char *path, const char *extra) {
+  memset(s, 0, sizeof *s);
+  s->fd = ts_connect(S.port);
+  char req[2000];
+  int n = snprintf(req, sizeof req,
+                   "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                   "Accept: text/event-stream\r\n%s\r\n",
+                   path, S.port, S.token, extra ? extra : "");
+  cr_assert_eq(send(s->fd, req, (size_t)n, MSG_NOSIGNAL), n);
+}
+
+/* Reads until needle is in what came (1), the stream ends or 20 s pass
+ * with nothing (0). */
+static int stream_until(stream_t *s, const char *needle) {
+  for (;;) {
+    if (s->buf && strstr(s->buf, needle))
+      return 1;
+    struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    if (poll(&p, 1, 20000) <= 0)
+      return 0;
+    if (s->cap - s->len < 65536 + 1) {
+      s->cap = s->cap ? s->cap * 2 : 131072;
+      s->buf = realloc(s->buf, s->cap);
+    }
+    ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len - 1);
+    if (n <= 0)
+      return s->buf && strstr(s->buf, needle);
+    s->len += (size_t)n;
+    s->buf[s->len] = '\0';
+  }
+}
+
+static void stream_close(stream_t *s) {
+  close(s->fd);
+  free(s->buf);
+}
+
+/* ---- the listing and the record -------------------------------------------- */
+
+Test(serve_api, the_listing_pages_newest_first_with_the_records_ls_prints) {
+  char ids[3][32];
+  for (int i = 0; i < 3; i++) {
+    run_task(ids[i], "true");
+    wait_ended(ids[i]);
+  }
+  json_t *p1 = api_json("GET", "/api/tasks?limit=2", 200);
+  json_t *tasks = json_object_get(p1, "tasks");
+  cr_assert_eq(json_array_size(tasks), 2);
+  cr_expect_str_eq(json_string_value(json_object_get(json_array_get(tasks, 0), "id")), ids[2]);
+  cr_expect_str_eq(json_string_value(json_object_get(json_array_get(tasks, 1), "id")), ids[1]);
+  const char *next = json_string_value(json_object_get(p1, "next"));
+  cr_assert(next, "a next cursor while tasks are left");
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks?limit=2&cursor=%s", next);
+  json_t *p2 = api_json("GET", path, 200);
+  cr_assert_eq(json_array_size(json_object_get(p2, "tasks")), 1);
+  cr_expect_str_eq(
+      json_string_value(json_object_get(json_array_get(json_object_get(p2, "tasks"), 0), "id")),
+      ids[0]);
+  cr_expect(json_is_null(json_object_get(p2, "next")), "the last page has next null");
+  /* Exactly what `taskfs ls --json` prints per task. */
+  char *out = NULL;
+  cr_assert_eq(tu_sh(&out, "'%s' ls --json --state-dir '%s'", tu_taskfs_bin(), S.store), 0);
+  json_t *ls = json_loads(out, 0, NULL);
+  free(out);
+  cr_assert(json_is_array(ls));
+  cr_expect(json_equal(json_array_get(ls, 2), json_array_get(tasks, 0)), "the same record");
+  /* The record alone is the same object too. */
+  snprintf(path, sizeof path, "/api/tasks/%s", ids[0]);
+  json_t *rec = api_json("GET", path, 200);
+  cr_expect(json_equal(json_array_get(ls, 0), rec));
+  /* ?state= filters. */
+  json_t *none = api_json("GET", "/api/tasks?state=running,queued", 200);
+  cr_expect_eq(json_array_size(json_object_get(none, "tasks")), 0);
+  json_t *done = api_json("GET", "/api/tasks?state=completed&limit=1000", 200);
+  cr_expect_eq(json_array_size(json_object_get(done, "tasks")), 3);
+  json_decref(p1);
+  json_decref(p2);
+  json_decref(ls);
+  json_decref(rec);
+  json_decref(none);
+  json_decref(done);
+}
+
+Test(serve_api, bad_listing_parameters_get_400_saying_what_is_allowed) {
+  expect_error("GET", "/api/tasks?limit=0", NULL, 400, "from 1 to 1000");
+  expect_error("GET", "/api/tasks?limit=1001", NULL, 400, "from 1 to 1000");
+  expect_error("GET", "/api/tasks?limit=99999999999999999999999", NULL, 400, "from 1 to 1000");
+  expect_error("GET", "/api/tasks?limit=-5", NULL, 400, "from 1 to 1000");
+  expect_error("GET", "/api/tasks?limit=ten", NULL, 400, "from 1 to 1000");
+  expect_error("GET", "/api/tasks?state=bogus", NULL, 400, "queued, running");
+  expect_error("GET", "/api/tasks?cursor=../../etc", NULL, 400, "not a task id");
+  still_serving();
+}
+
+Test(serve_api, hostile_and_unknown_ids_are_404_and_touch_nothing_outside_the_store) {
+  const char *paths[] = {
+      "/api/tasks/..",
+      "/api/tasks/../../../etc/passwd",
+      "/api/tasks/%2e%2e/transcript",
+      "/api/tasks/..%2f..%2fetc%2fpasswd",
+      "/api/tasks/",
+      "/api/tasks/zzzzzzzz-zzzzzz",
+      "/api/tasks/zzzzzzzz-zzzzzz/transcript",
+      "/api/tasks/zzzzzzzz-zzzzzz/transcript?follow=1",
+      "/api/tasks/"
+      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+      "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+      "/api/tasks/mx5ergly-n6ke%00fi",
+      "/api/tasks/mx5ergly-n6kefi%0a",
+      "/api/tasks/%ff%fe",
+  };
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+    expect_error("GET", paths[i], NULL, 404, "no task");
+  expect_error("POST", "/api/tasks/../cancel", NULL, 404, "no task");
+  expect_error("POST", "/api/tasks/zzzzzzzz-zzzzzz/cancel", NULL, 404, "no task");
+  char id[32];
+  run_task(id, "true");
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks/%s/nothing", id);
+  expect_error("GET", path, NULL, 404, "no such page");
+  snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
+  expect_error("GET", path, NULL, 405, "allowed: POST");
+  snprintf(path, sizeof path, "/api/tasks/%s", id);
+  expect_error("POST", path, NULL, 405, "allowed: GET");
+  char *a = ts_request(&S, "GET", path, NULL, NULL);
+  cr_expect_eq(ts_status(a), 401, "the API needs the token: %.300s", a);
+  free(a);
+  still_serving();
+}
+
+/* ---- the transcript's bytes -------------------------------------------------- */
+
+static char *transcript(const char *id, const char *range) {
+  char path[200], hdr[200] = "";
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript", id);
+  if (range)
+    snprintf(hdr, sizeof hdr, "Range: %s\r\n", range);
+  return api("GET", path, hdr);
+}
+
+static void expect_header(const char *a, const char *name, const char *value) {
+  char *v = ts_answer_header(a, name);
+  cr_expect(v && !strcmp(v, value), "%s: %s, not %s: %.300s", name, v ? v : "(none)", value, a);
+  free(v);
+}
+
+Test(serve_api, transcript_bytes_with_ranges_and_416_past_the_end) {
+  char id[32];
+  run_task(id, "printf 'one\\ntwo\\nthree'");
+  wait_ended(id);
+  char *a = transcript(id, NULL);
+  cr_expect_eq(ts_status(a), 200, "%s", a);
+  cr_expect_str_eq(ts_body(a), "one\ntwo\nthree");
+  expect_header(a, "X-Taskfs-Size", "13");
+  expect_header(a, "Accept-Ranges", "bytes");
+  expect_header(a, "Content-Type", "application/octet-stream");
+  free(a);
+  struct {
+    const char *range;
+    int status;
+    const char *body, *content_range;
+  } cases[] = {
+      {"bytes=4-6", 206, "two", "bytes 4-6/13"},
+      {"bytes=8-", 206, "three", "bytes 8-12/13"},
+      {"bytes=-5", 206, "three", "bytes 8-12/13"},
+      {"bytes=-100", 206, "one\ntwo\nthree", "bytes 0-12/13"},
+      {"bytes=10-1000", 206, "ree", "bytes 10-12/13"},
+      {"bytes=13-", 416, NULL, "bytes */13"},
+      {"bytes=99999999999999999999999-", 416, NULL, "bytes */13"},
+      {"bytes=-0", 416, NULL, "bytes */13"},
+      {"bytes=6-4", 200, "one\ntwo\nthree", NULL}, /* invalid: ignored */
+      {"lines=1-2", 200, "one\ntwo\nthree", NULL},
+      {"bytes=0-1,4-5", 200, "one\ntwo\nthree", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    a = transcript(id, cases[i].range);
+    cr_expect_eq(ts_status(a), cases[i].status, "%s: %.300s", cases[i].range, a);
+    if (cases[i].body)
+      cr_expect_str_eq(ts_body(a), cases[i].body, "%s", cases[i].range);
+    else
+      cr_expect(strstr(ts_body(a), "past the end"), "%s: %s", cases[i].range, a);
+    if (cases[i].content_range)
+      expect_header(a, "Content-Range", cases[i].content_range);
+    expect_header(a, "X-Taskfs-Size", "13");
+    free(a);
+  }
+  /* A task that wrote nothing: empty, size 0, and any range is past its end. */
+  char quiet[32];
+  run_task(quiet, "true");
+  wait_ended(quiet);
+  a = transcript(quiet, NULL);
+  cr_expect_eq(ts_status(a), 200);
+  cr_expect_str_eq(ts_body(a), "");
+  expect_header(a, "X-Taskfs-Size", "0");
+  free(a);
+  a = transcript(quiet, "bytes=0-");
+  cr_expect_eq(ts_status(a), 416, "%s", a);
+  expect_header(a, "Content-Range", "bytes */0");
+  free(a);
+  still_serving();
+}
+
+/* ---- following ------------------------------------------------------------------ */
+
+Test(serve_api, follow_hands_out_each_line_as_it_is_written_until_the_end) {
+  char id[32];
+  run_task(id, "sh -c 'echo one; while [ ! -e go1 ]; do sleep 0.05; done; echo two; "
+               "while [ ! -e go2 ]; do sleep 0.05; done; printf \"thr\\377e\"'");
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1", id);
+  stream_t s;
+  stream_open(&s, path, NULL);
+  cr_assert(stream_until(&s, "data: {\"n\":1,\"text\":\"one\"}"), "%s", s.buf);
+  cr_expect(strstr(s.buf, "text/event-stream"), "%s", s.buf);
+  cr_expect(strstr(s.buf, "event: line\r\nid: 4\r\n") || strstr(s.buf, "event: line\nid: 4\n"),
+            "the id is the offset after the line: %s", s.buf);
+  cr_expect(!strstr(s.buf, "two"), "two is not written yet");
+  touch("go1");
+  cr_assert(stream_until(&s, "{\"n\":2,\"text\":\"two\"}"), "%s", s.buf);
+  cr_expect(!strstr(s.buf, "event: end"), "the task runs: %s", s.buf);
+  touch("go2");
+  /* The final partial line is flushed, its bad byte as U+FFFD. */
+  cr_assert(stream_until(&s, "{\"n\":3,\"text\":\"thr\xef\xbf\xbd"
+                             "e\"}"),
+            "%s", s.buf);
+  cr_assert(stream_until(&s, "event: end"), "%s", s.buf);
+  cr_assert(stream_until(&s, "\"state\": \"completed\""), "the end carries the record: %s", s.buf);
+  cr_expect(ts_closed_by_server(s.fd, 20000), "the stream closes after the end");
+  stream_close(&s);
+
+  /* From a byte offset, or Last-Event-ID: the next line start. */
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=5", id);
+  stream_open(&s, path, NULL);
+  cr_assert(stream_until(&s, "event: end"), "%s", s.buf);
+  cr_expect(!strstr(s.buf, "\"one\"") && !strstr(s.buf, "\"two\"") && strstr(s.buf, "\"n\":3"),
+            "offset 5 is inside line 2: from line 3: %s", s.buf);
+  stream_close(&s);
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=0", id);
+  stream_open(&s, path, "Last-Event-ID: 8\r\n");
+  cr_assert(stream_until(&s, "event: end"), "%s", s.buf);
+  cr_expect(!strstr(s.buf, "\"two\"") && strstr(s.buf, "\"n\":3"), "%s", s.buf);
+  stream_close(&s);
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=-1", id);
+  expect_error("GET", path, NULL, 400, "not a byte offset");
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=12abc", id);
+  expect_error("GET", path, NULL, 400, "not a byte offset");
+  still_serving();
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+Test(serve_api, events_tell_a_new_task_its_state_changes_and_its_removal) {
+  stream_t s;
+  stream_open(&s, "/api/events", NULL);
+  cr_assert(stream_until(&s, "event: ready"), "%s", s.buf);
+  char id[32];
+  run_task(id, "sh -c 'while [ ! -e go ]; do sleep 0.05; done'");
+  char want[200];
+  snprintf(want, sizeof want, "\"id\": \"%s\"", id);
+  cr_assert(stream_until(&s, want), "the new task is told: %s", s.buf);
+  cr_assert(stream_until(&s, "\"state\": \"running\""), "%s", s.buf);
+  touch("go");
+  cr_assert(stream_until(&s, "\"state\": \"completed\""), "%s", s.buf);
+  wait_ended(id);
+  char *out = NULL;
+  cr_assert_eq(tu_sh(&out, "'%s' rm --state-dir '%s' %s", tu_taskfs_bin(), S.store, id), 0, "%s",
+               out);
+  free(out);
+  snprintf(want, sizeof want, "event: gone\ndata: {\"id\":\"%s\"}", id);
+  cr_assert(stream_until(&s, want), "the removal is told: %s", s.buf);
+  still_serving();
+  stream_close(&s);
+}
+
+/* ---- cancel -------------------------------------------------------------------------- */
+
+static int cancelled_yet(void *arg) {
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks/%s", (const char *)arg);
+  json_t *j = api_json("GET", path, 200);
+  int done = !strcmp(json_string_value(json_object_get(j, "state")), "cancelled");
+  json_decref(j);
+  return done;
+}
+
+Test(serve_api, cancel_ends_the_task_cancelled_and_an_ended_task_is_409) {
+  char id[32];
+  run_task(id, "sleep 60");
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
+  json_t *rec = api_json("POST", path, 202);
+  cr_expect_str_eq(json_string_value(json_object_get(rec, "id")), id);
+  json_decref(rec);
+  cr_assert(tu_wait_until(cancelled_yet, id, 20000), "the task ends cancelled");
+  json_t *err = api_json("POST", path, 409);
+  cr_expect_str_eq(json_string_value(json_object_get(err, "state")), "cancelled");
+  cr_expect(strstr(json_string_value(json_object_get(err, "error")), "already ended"));
+  json_decref(err);
+  still_serving();
+}
+
+Test(serve_api, a_cookie_from_another_origin_cannot_cancel) {
+  char login[400];
+  snprintf(login, sizeof login, "/?token=%s", S.token);
+  char *a = ts_request(&S, "GET", login, NULL, NULL);
+  char *cookie = ts_answer_header(a, "Set-Cookie");
+  cr_assert(cookie, "%s", a);
+  free(a);
+  char id[32];
+  run_task(id, "sleep 60");
+  char path[200], hdr[1200];
+  snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
+  snprintf(hdr, sizeof hdr, "Cookie: %.*s\r\nOrigin: http://evil.example\r\n",
+           (int)strcspn(cookie, ";"), cookie);
+  a = ts_request(&S, "POST", path, hdr, "");
+  cr_expect_eq(ts_status(a), 403, "%s", a);
+  free(a);
+  snprintf(hdr, sizeof hdr,
+           "Cookie: %.*s\r\nOrigin: http://127.0.0.1:%d\r\nSec-Fetch-Site: evil\r\n",
+           (int)strcspn(cookie, ";"), cookie, S.port + 1);
+  a = ts_request(&S, "POST", path, hdr, "");
+  cr_expect_eq(ts_status(a), 403, "another port is another origin: %s", a);
+  free(a);
+  snprintf(path, sizeof path, "/api/tasks/%s", id);
+  json_t *j = api_json("GET", path, 200);
+  cr_expect_str_neq(json_string_value(json_object_get(j, "state")), "cancelled");
+  json_decref(j);
+  /* The page's own origin, with the cookie, may. */
+  snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
+  snprintf(hdr, sizeof hdr,
+           "Cookie: %.*s\r\nOrigin: http://127.0.0.1:%d\r\nSec-Fetch-Site: same-origin\r\n",
+           (int)strcspn(cookie, ";"), cookie, S.port);
+  a = ts_request(&S, "POST", path, hdr, "");
+  cr_expect_eq(ts_status(a), 202, "%s", a);
+  free(a);
+  free(cookie);
+  cr_assert(tu_wait_until(cancelled_yet, id, 20000));
+}
+
+/* ---- a client that never reads ------------------------------------------------------ */
+
+static int dropped_logged(void *arg) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/serve.err", S.dir);
+  char *err = tu_read_file(path, NULL);
+  int yes = err && strstr(err, "dropped");
+  free(err);
+  return yes;
+}
+
+Test(serve_api, a_follow_client_that_never_reads_is_dropped_and_the_server_keeps_serving) {
+  char id[32];
+  /* 64 MB of output, far more than every buffer on the way. */
+  run_task(id, "sh -c 'yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 64000000; sleep 60'");
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1", id);
+  stream_t s;
+  stream_open(&s, path, NULL);
+  /* It reads nothing; the server must go on serving meanwhile. */
+  for (int i = 0; i < 3; i++)
+    still_serving();
+  cr_assert(tu_wait_until(dropped_logged, NULL, 60000), "the stalled stream is dropped");
+  cr_expect(ts_closed_by_server(s.fd, 20000), "its connection is closed");
+  stream_close(&s);
+  still_serving();
+  snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
+  json_decref(api_json("POST", path, 202));
+  cr_assert(tu_wait_until(cancelled_yet, id, 20000));
+}
