@@ -45,6 +45,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The web viewer's files are compiled into the binary (.incbin): editing
+# one rebuilds the object that holds them.
+$(BUILD)/http/web_assets.o: $(wildcard http/web/*)
+
 $(BUILD)/libtaskfs.a: $(call obj,$(CORE_SRC))
 $(BUILD)/libtaskfs-supervisor.a: $(call obj,$(SUP_SRC))
 $(BUILD)/libtaskfs-fs.a: $(call obj,$(FS_SRC))

@@ -8,9 +8,10 @@
  * the answer exists) or a stream (SSE), and the watch for a client that
  * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
  * login cookie); addr.c listen addresses and the names the server answers
- * to; routes.c the route table and the pages; mcp.c and mcp_http.c the MCP
- * face; api.c the JSON API; feed.c what the faces stream from the store as it changes (a
- * task's transcript and state, the tasks that come and go); server.c the
+ * to; routes.c the route table; web.c the web viewer's files (web_assets.c
+ * compiles them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API;
+ * feed.c what the faces stream from the store as it changes (a task's
+ * transcript and state, the tasks that come and go); server.c the
  * server object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
@@ -321,6 +322,13 @@ void http_feed_close(http_server_t *srv);
 void http_api_tasks(http_req_t *r);  /* GET /api/tasks */
 void http_api_task(http_req_t *r);   /* /api/tasks/<id>[/transcript|/cancel] */
 void http_api_events(http_req_t *r); /* GET /api/events */
+
+/* ---- the web viewer (web.c, web_assets.c) -------------------------- */
+
+/* The page, its script and its style sheet, with their CSP. */
+void http_web_index(http_req_t *r);
+void http_web_script(http_req_t *r);
+void http_web_style(http_req_t *r);
 
 /* ---- the MCP face (mcp.c, mcp_http.c) ------------------------------- */
 

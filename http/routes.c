@@ -1,22 +1,14 @@
 /* The route table: what `taskfs serve` answers at which path. A face is a
  * row here and a handler; the gates (guard.c) run for every row before its
- * handler, the token too unless the row is HTTP_ROUTE_PUBLIC. The JSON API,
- * the web viewer and A2A (issue 17) are rows to add. */
+ * handler, the token too unless the row is HTTP_ROUTE_PUBLIC. */
 #include <stdio.h>
 #include <string.h>
 
 #include "http/a2a.h"
 #include "http/internal.h"
 
-static const char index_page[] =
-    "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>taskfs</title></head><body>\n"
-    "<h1>taskfs serve</h1>\n<p>You are logged in. The MCP endpoint is <code>/mcp</code> "
-    "(Streamable HTTP, revisions 2025-11-25 and 2026-07-28; it takes the header "
-    "<code>Authorization: Bearer TOKEN</code>). The web viewer comes next.</p>\n"
-    "</body></html>\n";
-
 /* /: the login page with ?token=, else (with the token or the cookie) the
- * index. Public as a row, because the login carries its token in the
+ * web viewer (web.c). Public as a row, because the login carries its token in the
  * query; everything else it serves checks the token itself. */
 static void on_root(http_req_t *r) {
   if (http_query(r, "token")) {
@@ -25,8 +17,7 @@ static void on_root(http_req_t *r) {
   }
   if (http_guard_token(r))
     return;
-  http_add_header(r, "Content-Security-Policy", "default-src 'self'");
-  http_respond(r, MHD_HTTP_OK, "text/html; charset=utf-8", index_page, sizeof index_page - 1);
+  http_web_index(r);
 }
 
 /* Browsers ask for it on every page; a 404 would be a console error. */
@@ -37,6 +28,8 @@ static void on_favicon(http_req_t *r) {
 static const http_route_t routes[] = {
     {"/", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, on_root},
     {"/favicon.ico", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, on_favicon},
+    {"/static/app.js", HTTP_M_GET | HTTP_M_HEAD, 0, http_web_script},
+    {"/static/style.css", HTTP_M_GET | HTTP_M_HEAD, 0, http_web_style},
     {"/mcp", HTTP_M_GET | HTTP_M_POST | HTTP_M_DELETE, 0, http_mcp_handle},
     {"/.well-known/agent-card.json", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_a2a_card},
     {"/a2a", HTTP_M_POST, 0, http_a2a_handle},

@@ -1,0 +1,156 @@
+// The web viewer in a real browser: Debian's chromium, headless, driven by
+// playwright-core, against a real `taskfs serve` on a private store, with
+// tasks started by `taskfs run` on the same store. Skipped (saying why)
+// only when chromium is absent.
+//
+// UPDATE_SCREENSHOT=1 also copies the list's screenshot to
+// docs/viewer-list-light.png (the README's).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CHROMIUM, haveChromium, openViewer, outPath, run, taskfs } from './browser.mjs';
+
+const skip = haveChromium ? false : `${CHROMIUM} is absent: install Debian's chromium to run the viewer's browser tests`;
+
+// Polls get() until ok(value) holds; fails with what it saw last.
+async function until(what, get, ok, timeout = 20000) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    last = await get();
+    if (ok(last)) return last;
+    if (Date.now() > end) assert.fail(`${what}: still ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const waitEnd = (dir, id) => {
+  try {
+    taskfs(dir, 'wait', id);
+  } catch { /* a task that fails ends with its code */ }
+};
+
+test('the list goes live, a task streams its lines, Cancel ends it cancelled', { skip }, async (t) => {
+  const v = await openViewer(t);
+  const { dir, page } = v;
+  // A few tasks in the states a list shows.
+  const done = run(dir, ['sh', '-c', 'echo building the docs; echo done'], ['--key', 'docs']);
+  const failed = run(dir, ['sh', '-c', 'echo compiling; echo "error: undefined reference to main" >&2; exit 2'], ['--key', 'link']);
+  const stopped = run(dir, ['sleep', '600'], ['--key', 'dev-server']);
+  taskfs(dir, 'cancel', '--wait', stopped);
+  const later = run(dir, ['make', 'release'], ['--key', 'release', '--delay', '1h']);
+  waitEnd(dir, done);
+  waitEnd(dir, failed);
+
+  await page.goto(v.loginUrl);
+  await page.waitForURL(`${v.srv.url}/`);
+  for (const id of [done, failed, stopped, later]) await page.locator(`#rows tr[data-id="${id}"]`).waitFor();
+  assert.equal(await page.locator(`#rows tr[data-id="${failed}"] .c-state`).textContent(), 'failed');
+  assert.equal(await page.locator(`#rows tr[data-id="${failed}"] .c-exit`).textContent(), '2');
+  assert.equal(await page.locator(`#rows tr[data-id="${later}"] .c-state`).textContent(), 'queued');
+
+  // A task that writes slowly, in colour, appears running without a reload.
+  const script = 'i=0; while [ $i -lt 900 ]; do i=$((i+1)); ' +
+    'printf "\\033[1;32mok\\033[0m step %d \\033[38;5;208mof\\033[0m 900\\n" $i; sleep 0.2; done';
+  const slow = run(dir, ['sh', '-c', script], ['--key', 'slow-printer']);
+  const row = page.locator(`#rows tr[data-id="${slow}"]`);
+  await row.waitFor();
+  await until('the new task in the list', () => row.locator('.c-state').textContent(), (s) => s === 'running');
+  assert.equal(await page.locator('#rows tr').first().getAttribute('data-id'), slow, 'the newest task is on top');
+  await until('its duration', () => row.locator('.c-dur').textContent(), (s) => /^[1-9]\d*s$/.test(s));
+  const shot = outPath('viewer-list-light.png');
+  const box = await page.locator('table.tasks').boundingBox();
+  await page.screenshot({ path: shot, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(box.y + box.height + 16) } });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), 'rgb(13, 17, 23)', 'the dark theme');
+  await page.screenshot({ path: outPath('viewer-list-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
+  if (process.env.UPDATE_SCREENSHOT === '1') copyFileSync(shot, join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../docs/viewer-list-light.png'));
+
+  // The keyboard opens it: its lines arrive as they are written.
+  await row.focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#task-view').waitFor();
+  assert.equal(await page.locator('#t-title').textContent(), slow);
+  const lines = page.locator('#transcript .ln');
+  const n1 = await until('lines in the transcript', () => lines.count(), (n) => n >= 3);
+  await until('more lines, live', () => lines.count(), (n) => n > n1 + 2);
+  const last = await lines.last().textContent();
+  assert.match(last, /^ok step \d+ of 900$/);
+  assert.equal(await lines.first().getAttribute('data-n'), '1');
+  assert.ok(await page.locator('#transcript .ln span.f2.bo').count(), 'bold green is rendered');
+  assert.equal(await page.locator('#transcript .ln span.f2.bo').first().textContent(), 'ok');
+  assert.match(await page.locator('#transcript .ln span[style]').first().getAttribute('style'), /rgb\(255, ?135, ?0\)/);
+  assert.ok(!(await page.locator('#transcript').textContent()).includes('\x1b'), 'no escape is left as text');
+  await page.screenshot({ path: outPath('viewer-task-running.png') });
+
+  // Cancel asks first; Keep it running changes nothing.
+  await page.click('#cancel');
+  assert.ok(await page.locator('#confirm').isVisible());
+  await page.click('#c-no');
+  assert.ok(!(await page.locator('#confirm').isVisible()));
+  assert.equal(await page.locator('#t-state').textContent(), 'running');
+  await page.click('#cancel');
+  await page.click('#c-yes');
+  await until('the state after Cancel', () => page.locator('#t-state').textContent(), (s) => s === 'cancelled');
+  await until('the follow stream ends', () => page.locator('#t-tinfo').textContent(), (s) => !s.includes('following'));
+  assert.equal(JSON.parse(taskfs(dir, 'show', slow)).state, 'cancelled');
+  await page.screenshot({ path: outPath('viewer-task-cancelled.png') });
+
+  // Escape goes back to the list, where the row has moved on too.
+  await page.keyboard.press('Escape');
+  await page.locator('#list-view').waitFor();
+  await until('the row after Cancel', () => row.locator('.c-state').textContent(), (s) => s === 'cancelled');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset?.id), slow, 'focus is back on its row');
+
+  // Filtering by state asks the server for those states only.
+  await page.check('#filter input[value="failed"]');
+  await until('the failed filter', () => page.locator('#rows tr').count(), (n) => n === 1);
+  assert.equal(await page.locator('#rows tr').first().getAttribute('data-id'), failed);
+  await page.uncheck('#filter input[value="failed"]');
+  await until('no filter', () => page.locator('#rows tr').count(), (n) => n === 5);
+
+  assert.deepEqual(v.problems, []);
+});
+
+test('a 50 MB transcript opens at its last line, pages back on scroll, jumps to an important line', { skip }, async (t) => {
+  const v = await openViewer(t);
+  const { dir, page } = v;
+  const N = 650000; // lines of ~80 bytes: about 52 MB
+  const id = run(dir, ['sh', '-c', `echo "error: boom, an important line at the start"; ` +
+    `seq -f 'line %.0f \u00fc\u2713 ${'x'.repeat(60)}' 1 ${N}`]);
+  waitEnd(dir, id);
+  const rec = JSON.parse(taskfs(dir, 'show', id));
+  assert.ok(rec.transcript.bytes > 50e6, `transcript of ${rec.transcript.bytes} bytes`);
+
+  await page.goto(v.loginUrl);
+  await page.waitForURL(`${v.srv.url}/`);
+  await page.evaluate((x) => { location.hash = `#/task/${x}`; }, id);
+  const lines = page.locator('#transcript .ln');
+  await until('the last line', () => lines.last().textContent().catch(() => ''), (s) => s.startsWith(`line ${N} `));
+  await until('the last line numbered', () => lines.last().getAttribute('data-n'), (n) => n === String(N + 1));
+  const firstN = Number(await until('numbered lines', () => lines.first().getAttribute('data-n'), (n) => n != null));
+  assert.ok(firstN > 1000, `only the tail is read (first line shown ${firstN})`);
+
+  // Scrolling to the top reads the part before, twice, keeping the numbers right.
+  let top = firstN;
+  for (let i = 0; i < 2; i++) {
+    await page.locator('#transcript').evaluate((b) => { b.scrollTop = 0; });
+    top = await until('earlier lines', async () => Number(await lines.first().getAttribute('data-n')), (n) => n < top);
+  }
+  const sample = await page.locator('#transcript').evaluate((b) => [...b.children].filter((_, i) => i % 997 === 0).map((d) => [d.dataset.n, d.textContent]));
+  for (const [n, text] of sample) assert.ok(text.startsWith(`line ${Number(n) - 1} \u00fc\u2713 x`), `line ${n}: ${text}`);
+  assert.ok(!(await page.locator('#transcript').textContent()).includes('\ufffd'), 'no character is cut at a chunk edge');
+  await page.screenshot({ path: outPath('viewer-big-transcript.png') });
+
+  // The important line links to line 1, far before what is loaded.
+  await page.click('#t-important a[href$="/L1"]');
+  await until('the line linked', () => page.locator('#transcript .ln.hit').textContent().catch(() => ''), (s) => s.startsWith('error: boom'));
+  assert.equal(await page.locator('#transcript .ln.hit').getAttribute('data-n'), '1');
+  assert.ok(await page.locator('#t-tail').isVisible());
+  await page.click('#t-tail');
+  await until('the end again', () => lines.last().textContent().catch(() => ''), (s) => s.startsWith(`line ${N} `));
+
+  assert.deepEqual(v.problems, []);
+});
