@@ -53,7 +53,6 @@ static const char usage_text[] =
     "  0 ok, 100 usage, 111 system failure (also: the store is refused, another\n"
     "  user's or writable by others).\n";
 
-#define STATE_NAMES "queued, running, paused, completed, failed, cancelled, lost"
 #define KEY_COL_MAX 32     /* into a pipe, longer keys are cut */
 #define KEY_COL_TERM 24    /* on a terminal */
 #define REASON_COL_MAX 40  /* the REASON column is at most this wide */
@@ -103,8 +102,8 @@ static size_t pool_add(rows_t *r, const char *s, size_t len) {
 /* What a listing is asked for, and what it has found so far. */
 typedef struct {
   int json;
-  int64_t limit; /* -1: every task */
-  unsigned mask; /* the states shown (TFS_STATE_BIT), 0: all */
+  int64_t limit;         /* -1: every task */
+  unsigned mask;         /* the states shown (TFS_STATE_BIT), 0: all */
   int color;             /* CLI_COLOR_* */
   ls_ctx_t ctx;          /* now, --time, where waiting tasks stand */
   int cols[LS_COLS_MAX]; /* the columns, in order */
@@ -160,8 +159,8 @@ static void col_widths(const listing_t *l, size_t term_cols, size_t w[LS_COLS_MA
     int c = give[i].key ? key : why;
     if (c < 0 || c == l->ncols - 1 || w[c] <= give[i].floor)
       continue;
-    size_t over = used + 20 - term_cols, less = w[c] - give[i].floor > over ? over
-                                                                             : w[c] - give[i].floor;
+    size_t over = used + 20 - term_cols,
+           less = w[c] - give[i].floor > over ? over : w[c] - give[i].floor;
     w[c] -= less;
     used -= less;
   }
@@ -255,38 +254,18 @@ static int take_record(const tfs_record_t *rec, const char *json, size_t len, vo
   return 0;
 }
 
-static int parse_states(const char *arg, unsigned *mask) {
-  char *copy = strdup(arg), *save = NULL, *tok;
-  int rc = 0, n = 0;
-  if (!copy)
-    return -1;
-  for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    tfs_state_t s;
-    if (tfs_state_parse(tok, &s) != 0) {
-      rc = -1;
-      break;
-    }
-    *mask |= TFS_STATE_BIT(s);
-    n++;
-  }
-  if (!n)
-    rc = -1;
-  free(copy);
-  return rc;
-}
-
 /* Takes one of the verb's own options into the listing; returns an exit
  * code (0: go on). */
 static int ls_option(listing_t *l, int c, const char *arg) {
-  char q[96];
+  char q[96], bad[64];
   switch (c) {
   case 'j':
     l->json = 1;
     break;
   case 's':
-    if (parse_states(arg, &l->mask))
-      return cli_usage_error("ls", "unknown state '%s'; the states are " STATE_NAMES,
-                             cli_quote(arg, q, sizeof q));
+    if (tfs_state_parse_list(arg, &l->mask, bad, sizeof bad))
+      return cli_usage_error("ls", "unknown state '%s' in --state; the states are " TFS_STATE_NAMES,
+                             cli_quote(bad, q, sizeof q));
     break;
   case 'l':
     if (cli_parse_i64(arg, &l->limit))

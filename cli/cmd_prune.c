@@ -28,18 +28,16 @@ static const char usage_text[] =
 
 /* --state S[,S...]: ended states only. */
 static int parse_states(const char *arg, unsigned *mask) {
-  char buf[256], *save = NULL, q[96];
-  snprintf(buf, sizeof buf, "%s", arg);
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    tfs_state_t s;
-    if (tfs_state_parse(t, &s) || !tfs_state_terminal(s))
-      return cli_usage_error("prune",
-                             "--state takes the states of ended tasks (completed, failed, "
-                             "cancelled, lost), not '%s'",
-                             cli_quote(t, q, sizeof q));
-    *mask |= TFS_STATE_BIT(s);
-  }
-  return *mask ? CLI_EXIT_OK : cli_usage_error("prune", "--state wants a state");
+  char bad[64], q[96];
+  const unsigned ended = TFS_STATE_BIT(TFS_COMPLETED) | TFS_STATE_BIT(TFS_FAILED) |
+                         TFS_STATE_BIT(TFS_CANCELLED) | TFS_STATE_BIT(TFS_LOST);
+  int err = tfs_state_parse_list(arg, mask, bad, sizeof bad);
+  if (err || (*mask & ~ended))
+    return cli_usage_error("prune",
+                           "--state takes the states of ended tasks (completed, failed, "
+                           "cancelled, lost), not '%s'",
+                           cli_quote(err ? bad : arg, q, sizeof q));
+  return CLI_EXIT_OK;
 }
 
 /* By rules: --older-than, --state (and --keep among the matches). */
@@ -73,8 +71,8 @@ int cmd_prune(int argc, char **argv) {
       keep_arg = optarg;
     else if (c == 's' && (rc = parse_states(optarg, &po.states)))
       return rc;
-    else if (c == 'o' && (rc = cli_duration_opt("prune", "--older-than", optarg,
-                                                &po.older_than_ms)))
+    else if (c == 'o' &&
+             (rc = cli_duration_opt("prune", "--older-than", optarg, &po.older_than_ms)))
       return rc;
     else if (c == 'o' && !po.older_than_ms)
       return cli_usage_error("prune", "--older-than wants an age above 0, like 30m, 12h or 7d");

@@ -2,6 +2,7 @@
  * record.json. One table per kind, one lookup for all. */
 #include "core/internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const state_names[] = {"queued",    "running", "completed", "failed",
@@ -43,6 +44,29 @@ NAMED(tfs_engine_t, engine, engine_names)
 
 int tfs_state_terminal(tfs_state_t s) {
   return s == TFS_COMPLETED || s == TFS_FAILED || s == TFS_CANCELLED || s == TFS_LOST;
+}
+
+int tfs_state_parse_list(const char *list, unsigned *mask, char *bad, size_t badlen) {
+  char name[32];
+  unsigned bits = 0;
+  const char *p = list ? list : "";
+  do {
+    size_t n = strcspn(p, ",");
+    tfs_state_t st;
+    if (n && n < sizeof name) {
+      memcpy(name, p, n);
+      name[n] = 0;
+    }
+    if (!n || n >= sizeof name || tfs_state_parse(name, &st)) {
+      if (bad)
+        snprintf(bad, badlen, "%.*s", (int)n, p);
+      return TFS_EBADID;
+    }
+    bits |= TFS_STATE_BIT(st);
+    p += n;
+  } while (*p++ == ',');
+  *mask |= bits;
+  return 0;
 }
 
 int tfs_restart_parse_list(const char *list, tfs_restart_t *out, int *on_timeout) {

@@ -24,7 +24,6 @@
 #define LAUNCH_WAIT_MS 10000
 
 typedef struct {
-  uv_work_t work;
   http_server_t *srv;
   http_req_t *r; /* NULL once the client left */
   json_t *id;
@@ -34,16 +33,13 @@ typedef struct {
   char cwd[PATH_MAX];
   char key[TFS_KEY_MAX + 1];
   tfs_start_t st;
-  int started;        /* st is filled */
-  tfs_store_t *store; /* the launch's own handle */
-  int err;
+  int started; /* st is filled */
 } send_t;
 
 static void send_free(send_t *s) {
   tfs_strv_free(s->argv);
   if (s->started)
     tfs_start_free(&s->st);
-  tfs_store_close(s->store);
   json_decref(s->id);
   free(s);
 }
@@ -232,23 +228,17 @@ static void on_gone(http_req_t *r, void *arg) {
   s->r = NULL;
 }
 
-static void launch_work(uv_work_t *work) {
-  send_t *s = work->data;
-  tfs_launch_opts_t lo = {.wait_ms = LAUNCH_WAIT_MS};
-  s->err = tfs_task_start_launch(s->store, &lo, &s->st);
-}
-
-static void launch_done(uv_work_t *work, int status) {
-  send_t *s = work->data;
-  if (s->err)
+static void launch_done(void *arg, int err) {
+  send_t *s = arg;
+  if (err)
     fprintf(stderr, "taskfs serve: a2a: starting the supervisor of %s failed: %s\n", s->st.id,
-            tfs_strerror(s->err));
+            tfs_strerror(err));
   if (s->r) {
     s->r->on_gone = NULL; /* the answer's own now (it may hold again) */
-    if (s->err)
+    if (err)
       a2a_error(s->r, s->id, A2A_INTERNAL_ERROR,
                 "task %s was created but its supervisor could not be started: %s", s->st.id,
-                tfs_strerror(s->err));
+                tfs_strerror(err));
     else
       send_answer(s);
   }
@@ -285,21 +275,17 @@ static void start(http_req_t *r, send_t *s) {
   } else if (!s->st.launch) {
     s->r = r;
     send_answer(s);
-  } else if ((err = tfs_store_reopen(store, &s->store))) {
-    tfs_task_fail_queued(store, s->st.id, 127,
-                         "taskfs serve could not open the store to launch it: %s",
-                         tfs_strerror(err));
+  } else {
+    tfs_launch_opts_t lo = {.wait_ms = LAUNCH_WAIT_MS};
+    s->r = r;
+    http_hold(r, on_gone, s);
+    if (!(err = tfs_task_start_launch_async(r->srv->loop, store, &lo, &s->st, "taskfs serve",
+                                            launch_done, s)))
+      return; /* launch_done answers and frees */
+    s->r = NULL;
+    r->on_gone = NULL;
     a2a_error(r, s->id, A2A_INTERNAL_ERROR, "could not launch task %s: %s", s->st.id,
               tfs_strerror(err));
-  } else {
-    s->r = r;
-    s->work.data = s;
-    http_hold(r, on_gone, s);
-    if (!uv_queue_work(r->srv->loop, &s->work, launch_work, launch_done))
-      return; /* launch_done answers and frees */
-    launch_work(&s->work);
-    launch_done(&s->work, 0);
-    return;
   }
   send_free(s);
 }

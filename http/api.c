@@ -3,7 +3,7 @@
  * token or the login cookie; a foreign Origin is refused by
  * http_guard_reach before any of this runs).
  *
- *   GET  /api/tasks                   the listing (tfs_task_list_opts)
+ *   GET  /api/tasks                   the listing (tfs_task_page)
  *   GET  /api/tasks/<id>              the record
  *   GET  /api/tasks/<id>/transcript   bytes (Range), or ?follow=1 as SSE
  *   POST /api/tasks/<id>/cancel       a stop request (tfs_cancel_request)
@@ -131,7 +131,6 @@ typedef struct {
   size_t len, cap;
   size_t n;
   int oom;
-  char last[TFS_ID_MAX + 1];
 } page_t;
 
 static void page_put(page_t *p, const char *s, size_t n) {
@@ -161,39 +160,17 @@ static int on_listed(const tfs_record_t *rec, const char *json, size_t len, void
   if (len && json[len - 1] == '\n')
     len--;
   page_put(p, json, len);
-  snprintf(p->last, sizeof p->last, "%s", rec->id);
   return p->oom;
 }
 
-/* ?state=a,b: the state bits, or -1 with the name that is none. */
-static int parse_states(const char *list, unsigned *bits, char *bad, size_t badlen) {
-  *bits = 0;
-  const char *p = list;
-  while (*p) {
-    size_t n = strcspn(p, ",");
-    char name[32];
-    tfs_state_t st;
-    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), p);
-    if (!n || n >= sizeof name - 1 || tfs_state_parse(name, &st)) {
-      snprintf(bad, badlen, "%.*s", (int)(n > 40 ? 40 : n), p);
-      return -1;
-    }
-    *bits |= TFS_STATE_BIT(st);
-    p += n;
-    if (*p == ',')
-      p++;
-  }
-  return 0;
-}
-
 void http_api_tasks(http_req_t *r) {
-  tfs_list_opts_t o = {.newest_first = 1, .with_json = 1, .limit = API_LIMIT_DEFAULT};
+  tfs_page_t pg = {.limit = API_LIMIT_DEFAULT, .with_json = 1, .cursor = http_query(r, "cursor")};
   const char *s = http_query(r, "state");
   char bad[48];
-  if (s && parse_states(s, &o.states, bad, sizeof bad)) {
+  if (s && tfs_state_parse_list(s, &pg.states, bad, sizeof bad)) {
     api_error(r, MHD_HTTP_BAD_REQUEST, NULL,
-              "unknown state '%s' in ?state=; the states are queued, running, paused, "
-              "completed, failed, cancelled, lost (several: comma-separated)",
+              "unknown state '%s' in ?state=; the states are " TFS_STATE_NAMES
+              " (several: comma-separated)",
               bad);
     return;
   }
@@ -207,32 +184,28 @@ void http_api_tasks(http_req_t *r) {
                 l, API_LIMIT_MAX, API_LIMIT_DEFAULT);
       return;
     }
-    o.limit = (size_t)v;
-  }
-  const char *c = http_query(r, "cursor");
-  if (c && *c) {
-    if (!tfs_id_valid(c)) {
-      api_error(r, MHD_HTTP_BAD_REQUEST, NULL,
-                "?cursor=%.40s is not a task id; give the \"next\" of the previous page", c);
-      return;
-    }
-    o.before = c;
+    pg.limit = (size_t)v;
   }
   page_t p = {0};
-  tfs_list_stats_t st;
+  char why[256];
   page_put(&p, "{\"tasks\":[", 10);
-  int err = tfs_task_list_opts(store_of(r), &o, on_listed, &p, &st);
+  int err = tfs_task_page(store_of(r), &pg, on_listed, &p, why, sizeof why);
+  if (err == TFS_ENOTASK) {
+    free(p.buf);
+    api_error(r, MHD_HTTP_BAD_REQUEST, NULL, "?cursor=: %s", why);
+    return;
+  }
   if (err || p.oom) {
     free(p.buf);
     api_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "the tasks cannot be listed: %s",
-              tfs_strerror(err ? err : -ENOMEM));
+              err ? why : "out of memory");
     return;
   }
   char tail[96];
   /* More ids than the walk reached: the next page starts below the last
    * one it looked at. */
-  if (st.left && st.last_examined[0])
-    snprintf(tail, sizeof tail, "],\"next\":\"%s\"}\n", st.last_examined);
+  if (pg.next[0])
+    snprintf(tail, sizeof tail, "],\"next\":\"%s\"}\n", pg.next);
   else
     snprintf(tail, sizeof tail, "],\"next\":null}\n");
   page_put(&p, tail, strlen(tail));

@@ -285,50 +285,37 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
   return 0;
 }
 
-/* Step two runs on the libuv thread pool: tfs_task_start_launch forks (a
- * threaded caller is fine: only async-signal-safe calls between fork and
- * exec) and waits until the task leaves `queued` — a wait the loop must
- * not sit through. It works on a store handle of its own: the loop's may
- * be refreshed meanwhile (a store removed and recreated), which swaps and
- * closes that handle's directory fds. */
+/* Step two runs on the libuv thread pool (tfs_task_start_launch_async):
+ * tfs_task_start_launch forks and waits until the task leaves `queued`,
+ * a wait the loop must not sit through. */
 #define LAUNCH_WAIT_MS 10000
 typedef struct {
-  uv_work_t work;
-  mcp_req_t req;      /* kept while the launch runs */
-  int answer;         /* 0 when the reply was already sent (task-augmented) */
-  start_args_t sa;    /* owns the environment until the launch is done */
-  tfs_start_t st;     /* the start, from step one */
-  tfs_store_t *store; /* the launch's own handle */
+  mcp_req_t req;   /* kept while the launch runs */
+  int answer;      /* 0 when the reply was already sent (task-augmented) */
+  start_args_t sa; /* owns the environment until the launch is done */
+  tfs_start_t st;  /* the start, from step one */
   mcp_read_t *ra;
   int64_t wait_ms, t0;
-  int err;
 } launch_t;
 
 static void launch_free(launch_t *l) {
   mcp_read_free(l->ra);
   start_args_free(&l->sa);
   tfs_start_free(&l->st);
-  tfs_store_close(l->store);
   free(l);
 }
 
-static void launch_work(uv_work_t *work) {
-  launch_t *l = work->data;
-  tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
-  l->err = tfs_task_start_launch(l->store, &lo, &l->st);
-}
-
-static void launch_done(uv_work_t *work, int status) {
-  launch_t *l = work->data;
+static void launch_done(void *arg, int err) {
+  launch_t *l = arg;
   mcp_server_t *srv = l->req.srv;
   const char *id = l->st.id;
-  if (l->err)
+  if (err)
     mcp_log(&l->req, MCP_LOG_ERROR, "starting the supervisor of %s failed: %s", id,
-            tfs_strerror(l->err));
+            tfs_strerror(err));
   if (l->answer && !l->req.sess->closed) {
-    if (l->err) {
+    if (err) {
       mcp_tool_error(&l->req, "task %s was created but its supervisor could not be started: %s", id,
-                     tfs_strerror(l->err));
+                     tfs_strerror(err));
     } else {
       int64_t left = l->wait_ms - (tfs_now_ms() - l->t0);
       mcp_read_park(&l->req, id, l->ra, left > 0 ? left : 0);
@@ -341,26 +328,20 @@ static void launch_done(uv_work_t *work, int status) {
 }
 
 /* Runs step two on the thread pool; the answer (if any) follows in
- * launch_done. Takes l. Without a handle of its own the launch cannot
- * run: the task is then failed (never left queued) and the error is
- * returned. */
+ * launch_done, which takes l. Without a handle for the thread the task
+ * is failed (never left queued) and the error is returned: l is still the
+ * caller's then. */
 static int launch(const mcp_req_t *r, launch_t *l) {
-  int err = tfs_store_reopen(mcp_store(r->srv), &l->store);
-  if (err) {
-    tfs_task_fail_queued(mcp_store(r->srv), l->st.id, 127,
-                         "the MCP server could not open the store to launch it: %s",
-                         tfs_strerror(err));
-    return err;
-  }
+  tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
   mcp_req_keep(&l->req, r);
-  l->work.data = l;
   mcp_hold(r->srv, 1);
-  if (uv_queue_work(mcp_loop(r->srv), &l->work, launch_work, launch_done)) {
-    /* Cannot happen with valid arguments; run it here rather than lose it. */
-    launch_work(&l->work);
-    launch_done(&l->work, 0);
+  int err = tfs_task_start_launch_async(mcp_loop(r->srv), mcp_store(r->srv), &lo, &l->st,
+                                        "the MCP server", launch_done, l);
+  if (err) {
+    mcp_req_release(&l->req);
+    mcp_hold(r->srv, -1);
   }
-  return 0;
+  return err;
 }
 
 /* Task-augmented: the answer is the durable task, at once. Legacy tasks

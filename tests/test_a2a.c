@@ -79,6 +79,9 @@ Test(a2a, page_goes_newest_first_by_cursor) {
   cr_expect_str_eq(got, want);
   pg = (tfs_page_t){.limit = 10, .cursor = "../../etc"};
   cr_expect_eq(tfs_task_page(fx_store, &pg, collect, got, err, sizeof err), TFS_ENOTASK);
+  cr_expect(strstr(err, "is not a task id"), "%s", err);
+  pg = (tfs_page_t){.limit = 10, .cursor = "zzzzzzzz-zzzzzz"};
+  cr_expect_eq(tfs_task_page(fx_store, &pg, collect, got, err, sizeof err), TFS_ENOTASK);
   cr_expect(strstr(err, "names no task"), "%s", err);
 }
 

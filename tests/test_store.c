@@ -270,6 +270,24 @@ Test(store, strerror_and_names) {
     cr_assert_eq(tfs_state_terminal(s), s >= TFS_COMPLETED);
   }
   cr_assert_eq(tfs_state_parse("bogus", &st), TFS_EBADID);
+  /* A list: every face's state filter. */
+  unsigned mask = 0;
+  char bad[16];
+  cr_assert_eq(tfs_state_parse_list("running,failed", &mask, bad, sizeof bad), 0);
+  cr_assert_eq(mask, TFS_STATE_BIT(TFS_RUNNING) | TFS_STATE_BIT(TFS_FAILED));
+  cr_assert_eq(tfs_state_parse_list("paused", &mask, NULL, 0), 0);
+  cr_assert(mask & TFS_STATE_BIT(TFS_PAUSED), "a list adds to the mask");
+  const char *wrong[][2] = {
+      {"running,bogus", "bogus"}, {"", ""},
+      {"running,", ""},           {",failed", ""},
+      {"lost,,queued", ""},       {"a-very-long-name-of-no-state", "a-very-long-nam"}};
+  for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+    mask = 0;
+    cr_assert_eq(tfs_state_parse_list(wrong[i][0], &mask, bad, sizeof bad), TFS_EBADID, "'%s'",
+                 wrong[i][0]);
+    cr_assert_str_eq(bad, wrong[i][1], "'%s': the bad item", wrong[i][0]);
+    cr_assert_eq(mask, 0, "'%s': a refused list changes no bit", wrong[i][0]);
+  }
   tfs_restart_t r;
   for (int i = TFS_RESTART_NO; i <= TFS_RESTART_ALWAYS; i++) {
     cr_assert_eq(tfs_restart_parse(tfs_restart_name(i), &r), 0);

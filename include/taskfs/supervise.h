@@ -7,6 +7,8 @@
 #ifndef TASKFS_SUPERVISE_H
 #define TASKFS_SUPERVISE_H
 
+#include <uv.h>
+
 #include "taskfs/taskfs.h"
 
 #ifdef __cplusplus
@@ -64,6 +66,19 @@ int tfs_task_start_create(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_s
  * face with an event loop runs it on another thread, with its own store
  * handle (tfs_store_reopen). */
 int tfs_task_start_launch(tfs_store_t *store, const tfs_launch_opts_t *opts, tfs_start_t *st);
+/* Step two for a face on a libuv loop (MCP, A2A): runs
+ * tfs_task_start_launch on the loop's thread pool with a store handle of
+ * its own (tfs_store_reopen of store), then calls done(arg, err) on the
+ * loop's thread, err as tfs_task_start_launch returned it; st and opts->env
+ * stay the caller's and must live until then. Returns 0 (done will be
+ * called, possibly before the return when the pool refused the work), or
+ * the error of the handle that could not be had: the task is then failed
+ * (exit code 127, "WHO could not open the store to launch it: ...", never
+ * left queued) and done is not called. */
+typedef void (*tfs_launch_done_fn)(void *arg, int err);
+int tfs_task_start_launch_async(uv_loop_t *loop, tfs_store_t *store, const tfs_launch_opts_t *opts,
+                                tfs_start_t *st, const char *who, tfs_launch_done_fn done,
+                                void *arg);
 /* Both steps. */
 int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
                    tfs_start_t *st);

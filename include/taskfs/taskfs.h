@@ -49,8 +49,8 @@ extern "C" {
 #define TFS_ENOTRUNNING (-4021) /* the task is not running: nothing to pause, resume, signal */
 #define TFS_ECYCLE (-4022)      /* dependencies that wait for each other */
 #define TFS_ENOSTDIN (-4023)    /* the task was started without a stdin to write to */
-#define TFS_ELIMIT (-4009)       /* a limit is malformed or cannot be applied */
-#define TFS_ECONFIG (-4010)      /* the store's config file (or a key of it) is invalid */
+#define TFS_ELIMIT (-4009)      /* a limit is malformed or cannot be applied */
+#define TFS_ECONFIG (-4010)     /* the store's config file (or a key of it) is invalid */
 
 const char *tfs_strerror(int err);
 
@@ -63,7 +63,7 @@ const char *tfs_strerror(int err);
 #define TFS_IMPORTANT_TEXT_MAX 512 /* bytes kept of one important line */
 #define TFS_IMPORTANT_K_MAX 1000   /* largest K tfs_important_init accepts */
 #define TFS_LAST_EXITS 5           /* worker exits remembered in the record */
-#define TFS_QUEUE_NAME_MAX 64      /* queue names: 1..64 of [A-Za-z0-9._:-], not starting with '.' */
+#define TFS_QUEUE_NAME_MAX 64 /* queue names: 1..64 of [A-Za-z0-9._:-], not starting with '.' */
 
 /* Time: milliseconds since the Unix epoch. */
 int64_t tfs_now_ms(void);
@@ -109,6 +109,13 @@ typedef enum {
 const char *tfs_state_name(tfs_state_t s);
 int tfs_state_parse(const char *name, tfs_state_t *out); /* 0 or TFS_EBADID */
 int tfs_state_terminal(tfs_state_t s);                   /* completed, failed, cancelled, lost */
+/* The names, in order, for messages that list them. */
+#define TFS_STATE_NAMES "queued, running, paused, completed, failed, cancelled, lost"
+/* A comma-separated list of state names ("running,failed") into
+ * TFS_STATE_BIT()s, OR'ed into *mask: 0, or TFS_EBADID for an empty list,
+ * an empty item or a name that is none (that item, cut to badlen, in bad;
+ * bad may be NULL). One reading for every face's state filter. */
+int tfs_state_parse_list(const char *list, unsigned *mask, char *bad, size_t badlen);
 
 typedef enum { TFS_RESTART_NO = 0, TFS_RESTART_ON_FAILURE, TFS_RESTART_ALWAYS } tfs_restart_t;
 
@@ -477,12 +484,12 @@ typedef struct {
   int64_t grace_ms;         /* < 0: default */
   int important_k;          /* <= 0: default */
   tfs_stderr_t stderr_mode; /* 0: merged, the default */
-  int rerun;             /* with a key whose task has ended: make a new task
-                            and point the key at it */
-  const char *queue;      /* NULL or "": no queue (runs at once) */
-  char *const *after;     /* NULL-terminated ids it starts after, or NULL */
-  int64_t not_before_ms;  /* 0: no earliest start */
-  int with_stdin;         /* the worker's stdin is fed by tfs_stdin_write() */
+  int rerun;                /* with a key whose task has ended: make a new task
+                               and point the key at it */
+  const char *queue;        /* NULL or "": no queue (runs at once) */
+  char *const *after;       /* NULL-terminated ids it starts after, or NULL */
+  int64_t not_before_ms;    /* 0: no earliest start */
+  int with_stdin;           /* the worker's stdin is fed by tfs_stdin_write() */
   /* Quick exits in a row (within min_uptime) that make a crash loop and
    * end the restarts: the record's max_quick_restarts + 1, so at least 1
    * (never restart a quick exit); 0: default (6). */
@@ -493,8 +500,8 @@ typedef struct {
   char *why;                  /* may be NULL: the words of a refusal that
                                  needs them (TFS_ELIMIT, TFS_ECONFIG) */
   size_t whylen;
-  tfs_engine_t engine;           /* 0: local, the default */
-  char *const *engine_options;   /* the engine's options (srun's); NULL: none */
+  tfs_engine_t engine;         /* 0: local, the default */
+  char *const *engine_options; /* the engine's options (srun's); NULL: none */
 } tfs_task_spec_t;
 
 /* Creates a task in state queued and writes its record. With a key:
@@ -633,6 +640,7 @@ typedef struct {
   size_t limit;       /* records kept */
   const char *cursor; /* the previous page's next, or NULL */
   size_t scan_max;
+  int with_json; /* hand cb each record's text too (tfs_list_opts_t) */
   /* filled by the page */
   size_t total;              /* tasks in the store */
   int capped;                /* the scan cap ended the page before limit */

@@ -163,7 +163,8 @@ test('ListTasks pages newest first and filters by state', async (t) => {
   assert.equal((await listAll(client, { contextId: running.id, status: S.COMPLETED })).tasks.length, 0);
   assert.equal((await listAll(client, { contextId: '../x' })).tasks.length, 0);
   await rejectsWith(listAll(client, { pageSize: 1000 }), -32602, /pageSize/);
-  await rejectsWith(listAll(client, { pageToken: 'not-a-task' }), -32602, /names no task/);
+  await rejectsWith(listAll(client, { pageToken: 'not-a-task' }), -32602, /is not a task id/);
+  await rejectsWith(listAll(client, { pageToken: 'zzzzzzzz-zzzzzz' }), -32602, /names no task/);
 });
 
 test('SubscribeToTask streams the task, its new lines and its final status', async (t) => {

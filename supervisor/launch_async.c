@@ -1,0 +1,59 @@
+/* Step two of a start (tfs_task_start_launch) for a face with an event
+ * loop (the MCP server, A2A in `taskfs serve`): it blocks for up to its
+ * wait, so it runs on the loop's thread pool, with a store handle of its
+ * own (a handle is not shared with a thread that may refresh it), and the
+ * face hears the outcome back on the loop's thread. One place for the
+ * rule that a task is never left queued: without a handle for the thread,
+ * the task is failed at once, in words that say which face could not
+ * launch it. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "taskfs/supervise.h"
+
+struct launch_job {
+  uv_work_t work;
+  tfs_store_t *store; /* the thread's own handle */
+  tfs_launch_opts_t opts;
+  tfs_start_t *st;
+  tfs_launch_done_fn done;
+  void *arg;
+  int err;
+};
+
+static void job_work(uv_work_t *work) {
+  struct launch_job *j = work->data;
+  j->err = tfs_task_start_launch(j->store, &j->opts, j->st);
+}
+
+static void job_done(uv_work_t *work, int status) {
+  struct launch_job *j = work->data;
+  tfs_store_close(j->store);
+  j->done(j->arg, j->err);
+  free(j);
+}
+
+int tfs_task_start_launch_async(uv_loop_t *loop, tfs_store_t *store, const tfs_launch_opts_t *opts,
+                                tfs_start_t *st, const char *who, tfs_launch_done_fn done,
+                                void *arg) {
+  struct launch_job *j = calloc(1, sizeof *j);
+  int err = j ? tfs_store_reopen(store, &j->store) : -ENOMEM;
+  if (err) {
+    tfs_task_fail_queued(store, st->id, 127, "%s could not open the store to launch it: %s", who,
+                         tfs_strerror(err));
+    free(j);
+    return err;
+  }
+  j->opts = *opts;
+  j->st = st;
+  j->done = done;
+  j->arg = arg;
+  j->work.data = j;
+  /* uv_queue_work fails only for arguments that are wrong; run it here
+   * then rather than leave the task queued. */
+  if (uv_queue_work(loop, &j->work, job_work, job_done)) {
+    job_work(&j->work);
+    job_done(&j->work, 0);
+  }
+  return 0;
+}
