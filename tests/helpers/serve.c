@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,10 @@ static void exec_serve(const ts_serve_t *s, const char *const *args, const char 
   int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600),
       e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (o < 0 || e < 0)
+    _exit(127);
+  /* The server goes with the test process however that ends (a crash,
+   * a Criterion timeout), not only through ts_serve_stop(). */
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)
     _exit(127);
   dup2(o, 1);
   dup2(e, 2);
