@@ -65,6 +65,15 @@ $(BIN): $(call obj,$(CLI_SRC)) $(LIBS)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(call obj,$(TEST_HELPERS)) $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call obj,$(TEST_HELPERS)) $(LIBS) $(LDLIBS) -lcriterion
 
+# LD_PRELOAD shims that tests put under the binary (tests/preload/), built
+# without the sanitizer flags: a sanitized binary's interceptors call
+# through to them.
+PRELOADS := $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%.so,$(wildcard tests/preload/*.c))
+$(BUILD)/tests/preload/%.so: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
+$(BUILD)/tests/test_feed: $(PRELOADS)
+
 # The C tests run one binary at a time (each runs its own tests in
 # parallel); TASKFS_BIN points the end-to-end tests at the binary.
 test-c: $(BIN) $(TESTS)

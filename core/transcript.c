@@ -593,6 +593,10 @@ off_t tfs_follower_line_end(const tfs_follower_t *f) {
   return f->line_end;
 }
 
+void tfs_follower_rebind(tfs_follower_t *f, tfs_store_t *store) {
+  f->store = store;
+}
+
 void tfs_follower_close(tfs_follower_t *f) {
   free(f);
 }

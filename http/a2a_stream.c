@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "http/a2a.h"
 
@@ -214,11 +215,10 @@ void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode) {
   f->flush.data = f;
   /* New lines from where the transcript ends now: what came before is in
    * the Task's tail artifact. */
-  off_t from = 0, size = 0;
-  int64_t first;
-  if (tfs_transcript_tail(store, rec->id, 0, &from, &first, &size))
-    size = 0;
-  int err = http_follow_start(r->srv, rec->id, size, &ops, f, &f->fl);
+  struct stat st;
+  if (tfs_task_file_stat(store, rec->id, TFS_FILE_TRANSCRIPT, &st))
+    st.st_size = 0;
+  int err = http_follow_start(r->srv, rec->id, st.st_size, &ops, f, &f->fl);
   if (err) {
     a2a_error(r, id, err == TFS_ENOTASK ? A2A_TASK_NOT_FOUND : A2A_INTERNAL_ERROR,
               "cannot follow task %s: %s", rec->id, tfs_strerror(err));

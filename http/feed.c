@@ -11,7 +11,10 @@
  *   says so from its line callback and calls http_follow_resume() when it
  *   can: a follow reads no more than its consumer takes, so catching up
  *   on a 1 GB transcript never sits in memory. One look hands out at most
- *   FOLLOW_BUDGET bytes, then the loop turns before the next.
+ *   FOLLOW_BUDGET bytes, then the loop turns before the next. The open
+ *   itself runs on the loop's thread pool (follow_open_t): it counts the
+ *   lines before the start, a read of every byte up to there, which on
+ *   the loop would hold up every request of the server.
  *
  * - The task feed (http_tasks_*): every task that appears, changes state
  *   or goes away, for /api/events. While it has subscribers it keeps the
@@ -25,20 +28,26 @@
  * while it was written to): a stop only marks it, and what is marked is
  * freed on the next loop turn, never under a caller's feet. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "http/internal.h"
 
 #define FOLLOW_BUDGET (1u << 20) /* bytes one look hands out before the loop turns */
 
+typedef struct follow_open follow_open_t;
+
 struct http_follow {
   http_follow_t *next;
   http_feed_t *feed;
   char id[TFS_ID_MAX + 1];
-  tfs_follower_t *f;
+  off_t from;             /* where it was asked to start */
+  tfs_follower_t *f;      /* NULL until the open is done */
+  follow_open_t *opening; /* the open on the thread pool, while it runs */
   mcp_listener_t *l;
   const http_follow_ops_t *ops;
   void *arg;
@@ -76,6 +85,7 @@ struct http_feed {
   http_server_t *srv;
   uv_timer_t soon; /* looks due, and the sweep of what was stopped */
   http_follow_t *follows;
+  int opens; /* follows being opened on the thread pool */
   /* the task feed */
   http_task_sub_t *subs;
   mcp_listener_t *dirl;
@@ -126,7 +136,7 @@ static void follow_finish(http_follow_t *fl, const tfs_record_t *rec, int err) {
  * last look (a final partial line too once it has ended), the record to
  * the consumer if its state changed, and the end when all is handed out. */
 static void follow_look(http_follow_t *fl) {
-  if (fl->dead || fl->busy || fl->paused)
+  if (fl->dead || fl->busy || fl->paused || !fl->f)
     return;
   fl->busy = 1;
   fl->want = 0;
@@ -173,6 +183,56 @@ static void on_follow_watch(void *arg, unsigned what) {
   follow_look(arg);
 }
 
+/* A follow's open, on the loop's thread pool with a store handle of its
+ * own (the loop may refresh its handle meanwhile, which a thread must not
+ * see). Done, the follower goes on with the loop's handle. fl is NULL
+ * once the feed let go of the follow (http_feed_close): the job then
+ * touches nothing but itself. */
+struct follow_open {
+  uv_work_t work;
+  http_follow_t *fl;
+  tfs_store_t *store;
+  char id[TFS_ID_MAX + 1];
+  off_t from;
+  tfs_follower_t *f;
+  int err;
+};
+
+static void open_work(uv_work_t *w) {
+  follow_open_t *job = w->data;
+  job->err = tfs_follower_open_at(job->store, job->id, job->from, &job->f);
+}
+
+/* On the loop again: the follow gets its follower and its first look, or
+ * ends with the open's error (the task went away since the start); one
+ * stopped meanwhile is swept. */
+static void open_done(uv_work_t *w, int status) {
+  follow_open_t *job = w->data;
+  http_follow_t *fl = job->fl;
+  if (status && !job->err)
+    job->err = status;
+  if (fl) {
+    fl->opening = NULL;
+    fl->feed->opens--;
+    if (!fl->dead && !job->err) {
+      tfs_follower_rebind(job->f, store_of(fl->feed));
+      fl->f = job->f;
+      job->f = NULL;
+      fl->want = 1;
+    } else if (!fl->dead) {
+      follow_finish(fl, NULL, job->err);
+    }
+    soon(fl->feed);
+  }
+  tfs_follower_close(job->f);
+  tfs_store_close(job->store);
+  free(job);
+}
+
+/* What the open would refuse at once (a bad id, no such task, a
+ * transcript that is no regular file) is refused here, so that the
+ * caller can answer with an error before it starts a stream; the open
+ * itself (the count of the lines before from) goes to the thread pool. */
 int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
                       void *arg, http_follow_t **out) {
   *out = NULL;
@@ -181,36 +241,57 @@ int http_follow_start(http_server_t *srv, const char *id, off_t from, const http
     return -ENOMEM;
   if (!tfs_id_valid(id))
     return TFS_EBADID;
+  if (from < 0)
+    return -EINVAL;
+  int tf = tfs_task_file_open(store_of(fd), id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
+  if (tf < 0 && tf != -ENOENT)
+    return tf;
+  if (tf >= 0)
+    close(tf);
   http_follow_t *fl = calloc(1, sizeof *fl);
-  if (!fl)
-    return -ENOMEM;
-  int err = tfs_follower_open_at(store_of(fd), id, from, &fl->f);
+  follow_open_t *job = calloc(1, sizeof *job);
+  int err = fl && job ? tfs_store_reopen(store_of(fd), &job->store) : -ENOMEM;
   if (err) {
+    free(job);
     free(fl);
     return err;
   }
   snprintf(fl->id, sizeof fl->id, "%s", id);
   fl->feed = fd;
+  fl->from = from;
   fl->ops = ops;
   fl->arg = arg;
   fl->last_state = -1;
   /* Without a listener (no memory) the follow would hear nothing: refuse. */
   fl->l = mcp_watch_add(srv->mcp, id, TFS_WATCH_STATE | TFS_WATCH_OUTPUT, on_follow_watch, fl);
   if (!fl->l) {
-    tfs_follower_close(fl->f);
+    tfs_store_close(job->store);
+    free(job);
     free(fl);
     return -ENOMEM;
   }
+  snprintf(job->id, sizeof job->id, "%s", id);
+  job->from = from;
+  job->fl = fl;
+  job->work.data = job;
+  /* uv_queue_work fails only for arguments that are wrong. */
+  if ((err = uv_queue_work(srv->loop, &job->work, open_work, open_done))) {
+    mcp_watch_remove(srv->mcp, fl->l);
+    tfs_store_close(job->store);
+    free(job);
+    free(fl);
+    return err;
+  }
+  fl->opening = job;
+  fd->opens++;
   fl->next = fd->follows;
   fd->follows = fl;
-  fl->want = 1; /* the first look on the next turn: the consumer is set up by then */
-  soon(fd);
   *out = fl;
   return 0;
 }
 
 off_t http_follow_offset(const http_follow_t *fl) {
-  return tfs_follower_line_end(fl->f);
+  return fl->f ? tfs_follower_line_end(fl->f) : fl->from;
 }
 
 void http_follow_resume(http_follow_t *fl) {
@@ -500,7 +581,7 @@ void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s) {
 static void sweep(http_feed_t *fd) {
   for (http_follow_t **pp = &fd->follows; *pp;) {
     http_follow_t *fl = *pp;
-    if (fl->dead && !fl->busy) {
+    if (fl->dead && !fl->busy && !fl->opening) {
       *pp = fl->next;
       tfs_follower_close(fl->f);
       free(fl);
@@ -571,6 +652,10 @@ void http_feed_stop(http_server_t *srv) {
   soon(fd);
 }
 
+int http_feed_opening(const http_server_t *srv) {
+  return srv->feed ? srv->feed->opens : 0;
+}
+
 static void on_feed_closed(uv_handle_t *h) {
   http_feed_t *fd = h->data;
   http_server_t *srv = fd->srv;
@@ -582,8 +667,15 @@ void http_feed_close(http_server_t *srv) {
   http_feed_t *fd = srv->feed;
   if (!fd)
     return;
-  for (http_follow_t *fl = fd->follows; fl; fl = fl->next)
+  for (http_follow_t *fl = fd->follows; fl; fl = fl->next) {
     http_follow_stop(fl);
+    if (fl->opening) {
+      /* Its open is still on the thread pool: the job ends on its own. */
+      fl->opening->fl = NULL;
+      fl->opening = NULL;
+      fd->opens--;
+    }
+  }
   for (http_task_sub_t *s = fd->subs; s; s = s->next)
     s->dead = 1;
   fd->telling = 0;

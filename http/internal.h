@@ -287,12 +287,16 @@ typedef struct {
 } http_follow_ops_t;
 /* Starts following task id at the first line that starts at or after
  * byte from (0: the start). The first callbacks come on a later turn of
- * the loop. Returns 0, TFS_EBADID, TFS_ENOTASK, or another error. */
+ * the loop, once the follow is open: the open (which counts the lines
+ * before from) runs on the loop's thread pool, and an error it meets
+ * then (the task went away meanwhile) comes as end. Returns 0,
+ * TFS_EBADID, TFS_ENOTASK, or another error found before the open. */
 int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
                       void *arg, http_follow_t **out);
 /* The consumer has room again after its line callback said it had none. */
 void http_follow_resume(http_follow_t *fl);
-/* Where the follow stands: the byte after the last line handed out. */
+/* Where the follow stands: the byte after the last line handed out
+ * (from, until the open is done). */
 off_t http_follow_offset(const http_follow_t *fl);
 /* No more callbacks, from this moment (also from inside one). */
 void http_follow_stop(http_follow_t *fl);
@@ -312,9 +316,13 @@ void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s);
  * -ESHUTDOWN) and every subscriber is told fn(arg, NULL, NULL, NULL),
  * the last call it gets. */
 void http_feed_stop(http_server_t *srv);
+/* How many follows are being opened on the thread pool: the stop waits
+ * for them as for requests in flight. */
+int http_feed_opening(const http_server_t *srv);
 /* The server's feed state, made on first use (NULL: no memory). */
 http_feed_t *http_feed_get(http_server_t *srv);
-/* The end: every follow and subscription is let go of (http_server_free). */
+/* The end: every follow and subscription is let go of (http_server_free);
+ * an open still on the thread pool frees only itself when it is done. */
 void http_feed_close(http_server_t *srv);
 
 /* ---- the JSON API (api.c) ---------------------------------------------- */

@@ -69,10 +69,11 @@ static void stopped(http_server_t *srv) {
     srv->on_stopped(srv->arg);
 }
 
-/* A look every 50 ms until no request is in flight, or the grace is up. */
+/* A look every 50 ms until no request is in flight and no follow is
+ * being opened on the thread pool, or the grace is up. */
 static void on_stop_tick(uv_timer_t *t) {
   http_server_t *srv = t->data;
-  if (!srv->nreqs || http_now_ms() >= srv->stop_deadline_ms)
+  if ((!srv->nreqs && !http_feed_opening(srv)) || http_now_ms() >= srv->stop_deadline_ms)
     stopped(srv);
 }
 

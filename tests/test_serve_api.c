@@ -95,53 +95,6 @@ static void touch(const char *name) {
   cr_assert_eq(tu_write_file(path, "", 0), 0);
 }
 
-/* ---- a stream ---------------------------------------------------------- */
-
-typedef struct {
-  int fd;
-  char *buf;
-  size_t len, cap;
-} stream_t;
-
-/* HTTP/1.0, so that the stream comes unchunked until the server closes
- * it, and a needle is never cut by a chunk header. */
-static void stream_open(stream_t *s, const char *path, const char *extra) {
-  memset(s, 0, sizeof *s);
-  s->fd = ts_connect(S.port);
-  char req[2000];
-  int n = snprintf(req, sizeof req,
-                   "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
-                   "Accept: text/event-stream\r\n%s\r\n",
-                   path, S.port, S.token, extra ? extra : "");
-  cr_assert_eq(send(s->fd, req, (size_t)n, MSG_NOSIGNAL), n);
-}
-
-/* Reads until needle is in what came (1), the stream ends or 20 s pass
- * with nothing (0). */
-static int stream_until(stream_t *s, const char *needle) {
-  for (;;) {
-    if (s->buf && strstr(s->buf, needle))
-      return 1;
-    struct pollfd p = {.fd = s->fd, .events = POLLIN};
-    if (poll(&p, 1, 20000) <= 0)
-      return 0;
-    if (s->cap - s->len < 65536 + 1) {
-      s->cap = s->cap ? s->cap * 2 : 131072;
-      s->buf = realloc(s->buf, s->cap);
-    }
-    ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len - 1);
-    if (n <= 0)
-      return s->buf && strstr(s->buf, needle);
-    s->len += (size_t)n;
-    s->buf[s->len] = '\0';
-  }
-}
-
-static void stream_close(stream_t *s) {
-  close(s->fd);
-  free(s->buf);
-}
-
 /* ---- the listing and the record -------------------------------------------- */
 
 Test(serve_api, the_listing_pages_newest_first_with_the_records_ls_prints) {
@@ -316,38 +269,39 @@ Test(serve_api, follow_hands_out_each_line_as_it_is_written_until_the_end) {
                "while [ ! -e go2 ]; do sleep 0.05; done; printf \"thr\\377e\"'");
   char path[200];
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1", id);
-  stream_t s;
-  stream_open(&s, path, NULL);
-  cr_assert(stream_until(&s, "data: {\"n\":1,\"text\":\"one\"}"), "%s", s.buf);
+  ts_stream_t s;
+  ts_stream_open(&s, &S, path, NULL);
+  cr_assert(ts_stream_until(&s, "data: {\"n\":1,\"text\":\"one\"}"), "%s", s.buf);
   cr_expect(strstr(s.buf, "text/event-stream"), "%s", s.buf);
   cr_expect(strstr(s.buf, "event: line\r\nid: 4\r\n") || strstr(s.buf, "event: line\nid: 4\n"),
             "the id is the offset after the line: %s", s.buf);
   cr_expect(!strstr(s.buf, "two"), "two is not written yet");
   touch("go1");
-  cr_assert(stream_until(&s, "{\"n\":2,\"text\":\"two\"}"), "%s", s.buf);
+  cr_assert(ts_stream_until(&s, "{\"n\":2,\"text\":\"two\"}"), "%s", s.buf);
   cr_expect(!strstr(s.buf, "event: end"), "the task runs: %s", s.buf);
   touch("go2");
   /* The final partial line is flushed, its bad byte as U+FFFD. */
-  cr_assert(stream_until(&s, "{\"n\":3,\"text\":\"thr\xef\xbf\xbd"
-                             "e\"}"),
+  cr_assert(ts_stream_until(&s, "{\"n\":3,\"text\":\"thr\xef\xbf\xbd"
+                                "e\"}"),
             "%s", s.buf);
-  cr_assert(stream_until(&s, "event: end"), "%s", s.buf);
-  cr_assert(stream_until(&s, "\"state\": \"completed\""), "the end carries the record: %s", s.buf);
+  cr_assert(ts_stream_until(&s, "event: end"), "%s", s.buf);
+  cr_assert(ts_stream_until(&s, "\"state\": \"completed\""), "the end carries the record: %s",
+            s.buf);
   cr_expect(ts_closed_by_server(s.fd, 20000), "the stream closes after the end");
-  stream_close(&s);
+  ts_stream_close(&s);
 
   /* From a byte offset, or Last-Event-ID: the next line start. */
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=5", id);
-  stream_open(&s, path, NULL);
-  cr_assert(stream_until(&s, "event: end"), "%s", s.buf);
+  ts_stream_open(&s, &S, path, NULL);
+  cr_assert(ts_stream_until(&s, "event: end"), "%s", s.buf);
   cr_expect(!strstr(s.buf, "\"one\"") && !strstr(s.buf, "\"two\"") && strstr(s.buf, "\"n\":3"),
             "offset 5 is inside line 2: from line 3: %s", s.buf);
-  stream_close(&s);
+  ts_stream_close(&s);
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=0", id);
-  stream_open(&s, path, "Last-Event-ID: 8\r\n");
-  cr_assert(stream_until(&s, "event: end"), "%s", s.buf);
+  ts_stream_open(&s, &S, path, "Last-Event-ID: 8\r\n");
+  cr_assert(ts_stream_until(&s, "event: end"), "%s", s.buf);
   cr_expect(!strstr(s.buf, "\"two\"") && strstr(s.buf, "\"n\":3"), "%s", s.buf);
-  stream_close(&s);
+  ts_stream_close(&s);
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=-1", id);
   expect_error("GET", path, NULL, 400, "not a byte offset");
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1&offset=12abc", id);
@@ -358,26 +312,26 @@ Test(serve_api, follow_hands_out_each_line_as_it_is_written_until_the_end) {
 /* ---- events ------------------------------------------------------------------------ */
 
 Test(serve_api, events_tell_a_new_task_its_state_changes_and_its_removal) {
-  stream_t s;
-  stream_open(&s, "/api/events", NULL);
-  cr_assert(stream_until(&s, "event: ready"), "%s", s.buf);
+  ts_stream_t s;
+  ts_stream_open(&s, &S, "/api/events", NULL);
+  cr_assert(ts_stream_until(&s, "event: ready"), "%s", s.buf);
   char id[32];
   run_task(id, "sh -c 'while [ ! -e go ]; do sleep 0.05; done'");
   char want[200];
   snprintf(want, sizeof want, "\"id\": \"%s\"", id);
-  cr_assert(stream_until(&s, want), "the new task is told: %s", s.buf);
-  cr_assert(stream_until(&s, "\"state\": \"running\""), "%s", s.buf);
+  cr_assert(ts_stream_until(&s, want), "the new task is told: %s", s.buf);
+  cr_assert(ts_stream_until(&s, "\"state\": \"running\""), "%s", s.buf);
   touch("go");
-  cr_assert(stream_until(&s, "\"state\": \"completed\""), "%s", s.buf);
+  cr_assert(ts_stream_until(&s, "\"state\": \"completed\""), "%s", s.buf);
   wait_ended(id);
   char *out = NULL;
   cr_assert_eq(tu_sh(&out, "'%s' rm --state-dir '%s' %s", tu_taskfs_bin(), S.store, id), 0, "%s",
                out);
   free(out);
   snprintf(want, sizeof want, "event: gone\ndata: {\"id\":\"%s\"}", id);
-  cr_assert(stream_until(&s, want), "the removal is told: %s", s.buf);
+  cr_assert(ts_stream_until(&s, want), "the removal is told: %s", s.buf);
   still_serving();
-  stream_close(&s);
+  ts_stream_close(&s);
 }
 
 /* ---- cancel -------------------------------------------------------------------------- */
@@ -462,14 +416,14 @@ Test(serve_api, a_follow_client_that_never_reads_is_dropped_and_the_server_keeps
   run_task(id, "sh -c 'yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 64000000; sleep 60'");
   char path[200];
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1", id);
-  stream_t s;
-  stream_open(&s, path, NULL);
+  ts_stream_t s;
+  ts_stream_open(&s, &S, path, NULL);
   /* It reads nothing; the server must go on serving meanwhile. */
   for (int i = 0; i < 3; i++)
     still_serving();
   cr_assert(tu_wait_until(dropped_logged, NULL, 60000), "the stalled stream is dropped");
   cr_expect(ts_closed_by_server(s.fd, 20000), "its connection is closed");
-  stream_close(&s);
+  ts_stream_close(&s);
   still_serving();
   snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
   json_decref(api_json("POST", path, 202));

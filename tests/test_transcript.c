@@ -544,3 +544,31 @@ Test(transcript, follower_from_a_byte_offset) {
   tfs_follower_close(e.f);
   close(fd);
 }
+
+/* A follower opened with a handle of its own (as `taskfs serve` opens one
+ * on its thread pool) goes on with another handle of the store once that
+ * first handle is closed: it holds nothing of the handle it was opened
+ * with, and keeps its place and its line numbers. */
+Test(transcript, follower_rebound_to_another_handle_of_the_store) {
+  fx_create("x", NULL, tid);
+  int fd = append_fd();
+  append(fd, "one", 1);   /* [0,4) */
+  append(fd, "two", 1);   /* [4,8) */
+  append(fd, "three", 1); /* [8,14) */
+  tfs_store_t *mine = NULL;
+  cr_assert_eq(tfs_store_reopen(fx_store, &mine), 0);
+  ends_t e = {0};
+  cr_assert_eq(tfs_follower_open_at(mine, tid, 6, &e.f), 0);
+  cr_assert_eq(tfs_follower_line_end(e.f), 8, "inside line 2: from line 3");
+  tfs_follower_rebind(e.f, fx_store);
+  tfs_store_close(mine);
+  append(fd, "four", 1); /* [14,19) */
+  cr_assert_eq(tfs_follower_next(e.f, 0, ends_cb, &e), 2);
+  cr_assert_str_eq(e.l.text[0], "three");
+  cr_assert_eq(e.l.lineno[0], 3);
+  cr_assert_str_eq(e.l.text[1], "four");
+  cr_assert_eq(e.l.lineno[1], 4);
+  cr_assert_eq(e.end[1], 19);
+  tfs_follower_close(e.f);
+  close(fd);
+}

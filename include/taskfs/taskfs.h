@@ -781,6 +781,13 @@ int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_f
  * line (or piece) handed out, its '\n' included; between calls: where the
  * next call starts. What a reader gives tfs_follower_open_at() to go on. */
 off_t tfs_follower_line_end(const tfs_follower_t *f);
+/* Lets the follower go on with another handle of the same store (one
+ * tfs_store_reopen() made, or the one it was reopened from): a follower
+ * holds no fd of its handle, only where it stands, so one opened on a
+ * thread pool with the thread's own handle (the open counts the lines
+ * before its start, a read of the whole file) goes on with the loop's,
+ * and the thread's handle can be closed. */
+void tfs_follower_rebind(tfs_follower_t *f, tfs_store_t *store);
 void tfs_follower_close(tfs_follower_t *f);
 
 /* ---- watching and waiting -------------------------------------------------- */

@@ -230,3 +230,38 @@ char *ts_post_mcp(const ts_serve_t *s, const char *token, const char *extra, con
   free(hdrs);
   return a;
 }
+
+void ts_stream_open(ts_stream_t *st, const ts_serve_t *s, const char *path, const char *extra) {
+  memset(st, 0, sizeof *st);
+  st->fd = ts_connect(s->port);
+  char req[2000];
+  int n = snprintf(req, sizeof req,
+                   "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                   "Accept: text/event-stream\r\n%s\r\n",
+                   path, s->port, s->token, extra ? extra : "");
+  cr_assert_eq(send(st->fd, req, (size_t)n, MSG_NOSIGNAL), n);
+}
+
+int ts_stream_until(ts_stream_t *st, const char *needle) {
+  for (;;) {
+    if (st->buf && strstr(st->buf, needle))
+      return 1;
+    struct pollfd p = {.fd = st->fd, .events = POLLIN};
+    if (poll(&p, 1, 20000) <= 0)
+      return 0;
+    if (st->cap - st->len < 65536 + 1) {
+      st->cap = st->cap ? st->cap * 2 : 131072;
+      st->buf = realloc(st->buf, st->cap);
+    }
+    ssize_t n = read(st->fd, st->buf + st->len, st->cap - st->len - 1);
+    if (n <= 0)
+      return st->buf && strstr(st->buf, needle);
+    st->len += (size_t)n;
+    st->buf[st->len] = '\0';
+  }
+}
+
+void ts_stream_close(ts_stream_t *st) {
+  close(st->fd);
+  free(st->buf);
+}

@@ -53,4 +53,18 @@ char *ts_post_mcp(const ts_serve_t *s, const char *token, const char *extra, con
 char *ts_request(const ts_serve_t *s, const char *method, const char *path, const char *extra,
                  const char *body);
 
+/* An SSE stream: GET path over HTTP/1.0 with the bearer token (plus extra
+ * header lines, may be NULL), so that it comes unchunked until the server
+ * closes it and a needle is never cut by a chunk header. */
+typedef struct {
+  int fd;
+  char *buf; /* what came, NUL-terminated */
+  size_t len, cap;
+} ts_stream_t;
+void ts_stream_open(ts_stream_t *st, const ts_serve_t *s, const char *path, const char *extra);
+/* Reads until needle is in what came (1), the stream ends or 20 s pass
+ * with nothing (0). */
+int ts_stream_until(ts_stream_t *st, const char *needle);
+void ts_stream_close(ts_stream_t *st);
+
 #endif
