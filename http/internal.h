@@ -11,7 +11,7 @@
  * to; routes.c the route table; web.c the web viewer's files (web_assets.c
  * compiles them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API;
  * feed.c what the faces stream from the store as it changes (a task's
- * transcript and state, the tasks that come and go); server.c the
+ * transcript and state: follow.c; the tasks that come and go); server.c the
  * server object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
@@ -262,10 +262,11 @@ const http_route_t *http_route_find(const char *path);
 /* The Allow header value of a route. */
 void http_route_allow(const http_route_t *rt, char *buf, size_t len);
 
-/* ---- feeds (feed.c) --------------------------------------------------- */
+/* ---- feeds (feed.c, follow.c) ------------------------------------------ */
 
-/* Everything runs on the server's loop, on the MCP server's one watch of
- * the store (mcp_watch_add): no feed has a watch of its own. */
+/* Everything runs on the server's loop (but a follow's open, on its
+ * thread pool), on the MCP server's one watch of the store
+ * (mcp_watch_add): no feed has a watch of its own. */
 
 /* A follow: one task's transcript from a byte offset, as it is written. */
 typedef struct http_follow http_follow_t;

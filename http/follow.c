@@ -1,0 +1,291 @@
+/* Follows (http_follow_*): one task's transcript from a byte offset, line
+ * by line as it is written (core's tfs_follower_*), its record whenever
+ * its state changes, and the end once the task has ended and every byte
+ * is handed out, on the server's loop and the MCP server's one watch of
+ * the store (feed.c tells the whole of the feeds). The transcript stream
+ * of the JSON API and A2A's SubscribeToTask are follows. A consumer that
+ * cannot take more says so from its line callback and calls
+ * http_follow_resume() when it can: a follow reads no more than its
+ * consumer takes, so catching up on a 1 GB transcript never sits in
+ * memory. One look hands out at most FOLLOW_BUDGET bytes, then the loop
+ * turns before the next. The open itself runs on the loop's thread pool
+ * (follow_open_t): it counts the lines before the start, a read of every
+ * byte up to there, which on the loop would hold up every request of the
+ * server. A stop only marks a follow (a callback may stop its own); what
+ * is marked is freed on the next loop turn. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http/feed.h"
+
+#define FOLLOW_BUDGET (1u << 20) /* bytes one look hands out before the loop turns */
+
+typedef struct follow_open follow_open_t;
+
+struct http_follow {
+  http_follow_t *next;
+  http_feed_t *feed;
+  char id[TFS_ID_MAX + 1];
+  off_t from;             /* where it was asked to start */
+  tfs_follower_t *f;      /* NULL until the open is done */
+  follow_open_t *opening; /* the open on the thread pool, while it runs */
+  mcp_listener_t *l;
+  const http_follow_ops_t *ops;
+  void *arg;
+  int last_state; /* -1 before the first look */
+  int busy;       /* a look is under way */
+  int dead;       /* stopped or ended: no callback any more */
+  int paused;     /* the consumer is full: no reading until it resumes */
+  int want;       /* a look is due on the next loop turn */
+  int cut;        /* the last look stopped before the end of what was there */
+  size_t spent;   /* bytes handed out in this look */
+};
+
+static int on_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
+  http_follow_t *fl = arg;
+  if (fl->dead)
+    return 1;
+  fl->spent += len + 1;
+  if (fl->ops->line(fl->arg, lineno, tfs_follower_line_end(fl->f), line, len, partial))
+    fl->paused = 1;
+  if (fl->dead || fl->paused || fl->spent >= FOLLOW_BUDGET) {
+    fl->cut = 1;
+    return 1;
+  }
+  return 0;
+}
+
+static void follow_finish(http_follow_t *fl, const tfs_record_t *rec, int err) {
+  char *json = rec ? tfs_record_dump(rec) : NULL;
+  fl->dead = 1;
+  fl->ops->end(fl->arg, rec, json, err);
+  free(json);
+  mcp_watch_remove(fl->feed->srv->mcp, fl->l);
+  fl->l = NULL;
+  http_feed_soon(fl->feed); /* the sweep */
+}
+
+/* One look: the record (has the task ended?), the lines written since the
+ * last look (a final partial line too once it has ended), the record to
+ * the consumer if its state changed, and the end when all is handed out. */
+static void follow_look(http_follow_t *fl) {
+  if (fl->dead || fl->busy || fl->paused || !fl->f)
+    return;
+  fl->busy = 1;
+  fl->want = 0;
+  tfs_record_t rec;
+  int ended = tfs_task_ended(http_feed_store(fl->feed), fl->id, &rec);
+  if (ended == -EAGAIN)
+    ended = -1; /* no record yet: lines only */
+  else if (ended < 0) {
+    follow_finish(fl, NULL, ended); /* gone, or its record unreadable */
+    goto out;
+  }
+  fl->cut = 0;
+  fl->spent = 0;
+  int64_t n = tfs_follower_next(fl->f, ended == 1, on_line, fl);
+  if (fl->dead)
+    goto out;
+  if (n < 0 && n != TFS_ENOTASK) {
+    follow_finish(fl, ended >= 0 ? &rec : NULL, (int)n);
+    goto out;
+  }
+  if (ended >= 0 && (int)rec.state != fl->last_state) {
+    fl->last_state = (int)rec.state;
+    char *json = tfs_record_dump(&rec);
+    if (json)
+      fl->ops->state(fl->arg, &rec, json);
+    free(json);
+    if (fl->dead)
+      goto out;
+  }
+  if (fl->cut) {
+    if (!fl->paused) {
+      fl->want = 1; /* the budget: more on the next turn */
+      http_feed_soon(fl->feed);
+    }
+  } else if (ended == 1) {
+    follow_finish(fl, &rec, 0);
+  }
+out:
+  tfs_record_free(&rec);
+  fl->busy = 0;
+}
+
+static void on_follow_watch(void *arg, unsigned what) {
+  follow_look(arg);
+}
+
+/* A follow's open, on the loop's thread pool with a store handle of its
+ * own (the loop may refresh its handle meanwhile, which a thread must not
+ * see). Done, the follower goes on with the loop's handle. fl is NULL
+ * once the feed let go of the follow (http_feed_close): the job then
+ * touches nothing but itself. */
+struct follow_open {
+  uv_work_t work;
+  http_follow_t *fl;
+  tfs_store_t *store;
+  char id[TFS_ID_MAX + 1];
+  off_t from;
+  tfs_follower_t *f;
+  int err;
+};
+
+static void open_work(uv_work_t *w) {
+  follow_open_t *job = w->data;
+  job->err = tfs_follower_open_at(job->store, job->id, job->from, &job->f);
+}
+
+/* On the loop again: the follow gets its follower and its first look, or
+ * ends with the open's error (the task went away since the start); one
+ * stopped meanwhile is swept. */
+static void open_done(uv_work_t *w, int status) {
+  follow_open_t *job = w->data;
+  http_follow_t *fl = job->fl;
+  if (status && !job->err)
+    job->err = status;
+  if (fl) {
+    fl->opening = NULL;
+    fl->feed->opens--;
+    if (!fl->dead && !job->err) {
+      tfs_follower_rebind(job->f, http_feed_store(fl->feed));
+      fl->f = job->f;
+      job->f = NULL;
+      fl->want = 1;
+    } else if (!fl->dead) {
+      follow_finish(fl, NULL, job->err);
+    }
+    http_feed_soon(fl->feed);
+  }
+  tfs_follower_close(job->f);
+  tfs_store_close(job->store);
+  free(job);
+}
+
+/* What the open would refuse at once (a bad id, no such task, a
+ * transcript that is no regular file) is refused here, so that the
+ * caller can answer with an error before it starts a stream; the open
+ * itself (the count of the lines before from) goes to the thread pool. */
+int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
+                      void *arg, http_follow_t **out) {
+  *out = NULL;
+  http_feed_t *fd = http_feed_get(srv);
+  if (!fd)
+    return -ENOMEM;
+  if (!tfs_id_valid(id))
+    return TFS_EBADID;
+  if (from < 0)
+    return -EINVAL;
+  int tf =
+      tfs_task_file_open(http_feed_store(fd), id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
+  if (tf < 0 && tf != -ENOENT)
+    return tf;
+  if (tf >= 0)
+    close(tf);
+  http_follow_t *fl = calloc(1, sizeof *fl);
+  follow_open_t *job = calloc(1, sizeof *job);
+  int err = fl && job ? tfs_store_reopen(http_feed_store(fd), &job->store) : -ENOMEM;
+  if (err) {
+    free(job);
+    free(fl);
+    return err;
+  }
+  snprintf(fl->id, sizeof fl->id, "%s", id);
+  fl->feed = fd;
+  fl->from = from;
+  fl->ops = ops;
+  fl->arg = arg;
+  fl->last_state = -1;
+  /* Without a listener (no memory) the follow would hear nothing: refuse. */
+  fl->l = mcp_watch_add(srv->mcp, id, TFS_WATCH_STATE | TFS_WATCH_OUTPUT, on_follow_watch, fl);
+  if (!fl->l) {
+    tfs_store_close(job->store);
+    free(job);
+    free(fl);
+    return -ENOMEM;
+  }
+  snprintf(job->id, sizeof job->id, "%s", id);
+  job->from = from;
+  job->fl = fl;
+  job->work.data = job;
+  /* uv_queue_work fails only for arguments that are wrong. */
+  if ((err = uv_queue_work(srv->loop, &job->work, open_work, open_done))) {
+    mcp_watch_remove(srv->mcp, fl->l);
+    tfs_store_close(job->store);
+    free(job);
+    free(fl);
+    return err;
+  }
+  fl->opening = job;
+  fd->opens++;
+  fl->next = fd->follows;
+  fd->follows = fl;
+  *out = fl;
+  return 0;
+}
+
+off_t http_follow_offset(const http_follow_t *fl) {
+  return fl->f ? tfs_follower_line_end(fl->f) : fl->from;
+}
+
+void http_follow_resume(http_follow_t *fl) {
+  if (!fl || fl->dead || !fl->paused)
+    return;
+  fl->paused = 0;
+  fl->want = 1;
+  http_feed_soon(fl->feed);
+}
+
+void http_follow_stop(http_follow_t *fl) {
+  if (!fl || fl->dead)
+    return;
+  fl->dead = 1;
+  mcp_watch_remove(fl->feed->srv->mcp, fl->l);
+  fl->l = NULL;
+  http_feed_soon(fl->feed);
+}
+
+void http_follows_look(http_feed_t *fd) {
+  for (http_follow_t *fl = fd->follows; fl; fl = fl->next)
+    if (fl->want)
+      follow_look(fl);
+}
+
+void http_follows_sweep(http_feed_t *fd) {
+  for (http_follow_t **pp = &fd->follows; *pp;) {
+    http_follow_t *fl = *pp;
+    if (fl->dead && !fl->busy && !fl->opening) {
+      *pp = fl->next;
+      tfs_follower_close(fl->f);
+      free(fl);
+    } else {
+      pp = &fl->next;
+    }
+  }
+}
+
+void http_follows_end(http_feed_t *fd) {
+  for (http_follow_t *fl = fd->follows; fl; fl = fl->next)
+    if (!fl->dead)
+      follow_finish(fl, NULL, -ESHUTDOWN);
+}
+
+void http_follows_let_go(http_feed_t *fd) {
+  for (http_follow_t *fl = fd->follows; fl; fl = fl->next) {
+    http_follow_stop(fl);
+    if (fl->opening) {
+      /* Its open is still on the thread pool: the job ends on its own. */
+      fl->opening->fl = NULL;
+      fl->opening = NULL;
+      fd->opens--;
+    }
+  }
+}
+
+int http_feed_opening(const http_server_t *srv) {
+  return srv->feed ? srv->feed->opens : 0;
+}
