@@ -440,6 +440,17 @@ static int follower_place(tfs_follower_t *f, int fd, const struct stat *st, off_
   return err;
 }
 
+/* A follower at line 1 of no file yet. */
+static tfs_follower_t *follower_new(tfs_store_t *store, const char *id) {
+  tfs_follower_t *f = calloc(1, sizeof *f);
+  if (!f)
+    return NULL;
+  f->store = store;
+  snprintf(f->id, sizeof f->id, "%s", id);
+  f->next_lineno = 1;
+  return f;
+}
+
 /* A follower never starts inside a line: with last_n = 0 and a line still
  * being written, it starts where that line starts, so the line is handed
  * out whole once it is completed (or has grown and is flushed). Flushed as
@@ -451,12 +462,9 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
   if (dfd < 0)
     return dfd;
-  tfs_follower_t *f = calloc(1, sizeof *f);
+  tfs_follower_t *f = follower_new(store, id);
   if (!f)
     return -ENOMEM;
-  f->store = store;
-  snprintf(f->id, sizeof f->id, "%s", id);
-  f->next_lineno = 1;
   int fd TFS_AUTOCLOSE = -1;
   int err = last_n >= 0 ? open_read(store, id, &fd, &st) : 0;
   if (!err && fd >= 0) {
@@ -551,12 +559,9 @@ int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_f
   int err = open_read(store, id, &fd, &st);
   if (err)
     return err;
-  tfs_follower_t *f = calloc(1, sizeof *f);
+  tfs_follower_t *f = follower_new(store, id);
   if (!f)
     return -ENOMEM;
-  f->store = store;
-  snprintf(f->id, sizeof f->id, "%s", id);
-  f->next_lineno = 1;
   if (fd >= 0) {
     off_t at = offset > st.st_size ? st.st_size : offset;
     char c = '\n';

@@ -6,8 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeHttpStore, call } from './helpers.mjs';
 import { toolBehaviours } from '../mcp-shared/tools.behaviours.mjs';
+import { httpBehaviours } from '../mcp-shared/http.behaviours.mjs';
 
 toolBehaviours(test, { makeStore: makeHttpStore, call });
+httpBehaviours(test, { makeStore: makeHttpStore, call });
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -40,16 +42,3 @@ test('a long-poll longer than the hold time is answered on an SSE stream', async
   assert.match(r.content[0].text, /done-late/);
 });
 
-test('a client that leaves mid-long-poll: the task goes on, the server serves on', async (t) => {
-  const store = makeHttpStore(t);
-  const { client } = await store.connect();
-  await call(client, 'start_managed_task', { taskKey: 'bg', command: ['sleep', '60'], waitMs: 0 });
-  const ac = new AbortController();
-  const waiting = call(client, 'read_managed_task', { taskKey: 'bg', waitMs: 30000 }, { signal: ac.signal });
-  setTimeout(() => ac.abort(), 300);
-  await assert.rejects(waiting);
-  const r = await call(client, 'read_managed_task', { taskKey: 'bg' });
-  assert.equal(r.structuredContent.state, 'running');
-  const c = await call(client, 'cancel_managed_task', { taskKey: 'bg', waitMs: 20000 });
-  assert.equal(c.structuredContent.state, 'cancelled');
-});

@@ -7,8 +7,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeHttpStore, call } from './helpers.mjs';
 import { toolBehaviours } from '../mcp-shared/tools.behaviours.mjs';
+import { httpBehaviours } from '../mcp-shared/http.behaviours.mjs';
 
 toolBehaviours(test, { makeStore: makeHttpStore, call });
+httpBehaviours(test, { makeStore: makeHttpStore, call });
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PROTOCOL } from './helpers.mjs';
@@ -41,16 +43,3 @@ test('the token is required: the v2 client without it cannot connect', async (t)
     { requestInit: { headers: { Authorization: 'Bearer wrong' } } })), (e) => /401|unauthorized/i.test(String(e.message)));
 });
 
-test('a client that closes its request mid-long-poll: the task goes on', async (t) => {
-  const store = makeHttpStore(t);
-  const { client } = await store.connect();
-  await call(client, 'start_managed_task', { taskKey: 'bg', command: ['sleep', '60'], waitMs: 0 });
-  const ac = new AbortController();
-  const waiting = call(client, 'read_managed_task', { taskKey: 'bg', waitMs: 30000 }, { signal: ac.signal });
-  setTimeout(() => ac.abort(), 300);
-  await assert.rejects(waiting);
-  const r = await call(client, 'read_managed_task', { taskKey: 'bg' });
-  assert.equal(r.structuredContent.state, 'running');
-  const c = await call(client, 'cancel_managed_task', { taskKey: 'bg', waitMs: 20000 });
-  assert.equal(c.structuredContent.state, 'cancelled');
-});
