@@ -60,10 +60,13 @@ static void scan_pump(mcp_server_t *srv) {
     sc->state = RUNNING;
     sc->work.data = sc;
     srv->scanning++;
-    int err = uv_queue_work(srv->loop, &sc->work, scan_work, scan_after);
-    if (err) { /* only for wrong arguments: end it rather than lose it */
+    if (uv_queue_work(srv->loop, &sc->work, scan_work, scan_after)) {
+      /* Only for wrong arguments: it waits for the next scan's end. */
       srv->scanning--;
-      scan_end(sc, err);
+      sc->state = QUEUED;
+      sc->qnext = srv->scan_queue;
+      srv->scan_queue = sc;
+      return;
     }
   }
 }
