@@ -72,7 +72,7 @@ PRELOADS := $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%.so,$(wildcard 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
-$(BUILD)/tests/test_feed: $(PRELOADS)
+$(BUILD)/tests/test_feed $(BUILD)/tests/test_tailscan: $(PRELOADS)
 
 # The C tests run one binary at a time (each runs its own tests in
 # parallel); TASKFS_BIN points the end-to-end tests at the binary.
