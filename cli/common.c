@@ -17,6 +17,16 @@
  * missing store, an unknown task) can name it. */
 static char last_store_path[PATH_MAX];
 
+/* The message formatted, then escaped as a whole: the arguments of a
+ * message (a reason, a path, a word of the command line) are never
+ * written raw. */
+static void put_message(const char *fmt, va_list ap) {
+  char msg[2048], out[4 * sizeof msg + 1];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  cli_escape(msg, strlen(msg), 0, out, sizeof out, NULL);
+  fputs(out, stderr);
+}
+
 void cli_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   if (verb)
@@ -24,7 +34,7 @@ void cli_error(const char *verb, const char *fmt, ...) {
   else
     fputs("taskfs: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  put_message(fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
 }
@@ -33,7 +43,7 @@ int cli_usage_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "taskfs %s: ", verb);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  put_message(fmt, ap);
   va_end(ap);
   fprintf(stderr, "\ntry 'taskfs %s --help'\n", verb);
   return CLI_EXIT_USAGE;
@@ -141,30 +151,6 @@ int cli_flush_stdout(const char *verb, int code) {
   return CLI_EXIT_SYSTEM;
 }
 
-const char *cli_quote(const char *s, char *buf, size_t len) {
-  static const char hex[] = "0123456789abcdef";
-  size_t o = 0, i = 0;
-  if (!len)
-    return buf;
-  for (; s && s[i]; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (o + 8 >= len || i >= 60) {
-      memcpy(buf + (o + 4 < len ? o : len - 4), "...", 4);
-      return buf;
-    }
-    if (c < 0x20 || c >= 0x7f || c == '\\') {
-      buf[o++] = '\\';
-      buf[o++] = 'x';
-      buf[o++] = hex[c >> 4];
-      buf[o++] = hex[c & 15];
-    } else {
-      buf[o++] = (char)c;
-    }
-  }
-  buf[o] = 0;
-  return buf;
-}
-
 int cli_parse_i64(const char *s, int64_t *out) {
   int64_t v = 0;
   if (!s || !*s)
@@ -188,8 +174,7 @@ static int parse_duration(const char *s, int64_t *ms_out) {
   static const struct {
     const char *name;
     int64_t ms;
-  } units[] = {{"ms", 1},       {"s", 1000},       {"", 1000},
-               {"m", 60000},    {"h", 3600000},    {"d", 86400000}};
+  } units[] = {{"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
   int64_t whole = 0, frac = 0, scale = 1;
   const char *p = s;
   int digits = 0;
@@ -397,8 +382,7 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
   if (rc == TFS_ENOTASK) {
     cli_error(verb, "no task with id or key '%s' in %s%s; 'taskfs ls' lists tasks", arg,
               tfs_store_path(store),
-              strlen(arg) < TFS_ID_PREFIX_MIN ? " (an id prefix needs at least 4 characters)"
-                                              : "");
+              strlen(arg) < TFS_ID_PREFIX_MIN ? " (an id prefix needs at least 4 characters)" : "");
     return CLI_EXIT_NOTASK;
   }
   if (rc == TFS_EBADID)

@@ -90,11 +90,13 @@ static int unknown_verb(const char *name) {
       best_d = d;
     }
   }
+  char q[96];
   if (best)
     fprintf(stderr, "taskfs: unknown verb '%s'; did you mean '%s'? ('taskfs --help' lists them)\n",
-            name, best);
+            cli_quote(name, q, sizeof q), best);
   else
-    fprintf(stderr, "taskfs: unknown verb '%s'; run 'taskfs --help' for the list\n", name);
+    fprintf(stderr, "taskfs: unknown verb '%s'; run 'taskfs --help' for the list\n",
+            cli_quote(name, q, sizeof q));
   return CLI_EXIT_USAGE;
 }
 

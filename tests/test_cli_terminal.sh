@@ -1,0 +1,59 @@
+#!/bin/sh
+# What the command line writes to a terminal, and how it reads its global
+# options: no byte of a record, a store or an argument reaches the terminal
+# raw (an escape sequence is shown as \xNN, by one function: cli_escape),
+# `logs` of another user's store escapes unless --raw; and the cases of
+# issue 30 a newcomer tripped on. TASKFS_BIN names the binary.
+set -eu
+top=$(pwd)
+bin=${TASKFS_BIN:-$top/build/taskfs}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-cli-terminal-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/helpers/check.sh"
+export TASKFS_STATE_DIR=$tmp/state HOME=$tmp
+unset NO_COLOR || true
+
+esc=$(printf '\033')
+bel=$(printf '\007')
+csi=$(printf '\302\233') # U+009B, a C1 control some terminals take as ESC [
+# clean FILE: FILE holds no ESC, BEL or C1 control byte.
+clean() {
+  ! grep -q "[$esc$bel]" "$1" && ! grep -qF "$csi" "$1" || { echo "  raw control bytes in: $(od -c "$1" | head -3)"; return 1; }
+}
+# has FILE TEXT: FILE holds TEXT.
+has() { grep -qF -- "$2" "$1" || { echo "  no '$2' in: $(head -c 400 "$1")"; return 1; }; }
+
+# ---- escapes (issue 26 item 5, issue 30 item 9)
+title="${esc}]0;pwned${bel}"
+"$bin" run -- "$title" >"$tmp/out" 2>"$tmp/err" && code=0 || code=$?
+check "run of an escape-named command: its 'cannot start' is escaped" clean "$tmp/err"
+check "run: the escape is shown as \\xNN" has "$tmp/err" '\x1b]0;pwned\x07'
+id=$(cat "$tmp/out")
+"$bin" wait "$id" >/dev/null 2>"$tmp/err" && code=0 || code=$?
+check "wait prints the record's reason escaped (exit $code)" clean "$tmp/err"
+check "wait: the reason is still there" has "$tmp/err" 'cannot start'
+"$bin" ls >"$tmp/out" 2>&1
+check "ls shows the command and reason escaped" clean "$tmp/out"
+"$bin" restart "$id" >"$tmp/out" 2>"$tmp/err" || true
+check "restart's error paths are escaped" clean "$tmp/err"
+"$bin" cancel "x${esc}[2J" >/dev/null 2>"$tmp/err" || true
+check "cancel of an escape-bearing argument is escaped" clean "$tmp/err"
+"$bin" pause "${esc}]52;c;aGk=${bel}" >/dev/null 2>"$tmp/err" || true
+check "pause of an OSC 52 argument is escaped" clean "$tmp/err"
+"$bin" "no${esc}[2Jverb" >/dev/null 2>"$tmp/err" || true
+check "an unknown verb is escaped" clean "$tmp/err"
+"$bin" ls --columns "id,${csi}x" >/dev/null 2>"$tmp/err" || true
+check "a C1 control in an option value is escaped" clean "$tmp/err"
+
+printer=$("$bin" run --wait -- printf "a${esc}]52;c;aGk=${bel}b${csi}c\\tok\\n")
+"$bin" logs --foreign-store "$printer" >"$tmp/out"
+check "logs --foreign-store escapes the transcript" clean "$tmp/out"
+check "logs --foreign-store keeps text, tabs and newlines" \
+  sh -c "[ \"\$(cat '$tmp/out')\" = 'a\\x1b]52;c;aGk=\\x07b\\xc2\\x9bc	ok' ]"
+"$bin" logs --foreign-store --raw "$printer" >"$tmp/out"
+check "logs --foreign-store --raw prints the bytes as they are" has "$tmp/out" "$esc]52"
+"$bin" logs "$printer" >"$tmp/out"
+check "logs of one's own store is byte-exact" has "$tmp/out" "$esc]52"
+"$bin" logs --foreign-store -f "$printer" >"$tmp/out"
+check "logs -f --foreign-store escapes too" clean "$tmp/out"
+finish
