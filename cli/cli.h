@@ -29,6 +29,17 @@ typedef int (*cli_verb_fn)(int argc, char **argv);
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct cli_opts;
+/* Resolves the store's path (tfs_store_resolve) into buf; an empty
+ * --state-dir or TASKFS_STATE_DIR is a usage error. Prints any error and
+ * returns an exit code. */
+int cli_store_path(const char *verb, const char *state_dir, char *buf, size_t len);
+
+/* `taskfs --state-dir DIR VERB ...` (and `taskfs queue --state-dir DIR ls`):
+ * a --state-dir at argv[1] is moved behind the word after it, argv[2],
+ * where that verb parses it. Returns 0, or CLI_EXIT_USAGE after saying
+ * that a verb is missing. */
+int cli_hoist_state_dir(int *argc, char ***argv);
+
 /* Resolves and opens the store named by o's --state-dir (may be NULL),
  * checked as every open is (the caller's, writable by nobody else), or
  * with --foreign-store (o->foreign) another user's, read-only. With

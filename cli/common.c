@@ -117,6 +117,11 @@ int cli_getopt(cli_opts_t *o, int argc, char **argv) {
                                   o->verb);
         return -1;
       }
+      if (!*optarg) {
+        o->code = cli_usage_error(o->verb, "--state-dir is empty; name a directory (or leave "
+                                           "the option out for the default store)");
+        return -1;
+      }
       o->state_dir = optarg;
       continue;
     case CLI_OPT_FOREIGN_STORE:
@@ -302,24 +307,34 @@ static void report_refused(const cli_opts_t *o, int rc, const char *why) {
               path, why, o->verb);
 }
 
+int cli_store_path(const char *verb, const char *state_dir, char *buf, size_t len) {
+  int rc = tfs_store_resolve(state_dir, buf, len);
+  if (rc == 0)
+    return CLI_EXIT_OK;
+  buf[0] = 0;
+  if (rc == -EINVAL && state_dir)
+    return cli_usage_error(verb, "--state-dir is empty; name a directory (or leave the option "
+                                 "out for the default store)");
+  if (rc == -EINVAL)
+    return cli_usage_error(verb, "TASKFS_STATE_DIR is set but empty; name a directory, or unset "
+                                 "it for the default store");
+  if (rc == -ENAMETOOLONG)
+    return cli_usage_error(verb, "the state directory path is too long; pass a shorter "
+                                 "--state-dir");
+  cli_error(verb,
+            "cannot tell where the store is (%s): pass --state-dir DIR or set "
+            "TASKFS_STATE_DIR, XDG_STATE_HOME or HOME",
+            tfs_strerror(rc));
+  return CLI_EXIT_SYSTEM;
+}
+
 int cli_open_store(const cli_opts_t *o, int create, tfs_store_t **out) {
   char q[96], why[600];
   const char *verb = o->verb;
   int rc;
   *out = NULL;
-  rc = tfs_store_resolve(o->state_dir, last_store_path, sizeof last_store_path);
-  if (rc < 0) {
-    last_store_path[0] = 0;
-    if (rc == -ENAMETOOLONG) {
-      cli_error(verb, "the state directory path is too long; pass a shorter --state-dir");
-      return CLI_EXIT_USAGE;
-    }
-    cli_error(verb,
-              "cannot tell where the store is (%s): pass --state-dir DIR or set "
-              "TASKFS_STATE_DIR, XDG_STATE_HOME or HOME",
-              tfs_strerror(rc));
-    return CLI_EXIT_SYSTEM;
-  }
+  if ((rc = cli_store_path(verb, o->state_dir, last_store_path, sizeof last_store_path)))
+    return rc;
   unsigned flags = (create ? TFS_STORE_CREATE : 0) | (o->foreign ? TFS_STORE_FOREIGN : 0);
   rc = tfs_store_open_flags(last_store_path, flags, out, why, sizeof why);
   if (rc == -ENOENT && !create) {
@@ -446,4 +461,39 @@ int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_
   }
   tfs_record_free(&rec);
   return code;
+}
+
+int cli_hoist_state_dir(int *argc, char ***argv) {
+  char **av = *argv;
+  const char *dir = NULL;
+  int skip = 0;
+  if (*argc < 2)
+    return 0;
+  if (!strcmp(av[1], "--state-dir") && *argc >= 3) {
+    dir = av[2];
+    skip = 2;
+  } else if (!strncmp(av[1], "--state-dir=", 12)) {
+    dir = av[1] + 12;
+    skip = 1;
+  }
+  if (!dir)
+    return 0;
+  if (*argc - skip < 2) {
+    fprintf(stderr, "taskfs: --state-dir needs a verb after it; run 'taskfs --help'\n");
+    return CLI_EXIT_USAGE;
+  }
+  /* A new array: this may run on one main() already made (queue). */
+  char **out = calloc((size_t)*argc + 3, sizeof *out);
+  int n = 0;
+  if (!out)
+    return CLI_EXIT_USAGE;
+  out[n++] = av[0];
+  out[n++] = av[1 + skip];
+  out[n++] = "--state-dir";
+  out[n++] = (char *)dir;
+  for (int i = 2 + skip; i < *argc; i++)
+    out[n++] = av[i];
+  *argc = n;
+  *argv = out;
+  return 0;
 }

@@ -56,4 +56,29 @@ check "logs --foreign-store --raw prints the bytes as they are" has "$tmp/out" "
 check "logs of one's own store is byte-exact" has "$tmp/out" "$esc]52"
 "$bin" logs --foreign-store -f "$printer" >"$tmp/out"
 check "logs -f --foreign-store escapes too" clean "$tmp/out"
+
+# ---- the global --state-dir (issue 30 items 1 and 2)
+other=$tmp/other
+"$bin" --state-dir "$other" queue set q1 --parallel 1 >/dev/null
+check "taskfs --state-dir DIR queue ls reads DIR" sh -c "'$bin' --state-dir '$other' queue ls | grep -q '^q1 '"
+check "taskfs queue --state-dir DIR ls reads DIR" sh -c "'$bin' queue --state-dir '$other' ls | grep -q '^q1 '"
+check "taskfs queue --state-dir=DIR ls reads DIR" sh -c "'$bin' queue --state-dir='$other' ls | grep -q '^q1 '"
+check "taskfs queue ls --state-dir DIR reads DIR" sh -c "'$bin' queue ls --state-dir '$other' | grep -q '^q1 '"
+check "the default store did not get the queue" sh -c "! '$bin' queue ls | grep -q '^q1 '"
+# code WANT CMD...: CMD exits with WANT.
+code() {
+  want=$1
+  shift
+  c=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || c=$?
+  [ "$c" = "$want" ] || { echo "  exit $c, want $want: $(cat "$tmp/err")"; return 1; }
+}
+n_before=$(ls "$TASKFS_STATE_DIR/tasks" | wc -l)
+check "--state-dir '' is a usage error" code 100 "$bin" --state-dir '' prune --keep 0
+check "prune --state-dir '' is a usage error" code 100 "$bin" prune --keep 0 --state-dir ''
+check "--state-dir= is a usage error" code 100 "$bin" ls --state-dir=
+check "TASKFS_STATE_DIR= is a usage error" code 100 env TASKFS_STATE_DIR= "$bin" prune --keep 0
+check "it says what is wrong" has "$tmp/err" "TASKFS_STATE_DIR is set but empty"
+check "path: TASKFS_STATE_DIR= is a usage error" code 100 env TASKFS_STATE_DIR= "$bin" path
+check "nothing was pruned" test "$(ls "$TASKFS_STATE_DIR/tasks" | wc -l)" = "$n_before"
 finish
