@@ -259,14 +259,26 @@ static void fmt_use(int col, const tfs_record_t *rec, char *buf, size_t len) {
  * it stands (its place in its queue, computed now; what it waits for; who
  * paused it). Escaped for a terminal, "-" for nothing. */
 static void fmt_reason(const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf, size_t len) {
-  char raw[LS_CELL_MAX];
+  char where[LS_CELL_MAX];
+  const char *raw = where;
   if (tfs_state_terminal(rec->state))
-    snprintf(raw, sizeof raw, "%s", rec->reason ? rec->reason : "");
+    raw = rec->reason ? rec->reason : "";
   else
-    tfs_queue_describe(ctx->positions, rec, raw, sizeof raw);
+    tfs_queue_describe(ctx->positions, rec, where, sizeof where);
   cli_escape(raw, strlen(raw), 0, buf, len, NULL);
   if (!buf[0])
     snprintf(buf, len, "-");
+}
+
+size_t ls_column_room(int col, const tfs_record_t *rec) {
+  size_t need = LS_CELL_MAX;
+  /* Escaped, a byte takes at most 4; a quoted argument 2 more and a space. */
+  if (col == C_COMMAND)
+    for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++)
+      need += 4 * strlen(rec->argv[i]) + 3;
+  if (col == C_REASON && rec->reason)
+    need += 4 * strlen(rec->reason);
+  return need;
 }
 
 size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf,

@@ -73,6 +73,33 @@ code() {
   "$@" >"$tmp/out" 2>"$tmp/err" || c=$?
   [ "$c" = "$want" ] || { echo "  exit $c, want $want: $(cat "$tmp/err")"; return 1; }
 }
+# ---- nothing is cut into a pipe (issue 30 item 3)
+longkey=k$(printf '%059d' 0)
+longarg=$(printf '%03000d' 7)
+"$bin" run --wait --key "$longkey" -- true "$longarg" >/dev/null
+"$bin" ls >"$tmp/out"
+check "ls | cat: a 60-character key whole" has "$tmp/out" " $longkey "
+check "ls | cat: a 3000-byte command whole" has "$tmp/out" "true $longarg"
+check "ls | cat: no cell cut with …" sh -c "! grep -q '…' '$tmp/out'"
+"$bin" ls --columns id,reason >"$tmp/out"
+check "ls --columns id,reason | cat: the last column whole" has "$tmp/out" "exited with code 0"
+"$bin" ls --columns reason,id,exit >"$tmp/out"
+check "ls --columns reason,id,exit | cat: the reasons whole" has "$tmp/out" "cannot start '\x1b]0;pwned\x07': command not found"
+
+# ---- a read-only store (issue 30 item 4): prune says EROFS and exits 111,
+# in a mount namespace of its own, so no mount outlives the test.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+  mkdir "$tmp/ro"
+  TASKFS_STATE_DIR=$tmp/ro/s "$bin" run --wait true >/dev/null
+  unshare -m sh -c "mount --make-rprivate / && mount --bind '$tmp/ro' '$tmp/ro' && mount -o remount,bind,ro '$tmp/ro' &&
+    { TASKFS_STATE_DIR='$tmp/ro/s' '$bin' prune --keep 0; echo \"rc=\$?\"; TASKFS_STATE_DIR='$tmp/ro/s' '$bin' prune --older-than 1ms; echo \"rc=\$?\"; }" >"$tmp/out" 2>&1 || true
+  check "prune --keep 0 on a read-only store: 111, no 'deleted 0 tasks'" sh -c "grep -qx 'rc=111' '$tmp/out' && ! grep -q 'deleted 0' '$tmp/out'"
+  check "prune on a read-only store says so" has "$tmp/out" "Read-only file system"
+  check "prune --older-than on a read-only store: 111" sh -c "[ \$(grep -c '^rc=111' '$tmp/out') = 2 ]"
+else
+  echo "skip: a read-only store needs root and unshare -m"
+fi
+
 n_before=$(ls "$TASKFS_STATE_DIR/tasks" | wc -l)
 check "--state-dir '' is a usage error" code 100 "$bin" --state-dir '' prune --keep 0
 check "prune --state-dir '' is a usage error" code 100 "$bin" prune --keep 0 --state-dir ''
