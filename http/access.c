@@ -28,10 +28,6 @@ const char *http_query(http_req_t *r, const char *name) {
   return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
 }
 
-const char *http_cookie(http_req_t *r, const char *name) {
-  return MHD_lookup_connection_value(r->c, MHD_COOKIE_KIND, name);
-}
-
 static unsigned method_bit(const char *m) {
   static const struct {
     const char *name;

@@ -6,13 +6,13 @@
  * access.c the life of one request (the gates, the body, the route, the
  * answer); respond.c answers: now, held (the connection suspended until
  * the answer exists) or a stream (SSE), and the watch for a client that
- * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
- * login cookie); addr.c listen addresses and the names the server answers
- * to; routes.c the route table; web.c the web viewer's files (web_assets.c
- * compiles them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API;
- * feed.c what the faces stream from the store as it changes (a task's
- * transcript and state: follow.c; the tasks that come and go); server.c the
- * server object; serve.c the process. */
+ * leaves while we hold it; guard.c the gates (Host, Origin, the token);
+ * addr.c listen addresses and the names the server answers to; routes.c
+ * the route table; web.c the web viewer's files (web_assets.c compiles
+ * them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API; feed.c
+ * what the faces stream from the store as it changes (a task's transcript
+ * and state: follow.c; the tasks that come and go); server.c the server
+ * object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
 
@@ -146,7 +146,6 @@ struct http_req {
   const char *url, *method; /* MHD's, valid for the request's life */
   unsigned m;               /* HTTP_M_* */
   const void *route;        /* the route it matched (routes.c) */
-  int cookie_auth;          /* authenticated by the login cookie, not a bearer token */
   /* the body */
   char *body;
   size_t len, cap;
@@ -176,7 +175,6 @@ struct http_req {
 /* What a handler reads. */
 const char *http_header(http_req_t *r, const char *name);
 const char *http_query(http_req_t *r, const char *name);
-const char *http_cookie(http_req_t *r, const char *name);
 
 /* A header for the answer (copied); before it is made. */
 void http_add_header(http_req_t *r, const char *name, const char *value);
@@ -231,7 +229,6 @@ void http_completed(void *cls, struct MHD_Connection *c, void **ptr,
 
 /* ---- gates (guard.c) ------------------------------------------------- */
 
-#define HTTP_COOKIE "taskfs_token"
 /* 1 if a and b (of lengths alen, blen) are equal, in time that depends on
  * blen only (b is the secret). */
 int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
@@ -239,12 +236,9 @@ int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
  * this server (421), a present Origin is its own (403). Answers and
  * returns -1, or returns 0. */
 int http_guard_reach(http_req_t *r);
-/* The token: a bearer token, or the login cookie from the server's own
- * pages (a cross-site use of the cookie is refused, 403). Answers 401 or
- * 403 and returns -1, or returns 0. */
+/* The token, as "Authorization: Bearer TOKEN" (no cookie is one).
+ * Answers 401 and returns -1, or returns 0. */
 int http_guard_token(http_req_t *r);
-/* GET /?token=: the login page (the cookie, then on to /). */
-void http_login(http_req_t *r);
 
 /* ---- routes (routes.c) ------------------------------------------------ */
 
