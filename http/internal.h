@@ -30,7 +30,9 @@
 #define HTTP_HEADERS_MAX 64                /* more header fields: 431 */
 #define HTTP_POOL_SIZE (32u * 1024)        /* per connection; bounds the header block */
 #define HTTP_CONNECTIONS_MAX 4000          /* open connections */
+#define HTTP_UNAUTH_MAX 256                /* of them, not yet shown the token */
 #define HTTP_REQUEST_TIMEOUT_MS 30000      /* a request must arrive whole within this */
+#define HTTP_HEADER_TIMEOUT_MS 5000        /* ... its header, before the token was shown */
 #define HTTP_STREAM_BACKLOG_MAX (8u << 20) /* unread stream bytes before the client is dropped */
 #define HTTP_KEEPALIVE_MS 15000            /* a comment on a quiet stream */
 
@@ -97,9 +99,12 @@ struct http_server {
   http_feed_t *feed; /* follows and the task feed (feed.c), made on first use */
   http_conn_t *conns;
   size_t nconns;
+  http_conn_t *unauth_head, *unauth_tail; /* not yet shown the token, oldest first */
+  size_t nunauth;
   http_req_t *reqs; /* requests in flight: held, streaming, or being read */
   size_t nreqs;
   int64_t request_timeout_ms;
+  int64_t header_timeout_ms; /* a connection's request, until it has shown the token */
   int stopping;
   int stopped;
   int64_t stop_deadline_ms;
@@ -110,8 +115,10 @@ struct http_server {
 /* A connection (MHD's socket context). */
 struct http_conn {
   http_conn_t *prev, *next;
+  http_conn_t *uprev, *unext; /* on the server's unauth list */
   struct MHD_Connection *c;
   int fd;
+  int authed;          /* a request of it has shown the token */
   int64_t deadline_ms; /* the request must be whole by then; 0: none */
 };
 
@@ -120,6 +127,11 @@ struct http_conn {
  * those ask for http_kick(). */
 void http_daemon_run(http_server_t *srv);
 void http_kick(http_server_t *srv);
+/* A request of hc showed the token: the connection leaves the unauth
+ * budget, and its request has the whole request timeout from its start. */
+void http_conn_authed(http_server_t *srv, http_conn_t *hc);
+/* The deadline of hc's next request, from now. */
+int64_t http_conn_deadline(const http_server_t *srv, const http_conn_t *hc);
 int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen);
 /* One of the server's uv handles has closed; the last one frees it. */
 void http_handle_closed(http_server_t *srv);
