@@ -771,6 +771,11 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
  * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
+/* The same, with the transcript taken to end at upto (upto < 0: no end):
+ * where a follower opened when the size was upto starts (what a face that
+ * opens it later, on a thread pool, needs). */
+int tfs_follower_open_upto(tfs_store_t *store, const char *id, int64_t last_n, off_t upto,
+                           tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
 /* A follower from a byte offset (a reader that reconnects where it
  * stopped): it starts at the first line that starts at or after offset,
