@@ -33,6 +33,16 @@ int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
 int http_guard_reach(http_req_t *r) {
   http_server_t *srv = r->srv;
   const char *host = http_header(r, "Host");
+  if (host && srv->names.no_localhost && !strncasecmp(host, "localhost", 9) &&
+      (!host[9] || host[9] == ':')) {
+    http_respond_text(r, MHD_HTTP_MISDIRECTED_REQUEST,
+                      "misdirected request: the name localhost is refused here, since another "
+                      "process holds the other loopback address (127.0.0.1 or [::1]) at port %d "
+                      "and a browser may resolve localhost to it; use %s:%d (the address taskfs "
+                      "serve printed)",
+                      srv->names.port, srv->names.n ? srv->names.names[0] : "?", srv->names.port);
+    return -1;
+  }
   if (!http_names_host_ok(&srv->names, host)) {
     http_respond_text(r, MHD_HTTP_MISDIRECTED_REQUEST,
                       "misdirected request: Host %s%.200s%s is not this server (taskfs serve "
