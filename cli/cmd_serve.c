@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <limits.h>
+
 #include "cli/cli.h"
 #include "cli/verbs.h"
 #include "http/http.h"
@@ -77,6 +79,9 @@ int cmd_serve(int argc, char **argv) {
   if (c < 0)
     return o.code;
   if ((code = cli_no_operands("serve", argc, argv, "(give the address with --listen HOST:PORT)")))
+    return code;
+  char path[PATH_MAX]; /* an empty TASKFS_STATE_DIR is a usage error */
+  if ((code = cli_store_path("serve", o.state_dir, path, sizeof path)))
     return code;
   so.state_dir = o.state_dir;
   so.listen_fd = http_listen_fds();

@@ -14,7 +14,8 @@ import { CHROMIUM, haveChromium, openViewer, outPath, run, taskfs } from './brow
 const skip = haveChromium ? false : `${CHROMIUM} is absent: install Debian's chromium to run the viewer's browser tests`;
 
 // Polls get() until ok(value) holds; fails with what it saw last.
-async function until(what, get, ok, timeout = 20000) {
+// The bound guards against a hang, sized for a busy machine (tests/README.md).
+async function until(what, get, ok, timeout = 120000) {
   const end = Date.now() + timeout;
   let last;
   for (;;) {
