@@ -239,8 +239,8 @@ static void detach(tfs_store_t *store, int ready_fd) {
   close(ready_fd);
 }
 
-static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, int fd,
-                 int twin_fd, int localhost, const char *dir) {
+static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, int fd, int twin_fd,
+                 int localhost, const char *dir) {
   char why[600];
   mcp_server_config_t mc = {
       .loop = sv->loop, .state_dir = dir, .role = "serve", .on_idle = on_mcp_idle, .arg = sv};
