@@ -103,6 +103,7 @@ struct http_server {
   int handles; /* open uv handles (free waits for their close callbacks) */
   char *token;
   size_t token_len;
+  char *token_path; /* named by the 401 (NULL: "the token file") */
   http_names_t names;
   mcp_server_t *mcp;
   http_mcp_t *mcpx;  /* the MCP face's state (mcp.c) */

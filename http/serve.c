@@ -239,8 +239,8 @@ static void detach(tfs_store_t *store, int ready_fd) {
   close(ready_fd);
 }
 
-static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, int fd, int twin_fd,
-                 int localhost, const char *dir) {
+static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, const char *tokpath,
+                 int fd, int twin_fd, int localhost, const char *dir) {
   char why[600];
   mcp_server_config_t mc = {
       .loop = sv->loop, .state_dir = dir, .role = "serve", .on_idle = on_mcp_idle, .arg = sv};
@@ -252,6 +252,9 @@ static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, 
   http_server_config_t hc = {.loop = sv->loop,
                              .mcp = sv->mcp,
                              .token = sv->token,
+                             /* Beyond loopback, a stranger's 401 does not
+                              * learn the path (--token-file). */
+                             .token_path = a->loopback ? tokpath : NULL,
                              .listen_fd = fd,
                              .twin_fd = twin_fd,
                              .no_localhost = !localhost,
@@ -291,7 +294,7 @@ int http_serve(const http_serve_opts_t *o) {
     return code;
   }
   sv->loop = uv_default_loop();
-  if ((code = start(o, sv, &a, fd, twin_fd, localhost, tfs_store_path(store)))) {
+  if ((code = start(o, sv, &a, tokpath, fd, twin_fd, localhost, tfs_store_path(store)))) {
     close(fd);
     tfs_store_close(store);
     free(sv);

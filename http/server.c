@@ -25,6 +25,12 @@ int http_server_start(const http_server_config_t *cfg, http_server_t **out, char
     return -ENOMEM;
   }
   srv->token_len = strlen(srv->token);
+  if (cfg->token_path && !(srv->token_path = strdup(cfg->token_path))) {
+    free(srv->token);
+    free(srv);
+    snprintf(why, whylen, "out of memory");
+    return -ENOMEM;
+  }
   srv->loop = cfg->loop;
   srv->mcp = cfg->mcp;
   srv->on_stopped = cfg->on_stopped;
@@ -105,6 +111,7 @@ void http_handle_closed(http_server_t *srv) {
   if (--srv->handles)
     return;
   http_names_free(&srv->names);
+  free(srv->token_path);
   free(srv->token);
   free(srv);
 }
