@@ -18,10 +18,10 @@ struct tfs_queue_seat {
   tfs_store_t *store;
   char name[TFS_QUEUE_NAME_MAX + 1];
   char id[TFS_ID_MAX + 1];
-  int qfd;    /* queues/<name> */
-  int wfd;    /* its waiting/ */
-  int entry;  /* our waiting/<id>, locked while we wait; -1: not waiting */
-  int slot;   /* the slot we hold; -1: none */
+  int qfd;   /* queues/<name> */
+  int wfd;   /* its waiting/ */
+  int entry; /* our waiting/<id>, locked while we wait; -1: not waiting */
+  int slot;  /* the slot we hold; -1: none */
 };
 
 /* Makes and locks our waiter entry, with the queue lock held (so nobody
@@ -254,8 +254,7 @@ static void ordinal(int n, char *buf, size_t len) {
   snprintf(buf, len, "%d%s", n, sfx);
 }
 
-void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char *buf,
-                        size_t len) {
+void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char *buf, size_t len) {
   char nth[24];
   if (!len)
     return;
@@ -272,6 +271,12 @@ void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char 
                c->info.parallel);
     else
       snprintf(buf, len, "%s in queue %s", nth, rec->queue);
+  } else if (!tfs_state_terminal(rec->state) && rec->reason && rec->not_before_ms > 0 &&
+             !strncmp(rec->reason, "waiting until ", 14)) {
+    /* The supervisor's words carry UTC (a record is read everywhere); a
+     * reader is shown its own local time, as --at is written. */
+    char t[TFS_TIME_BUF];
+    snprintf(buf, len, "waiting until %s", tfs_time_format_local(rec->not_before_ms, t));
   } else if (!tfs_state_terminal(rec->state) && rec->reason) {
     snprintf(buf, len, "%s", rec->reason);
   }

@@ -100,6 +100,27 @@ else
   echo "skip: a read-only store needs root and unshare -m"
 fi
 
+# ---- one duration syntax (issue 30 item 6), --at (item 8)
+check "run --timeout 1d" code 0 "$bin" run --wait --timeout 1d true
+check "config set timeout 1d" code 0 "$bin" config set timeout 1d
+"$bin" config unset timeout >/dev/null
+check "run --limit cpu=1d" code 0 "$bin" run --wait --limit cpu=1d true
+check "run --grace 1.5d" code 0 "$bin" run --wait --grace 1.5d true
+check "wait --timeout 1d" code 0 "$bin" wait --timeout 1d "$printer"
+check "prune --older-than 7d" code 0 "$bin" prune --older-than 7d
+check "prune --older-than 5 (no unit) is a usage error" code 100 "$bin" prune --older-than 5
+check "it asks for the unit" has "$tmp/err" "with its unit"
+check "run --timeout 5x is a usage error naming the units" code 100 "$bin" run --timeout 5x true
+check "the units are the parser's" has "$tmp/err" "ms, s, m, h or d"
+check "run --delay 5s --at 12:00 is a usage error" code 100 "$bin" run --delay 5s --at 12:00 true
+check "run --at 12:00 --delay 5s is a usage error" code 100 "$bin" run --at 12:00 --delay 5s true
+check "run --at in local time (TZ=Asia/Tokyo)" code 0 env TZ=Asia/Tokyo "$bin" run --at 2099-01-01T00:00:00Z true
+at_id=$(cat "$tmp/out")
+check "run --at says the local time, not UTC" has "$tmp/err" "waiting until 2099-01-01 09:00:00"
+TZ=Asia/Tokyo "$bin" ls --state queued >"$tmp/out"
+check "ls shows the local time of --at" has "$tmp/out" "waiting until 2099-01-01 09:00:00"
+"$bin" cancel "$at_id" >/dev/null 2>&1 || true
+
 n_before=$(ls "$TASKFS_STATE_DIR/tasks" | wc -l)
 check "--state-dir '' is a usage error" code 100 "$bin" --state-dir '' prune --keep 0
 check "prune --state-dir '' is a usage error" code 100 "$bin" prune --keep 0 --state-dir ''
