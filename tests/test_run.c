@@ -122,8 +122,7 @@ Test(run, a_key_runs_its_command_once) {
   const char *cmd = "sh -c 'echo ran >> side-effect'";
   cr_assert_eq(
       sx_taskfs(&out1, NULL, "run --wait --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
-  cr_assert_eq(sx_taskfs(&out2, &err, "run --key build:1 --state-dir '%s' -- %s", sx_state, cmd),
-               0);
+  cr_assert_eq(sx_taskfs(&out2, &err, "run --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
   sx_first_id(out1, id1);
   sx_first_id(out2, id2);
   cr_assert_str_eq(id1, id2);
@@ -135,9 +134,9 @@ Test(run, a_key_runs_its_command_once) {
   cr_assert_str_eq(side, "ran\n");
   free(side);
   /* --rerun runs the ended task's command again, as a new task. */
-  cr_assert_eq(sx_taskfs(&out3, NULL, "run --wait --rerun --key build:1 --state-dir '%s' -- %s",
-                         sx_state, cmd),
-               0);
+  cr_assert_eq(
+      sx_taskfs(&out3, NULL, "run --wait --rerun --key build:1 --state-dir '%s' -- %s", sx_state, cmd),
+      0);
   sx_first_id(out3, id3);
   cr_assert_str_neq(id3, id1);
   side = tu_read_file(path, NULL);
@@ -162,9 +161,8 @@ Test(run, wait_and_run_wait_exit_with_the_tasks_code) {
   cr_assert_not_null(strstr(err, "exited with code 3"), "stderr: %s", err);
   free(err);
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'exit 5'", sx_state), 5);
-  cr_assert_eq(
-      sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'kill -TERM $$'", sx_state),
-      128 + SIGTERM);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'kill -TERM $$'", sx_state),
+               128 + SIGTERM);
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- true", sx_state), 0);
 }
 
@@ -201,9 +199,9 @@ Test(run, wait_settles_a_lost_task) {
 Test(run, follow_prints_the_output_and_ends_with_the_task) {
   char *out, id[TFS_ID_MAX + 1];
   int rc = sx_taskfs(&out, NULL,
-                     "run --follow --state-dir '%s' -- sh -c 'echo one; sleep 0.3; echo two >&2; "
-                     "printf three; exit 4'",
-                     sx_state);
+                  "run --follow --state-dir '%s' -- sh -c 'echo one; sleep 0.3; echo two >&2; "
+                  "printf three; exit 4'",
+                  sx_state);
   cr_assert_eq(rc, 4);
   sx_first_id(out, id);
   cr_assert_str_eq(out + strlen(id) + 1, "one\ntwo\nthree");
@@ -213,9 +211,9 @@ Test(run, follow_prints_the_output_and_ends_with_the_task) {
 Test(run, env_values_stay_off_the_disk) {
   char path[PATH_MAX];
   cr_assert_eq(sx_taskfs(NULL, NULL,
-                         "run --wait --env TFS_CLI_SECRET=v4lu3-0f-cli --state-dir '%s' -- "
-                         "sh -c 'printf %%s \"$TFS_CLI_SECRET\" > seen'",
-                         sx_state),
+                      "run --wait --env TFS_CLI_SECRET=v4lu3-0f-cli --state-dir '%s' -- "
+                      "sh -c 'printf %%s \"$TFS_CLI_SECRET\" > seen'",
+                      sx_state),
                0);
   snprintf(path, sizeof path, "%s/seen", sx_tmp);
   char *seen = tu_read_file(path, NULL);
@@ -296,8 +294,8 @@ Test(run, help_and_usage_errors) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *err;
     cr_assert_eq(sx_taskfs(NULL, &err, "%s", bad[i]), 100, "%s", bad[i]);
-    cr_assert_not_null(strstr(err, "wants a duration: a number with a unit ms, s, m, h or d"),
-                       "%s: %s", bad[i], err);
+    cr_assert_not_null(strstr(err, "wants a duration: a number with a unit ms, s, m, h or d"), "%s: %s", bad[i],
+                       err);
     free(err);
   }
 }
@@ -308,11 +306,10 @@ Test(run, a_key_whose_launcher_died_before_launching_is_adopted) {
   char *argv[] = {"sh", "-c", "echo ran >> side-effect", NULL};
   tfs_task_spec_t spec = {.key = "wedge", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
   sx_create(id, argv, &spec);
-  cr_assert_eq(
-      sx_taskfs(&out, NULL,
-                "run --wait --key wedge --state-dir '%s' -- sh -c 'echo ran >> side-effect'",
-                sx_state),
-      0);
+  cr_assert_eq(sx_taskfs(&out, NULL,
+                      "run --wait --key wedge --state-dir '%s' -- sh -c 'echo ran >> side-effect'",
+                      sx_state),
+               0);
   cr_assert_eq(strncmp(out, id, strlen(id)), 0, "another task was made: %s", out);
   free(out);
   char path[PATH_MAX];
@@ -364,11 +361,11 @@ Test(run, important_k_and_policy_options_reach_the_record) {
   char *out, id[TFS_ID_MAX + 1];
   cr_assert_eq(
       sx_taskfs(&out, NULL,
-                "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
-                "--max-quick-restarts 2 --stderr split "
-                "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
-                "do echo \"error: e$i\"; done'",
-                sx_state),
+             "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
+             "--max-quick-restarts 2 --stderr split "
+             "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
+             "do echo \"error: e$i\"; done'",
+             sx_state),
       0);
   sx_first_id(out, id);
   free(out);
@@ -410,7 +407,7 @@ Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out, id[TFS_ID_MAX + 1];
     int rc = sx_taskfs(&out, NULL, "run --wait %s --state-dir '%s' -- sh -c '%s'", cases[i].opts,
-                       sx_state, cases[i].script);
+                    sx_state, cases[i].script);
     cr_assert_eq(rc, cases[i].code, "%s: run --wait exited %d", cases[i].opts, rc);
     sx_first_id(out, id);
     free(out);
@@ -428,8 +425,8 @@ Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
 Test(run, cancel_and_wait_time_out_in_the_same_words) {
   char *out, *err, id[TFS_ID_MAX + 1];
   cr_assert_eq(sx_taskfs(&out, NULL,
-                         "run --grace 1m --state-dir '%s' -- sh -c 'trap \"\" TERM; sleep 300.206'",
-                         sx_state),
+                      "run --grace 1m --state-dir '%s' -- sh -c 'trap \"\" TERM; sleep 300.206'",
+                      sx_state),
                0);
   sx_first_id(out, id);
   free(out);
