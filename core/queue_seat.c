@@ -18,10 +18,10 @@ struct tfs_queue_seat {
   tfs_store_t *store;
   char name[TFS_QUEUE_NAME_MAX + 1];
   char id[TFS_ID_MAX + 1];
-  int qfd;   /* queues/<name> */
-  int wfd;   /* its waiting/ */
-  int entry; /* our waiting/<id>, locked while we wait; -1: not waiting */
-  int slot;  /* the slot we hold; -1: none */
+  int qfd;    /* queues/<name> */
+  int wfd;    /* its waiting/ */
+  int entry;  /* our waiting/<id>, locked while we wait; -1: not waiting */
+  int slot;   /* the slot we hold; -1: none */
 };
 
 /* Makes and locks our waiter entry, with the queue lock held (so nobody
@@ -254,7 +254,8 @@ static void ordinal(int n, char *buf, size_t len) {
   snprintf(buf, len, "%d%s", n, sfx);
 }
 
-void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char *buf, size_t len) {
+void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char *buf,
+                        size_t len) {
   char nth[24];
   if (!len)
     return;
