@@ -8,7 +8,8 @@ set -eu
 top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-cli-terminal-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# A mount this test made is gone even when a check fails.
+trap 'fusermount3 -uz "$tmp/rt/taskfs" 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
 export TASKFS_STATE_DIR=$tmp/state HOME=$tmp
 unset NO_COLOR || true
@@ -120,6 +121,28 @@ check "run --at says the local time, not UTC" has "$tmp/err" "waiting until 2099
 TZ=Asia/Tokyo "$bin" ls --state queued >"$tmp/out"
 check "ls shows the local time of --at" has "$tmp/out" "waiting until 2099-01-01 09:00:00"
 "$bin" cancel "$at_id" >/dev/null 2>&1 || true
+
+# ---- umount, help VERB, ls --color (issue 30 item 14)
+"$bin" help run >"$tmp/out"
+check "taskfs help run prints run's help" sh -c "'$bin' run --help | cmp -s - '$tmp/out'"
+check "taskfs help nosuch is a usage error" code 100 "$bin" help nosuch
+"$bin" ls --color >"$tmp/out"
+check "ls --color alone colours, as GNU ls's --color" has "$tmp/out" "$esc[32mcompleted"
+check "ls --color never still reads its value" code 0 "$bin" ls --color never
+check "ls --color=never" code 0 "$bin" ls --color=never
+check "ls --color=sometimes is a usage error" code 100 "$bin" ls --color=sometimes
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+  mkdir -p "$tmp/rt" && chmod 700 "$tmp/rt"
+  if XDG_RUNTIME_DIR=$tmp/rt "$bin" mount >/dev/null 2>"$tmp/err"; then
+    check "the default mount point is mounted" sh -c "grep -q ' $tmp/rt/taskfs ' /proc/mounts"
+    check "umount without MOUNTPOINT unmounts the default one" code 0 env XDG_RUNTIME_DIR="$tmp/rt" "$bin" umount
+    check "it is gone" wait_for 20 sh -c "! grep -q ' $tmp/rt/taskfs ' /proc/mounts"
+  else
+    echo "skip: taskfs mount failed here: $(cat "$tmp/err")"
+  fi
+else
+  echo "skip: no /dev/fuse or fusermount3 for the umount check"
+fi
 
 n_before=$(ls "$TASKFS_STATE_DIR/tasks" | wc -l)
 check "--state-dir '' is a usage error" code 100 "$bin" --state-dir '' prune --keep 0
