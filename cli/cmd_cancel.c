@@ -18,7 +18,7 @@ static const char usage_text[] =
     "A task that has already ended is left alone (exit 0).\n"
     "\n"
     "  --wait              wait until the task has ended and print its final state\n"
-    "  --timeout DURATION  with --wait: give up after DURATION (500ms, 10s, 5m, 1h;\n"
+    "  --timeout DURATION  with --wait: give up after DURATION (500ms, 10s, 5m, 1d;\n"
     "                      a bare number is seconds), exit 124\n"
     "  --state-dir DIR     use the store in DIR\n"
     "  -h, --help          show this help\n"

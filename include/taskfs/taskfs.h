@@ -71,6 +71,9 @@ int64_t tfs_now_ms(void);
  * buf must hold TFS_TIME_BUF bytes. */
 #define TFS_TIME_BUF 32
 char *tfs_time_format(int64_t ms, char buf[TFS_TIME_BUF]);
+/* ms as the local time, to the second, the way people read it and --at
+ * is written: "2026-12-01 18:04:05". Returns buf. */
+char *tfs_time_format_local(int64_t ms, char buf[TFS_TIME_BUF]);
 int tfs_time_parse(const char *s, int64_t *ms);
 
 /* Returns a malloc'ed, NUL-terminated copy of s[0..len) that is valid UTF-8:
