@@ -72,7 +72,7 @@ PRELOADS := $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%.so,$(wildcard 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
-$(BUILD)/tests/test_feed: $(PRELOADS)
+$(BUILD)/tests/test_feed $(BUILD)/tests/test_tailscan: $(PRELOADS)
 
 # Small programs the node tests run (tests/tools/): a client that never
 # reads, with a receive buffer of its own (noread.c), and the like.

@@ -781,6 +781,11 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
  * still being written (it is not handed out when completed). An offset
  * past the end is the end. Lines keep their numbers from the start. */
 int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_follower_t **out);
+/* A follower from line lineno (>= 1; untilPattern after sinceLine): lines
+ * before it are counted, not handed out, from the line index's checkpoint
+ * at or before it, so opening costs at most an interval, not the file. */
+int tfs_follower_open_line(tfs_store_t *store, const char *id, int64_t lineno,
+                           tfs_follower_t **out);
 /* During a callback of tfs_follower_next(): the byte offset just after the
  * line (or piece) handed out, its '\n' included; between calls: where the
  * next call starts. What a reader gives tfs_follower_open_at() to go on. */
@@ -789,7 +794,8 @@ off_t tfs_follower_line_end(const tfs_follower_t *f);
  * tfs_store_reopen() made, or the one it was reopened from): a follower
  * holds no fd of its handle, only where it stands, so one opened on a
  * thread pool with the thread's own handle (the open counts the lines
- * before its start, a read of the whole file) goes on with the loop's,
+ * before its start: the line index, then up to an interval of the file,
+ * or the whole file where a rebuild of the index is due) goes on with the loop's,
  * and the thread's handle can be closed. */
 void tfs_follower_rebind(tfs_follower_t *f, tfs_store_t *store);
 void tfs_follower_close(tfs_follower_t *f);
@@ -900,6 +906,7 @@ typedef enum {
   TFS_FILE_SPACE_RESERVE,  /* room kept for the final record on a full disk */
   TFS_FILE_CONTROL,        /* appended control requests: pause, resume, signal */
   TFS_FILE_STDIN,          /* FIFO the supervisor feeds to the worker's stdin */
+  TFS_FILE_LINEIDX,        /* checkpoints of the transcript's lines (taskfs/lineidx.h) */
   TFS_FILE_COUNT
 } tfs_task_file_t;
 
@@ -946,5 +953,6 @@ const char *tfs_view_name(tfs_view_t which);
 
 #include "taskfs/triage.h"
 #include "taskfs/queue.h"
+#include "taskfs/lineidx.h"
 
 #endif /* TASKFS_TASKFS_H */
