@@ -512,14 +512,20 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
  * of result, keeping at least keep bytes and an ellipsis; shortened gets
  * the field's name. Returns 1, or 0 when nothing is longer than keep. */
 int mcp_shorten(json_t *o, const char *const *fields, size_t need, size_t keep, json_t *shortened);
-/* The very last resort, a step at a time: leaves out o's null members and
- * the empty lists of its important lines, then one member after another,
- * least needed first (its name appended to left_out). Returns 1 if that
- * changed anything. */
-int mcp_shorten_compact(json_t *o, json_t *left_out);
+/* Leaves out o's null members and the empty lists of its important lines
+ * (o's own "first" and "last" too, for the important object itself).
+ * Returns 1 if that changed anything. */
+int mcp_shorten_nulls(json_t *o);
+/* Leaves out the first of members that o has; 1, or 0 when none. */
+int mcp_shorten_drop(json_t *o, const char *const *members);
 
 /* ---- the Tasks utility and cancel (tasks.c, tool_cancel.c) ------------ */
 
+/* The answer's bounds (maxBytes, tailLines) of the call that made task
+ * id, kept with the task for its result (tasks.c); load leaves ra's
+ * defaults when none were kept. */
+void mcp_task_bounds_save(mcp_server_t *srv, const char *id, const mcp_read_t *ra);
+void mcp_task_bounds_load(mcp_server_t *srv, const char *id, mcp_read_t *ra);
 /* The MCP task status of a taskfs state (tasks.c: the call's status). */
 const char *mcp_task_status(tfs_state_t s);
 /* The MCP Task object of rec, in era (ttl/pollInterval or

@@ -93,10 +93,9 @@
   "\"description\":\"Tail lines dropped (page on with sinceLine).\"},\"importantLines\":{"         \
   "\"type\":\"integer\",\"description\":\"Important lines dropped.\"},\"shortened\":{"             \
   "\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Fields shortened "         \
-  "with '…' (command, cwd, reason, match, tail, important).\"},\"fields\":{\"type\":\"array\","  \
-  "\"items\":{\"type\":\"string\"},\"description\":\"Members left out at the smallest "            \
-  "bounds, least needed first.\"},\"why\":{\"type\":\"string\",\"description\":\"Why,"             \
-  " in words.\"}}},\"hint\":{\"type\":\"string\",\"description\":\"What to do next,"               \
+  "with '…' (command, cwd, reason, match, tail, important).\"},\"fields\":{\"type\":"  \
+  "\"integer\",\"description\":\"Members left out at the smallest bounds: timestamps and "  \
+  "figures first.\"}}},\"hint\":{\"type\":\"string\",\"description\":\"What to do next,"               \
   " in words.\"}"
 
 /* What untilPattern is, for both tools that take it (pattern.c). */

@@ -11,9 +11,11 @@
  * task that ran); cancelled when it was cancelled. failed is left for a
  * call that ends in a JSON-RPC error, which a start never does once its
  * task exists. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp/internal.h"
 
@@ -102,6 +104,40 @@ static int task_id_param(const mcp_req_t *r, json_t *params, char id[TFS_ID_MAX 
   return 0;
 }
 
+/* The bounds the call that made a task asked for (maxBytes, tailLines)
+ * are kept with the task, so that its result -- tasks/result, or the
+ * 2026-07-28 tasks/get, from any server on the store -- keeps them as the
+ * plain call does. A task made without them answers with the defaults. */
+void mcp_task_bounds_save(mcp_server_t *srv, const char *id, const mcp_read_t *ra) {
+  int fd = tfs_task_file_open(mcp_store(srv), id, TFS_FILE_ANSWER, O_WRONLY | O_CREAT | O_TRUNC,
+                              0644);
+  if (fd < 0)
+    return; /* the defaults then: a larger answer, never a wrong one */
+  json_t *b = json_pack("{s:I, s:I}", "maxBytes", (json_int_t)ra->max_bytes, "tailLines",
+                        (json_int_t)ra->tail_lines);
+  if (b)
+    json_dumpfd(b, fd, JSON_COMPACT);
+  json_decref(b);
+  close(fd);
+}
+
+void mcp_task_bounds_load(mcp_server_t *srv, const char *id, mcp_read_t *ra) {
+  int fd = tfs_task_file_open(mcp_store(srv), id, TFS_FILE_ANSWER, O_RDONLY, 0);
+  if (fd < 0)
+    return;
+  json_t *b = json_loadfd(fd, 0, NULL);
+  close(fd);
+  json_int_t mb = json_integer_value(json_object_get(b, "maxBytes"));
+  json_int_t tl = json_integer_value(json_object_get(b, "tailLines"));
+  /* The schema's bounds (schema.c): a file changed by hand is not trusted
+   * beyond them. */
+  if (mb >= 1024 && mb <= 262144)
+    ra->max_bytes = mb;
+  if (tl >= 0 && tl <= 1000)
+    ra->tail_lines = tl;
+  json_decref(b);
+}
+
 void mcp_tasks_get(const mcp_req_t *r, json_t *params) {
   tfs_record_t rec;
   if (mcp_task_param(r, params, &rec))
@@ -121,6 +157,7 @@ void mcp_tasks_result(const mcp_req_t *r, json_t *params) {
   }
   ra->task_result = 1;
   ra->is_start = 1;
+  mcp_task_bounds_load(r->srv, task_id, ra);
   ra->extra_bytes += RELATED_TASK_BYTES;
   mcp_read_park(r, task_id, ra, -1); /* no deadline: until terminal */
 }

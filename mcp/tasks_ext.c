@@ -23,6 +23,7 @@ static json_t *final_result(const mcp_req_t *r, const tfs_record_t *rec) {
   if (!ra)
     return NULL;
   ra->is_start = 1;
+  mcp_task_bounds_load(r->srv, rec->id, ra);
   ra->extra_bytes = NESTED_TYPE_BYTES; /* not the era's tail: the task wraps it */
   char *text = NULL;
   json_t *o = mcp_output_build(r->srv, rec, ra, 0, 0, &text);

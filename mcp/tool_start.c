@@ -375,6 +375,7 @@ static void start_run(const mcp_req_t *r, launch_t *l, int aug) {
   if (r->era == MCP_ERA_MODERN)
     aug = (r->caps & MCP_CAP_TASKS) && l->st.launch;
   if (aug) {
+    mcp_task_bounds_save(r->srv, l->st.id, l->ra);
     reply_created(r, &l->st.rec);
     mcp_read_free(l->ra);
     l->ra = NULL;

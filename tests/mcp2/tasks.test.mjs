@@ -94,3 +94,18 @@ both('ext-tasks settles a start through the raw seam', async (t, makeStore) => {
     await session.close();
   }
 });
+
+both('tasks/get inlines the result within the start\'s maxBytes', async (t, makeStore) => {
+  const store = makeStore(t);
+  const { client, raw } = await store.connect({ tasks: true });
+  const size = (r) => Buffer.byteLength(JSON.stringify(r));
+  const command = 'sleep 0.3; seq 1 300 | sed "s/^/progress line of some length /"; echo "error: it broke at the end"; exit 2';
+  for (const maxBytes of [1024, 2048]) {
+    const created = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: `b${maxBytes}`, command, maxBytes } })).result;
+    assert.equal(created.resultType, 'task');
+    const done = await settle(client, created.taskId);
+    assert.ok(size(done.result) <= maxBytes, `maxBytes ${maxBytes}: the inline result is ${size(done.result)} bytes`);
+    assert.equal(done.result.structuredContent.state, 'failed');
+    assert.ok(done.result.structuredContent.important.first.some((l) => l.text === 'error: it broke at the end'));
+  }
+});
