@@ -526,8 +526,16 @@ int mcp_shorten_drop(json_t *o, const char *const *members);
  * defaults when none were kept. */
 void mcp_task_bounds_save(mcp_server_t *srv, const char *id, const mcp_read_t *ra);
 void mcp_task_bounds_load(mcp_server_t *srv, const char *id, mcp_read_t *ra);
-/* The MCP task status of a taskfs state (tasks.c: the call's status). */
-const char *mcp_task_status(tfs_state_t s);
+/* What tasks/cancel adds to the server's name in a stop request it
+ * records, so that the MCP task reads cancelled (tasks.c). */
+#define MCP_TASKS_CANCEL " (tasks/cancel)"
+/* The MCP task status of a record (tasks.c: the call's status): working,
+ * completed, or cancelled when tasks/cancel stopped it. */
+const char *mcp_task_status(const tfs_record_t *rec);
+int mcp_task_cancelled_by_requester(const tfs_record_t *rec);
+/* The call's result says isError: the task was stopped by other means
+ * than tasks/cancel (the reason names by whom). */
+int mcp_task_result_is_error(const tfs_record_t *rec);
 /* The MCP Task object of rec, in era (ttl/pollInterval or
  * ttlMs/pollIntervalMs). */
 json_t *mcp_task_object(unsigned era, const tfs_record_t *rec);
@@ -538,7 +546,7 @@ int mcp_task_param(const mcp_req_t *r, json_t *params, tfs_record_t *rec);
 /* tasks/result payload: the CallToolResult of the (start) call, exactly as
  * the plain call answers, with the related-task _meta (structured
  * stolen). */
-json_t *mcp_task_payload(json_t *structured, const char *task_id);
+json_t *mcp_task_payload(json_t *structured, const tfs_record_t *rec);
 /* Records the stop request and parks until the task is terminal, replying
  * as tasks/cancel (mcp_task) or as cancel_managed_task. Returns 1 if the
  * task had already ended (rec filled; nothing replied), 0 if parked, -1 on

@@ -26,17 +26,32 @@
 
 static const char related_task_key[] = "io.modelcontextprotocol/related-task";
 
-const char *mcp_task_status(tfs_state_t s) {
-  switch (s) {
+/* A stop requested through tasks/cancel names itself so (MCP_TASKS_CANCEL
+ * in the record's cancel.by): the requester cancelled the call, and the
+ * MCP task reads cancelled, as the spec has it after tasks/cancel. A task
+ * stopped any other way (cancel_managed_task, the CLI, another client)
+ * ended the call with an answer: the MCP task is completed, and its result
+ * says isError with the reason (SDK 1's callToolStream turns a cancelled
+ * status into an error without the result). */
+int mcp_task_cancelled_by_requester(const tfs_record_t *rec) {
+  return rec->state == TFS_CANCELLED && rec->cancel_by && strstr(rec->cancel_by, MCP_TASKS_CANCEL);
+}
+
+const char *mcp_task_status(const tfs_record_t *rec) {
+  switch (rec->state) {
   case TFS_QUEUED:
   case TFS_RUNNING:
   case TFS_PAUSED:
     return "working";
   case TFS_CANCELLED:
-    return "cancelled";
+    return mcp_task_cancelled_by_requester(rec) ? "cancelled" : "completed";
   default:
     return "completed";
   }
+}
+
+int mcp_task_result_is_error(const tfs_record_t *rec) {
+  return rec->state == TFS_CANCELLED && !mcp_task_cancelled_by_requester(rec);
 }
 
 json_t *mcp_task_object(unsigned era, const tfs_record_t *rec) {
@@ -55,7 +70,7 @@ json_t *mcp_task_object(unsigned era, const tfs_record_t *rec) {
   /* Tasks are kept until pruned: no ttl. The names are the era's. */
   int modern = era == MCP_ERA_MODERN;
   json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:n, s:i}", "taskId", rec->id, "status",
-                        mcp_task_status(rec->state), "statusMessage", clean ? clean : "",
+                        mcp_task_status(rec), "statusMessage", clean ? clean : "",
                         "createdAt", mcp_time_or_null(rec->created_ms), "lastUpdatedAt",
                         mcp_time_or_null(updated), modern ? "ttlMs" : "ttl",
                         modern ? "pollIntervalMs" : "pollInterval", POLL_INTERVAL_MS);
@@ -184,13 +199,14 @@ void mcp_tasks_cancel(const mcp_req_t *r, json_t *params) {
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
                     "task %s has already ended (%s); a task in a terminal status cannot be "
                     "cancelled",
-                    task_id, mcp_task_status(rec.state));
+                    task_id, mcp_task_status(&rec));
     tfs_record_free(&rec);
   }
 }
 
-json_t *mcp_task_payload(json_t *structured, const char *task_id) {
-  json_t *res = mcp_call_result(structured, 0);
+json_t *mcp_task_payload(json_t *structured, const tfs_record_t *rec) {
+  const char *task_id = rec->id;
+  json_t *res = mcp_call_result(structured, mcp_task_result_is_error(rec));
   json_object_set_new(res, "_meta", json_pack("{s:{s:s}}", related_task_key, "taskId", task_id));
   return res;
 }

@@ -154,3 +154,33 @@ both('a task-augmented start keeps its maxBytes and tailLines in tasks/result, f
   }
   assert.deepEqual(result.structuredContent.tail, ['8', '9']);
 });
+
+both('callToolStream of a task stopped by cancel_managed_task ends with a result: isError, the reason', async (t, makeStore) => {
+  const store = makeStore(t);
+  const { client } = await store.connect();
+  const seen = [];
+  let result;
+  let stopped = false;
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'stopme', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+    seen.push(m.type === 'taskStatus' ? m.task.status : m.type);
+    if (m.type === 'taskCreated' && !stopped) {
+      stopped = true;
+      const c = await call(client, 'cancel_managed_task', { taskKey: 'stopme' });
+      assert.equal(c.structuredContent.state, 'cancelled');
+    }
+    if (m.type === 'result') result = m.result;
+    if (m.type === 'error') throw m.error;
+  }
+  assert.equal(seen.at(-1), 'result', `${seen}`);
+  assert.equal(result.isError, true);
+  assert.equal(result.structuredContent.state, 'cancelled');
+  assert.match(result.structuredContent.reason, /stop requested by/);
+  assert.match(result.content[0].text, /stop requested by/);
+  // tasks/cancel is the requester's own stop: the task reads cancelled.
+  let id;
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'mine', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+    if (m.type === 'taskCreated') { id = m.task.taskId; break; }
+  }
+  assert.equal((await client.experimental.tasks.cancelTask(id)).status, 'cancelled');
+  assert.equal((await client.experimental.tasks.getTask(id)).status, 'cancelled');
+});
