@@ -907,6 +907,7 @@ typedef enum {
   TFS_FILE_CONTROL,        /* appended control requests: pause, resume, signal */
   TFS_FILE_STDIN,          /* FIFO the supervisor feeds to the worker's stdin */
   TFS_FILE_LINEIDX,        /* checkpoints of the transcript's lines (taskfs/lineidx.h) */
+  TFS_FILE_ANSWER,         /* the answer's bounds a face was asked for (MCP tasks/result) */
   TFS_FILE_COUNT
 } tfs_task_file_t;
 
