@@ -420,10 +420,10 @@ static int run_operands(run_args_t *a, int argc, char **argv) {
 static int create_task(tfs_store_t *store, run_args_t *a, tfs_start_t *st) {
   a->why[0] = 0;
   int err = tfs_task_start_create(store, &a->spec, st);
-  if ((err == TFS_ELIMIT || err == TFS_ECONFIG) && a->why[0]) {
+  if ((err == TFS_ELIMIT || err == TFS_ECONFIG || err == TFS_EBADID) && a->why[0]) {
     /* A limit above the hard one, or the store's defaults: core's words. */
     cli_error("run", "%s", a->why);
-    return err == TFS_ELIMIT ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
+    return err == TFS_ECONFIG ? CLI_EXIT_SYSTEM : CLI_EXIT_USAGE;
   }
   if (err == TFS_EKEYCONFLICT) {
     char other[TFS_ID_MAX + 1] = "?";

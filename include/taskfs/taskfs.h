@@ -265,6 +265,7 @@ typedef struct {
 typedef struct {
   char id[TFS_ID_MAX + 1];
   char key[TFS_KEY_MAX + 1]; /* "" if none */
+  int64_t number;            /* the store-local task number (1, 2, ...); 0: none (older records) */
   char **argv;               /* NULL-terminated */
   int argc;
   char *cwd;
@@ -529,7 +530,16 @@ int tfs_cwd_check(const char *cwd, char *why, size_t whylen);
 
 /* Looks a key up: fills id_out, or TFS_ENOTASK. */
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
-/* Accepts an id or a key (ids are tried first). */
+/* Task numbers (core/number.c): every task gets one at creation, 1, 2,
+ * 3, ..., never reused while it exists. tfs_number_parse: 1 and *out if s
+ * is a bare decimal number without a leading zero; tfs_is_decimal: 1 if s
+ * is only digits (a bare number, never an id prefix or a new key).
+ * tfs_number_lookup: the id of the task with number n, or TFS_ENOTASK. */
+int tfs_number_parse(const char *s, int64_t *out);
+int tfs_is_decimal(const char *s);
+int tfs_number_lookup(tfs_store_t *store, int64_t n, char id_out[TFS_ID_MAX + 1]);
+/* Accepts an id, a task number (a bare decimal: the number, else a key
+ * of only digits from before numbers) or a key (ids are tried first). */
 int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_ID_MAX + 1]);
 /* tfs_task_resolve(), then a unique prefix of an id, of at least
  * TFS_ID_PREFIX_MIN characters (a user types "mx45bwq6"): TFS_EAMBIGUOUS

@@ -1,0 +1,142 @@
+/* End-to-end tests of what tsp and pueue users expect from the command
+ * line (issue 30): short task numbers, the newest task when no id is
+ * given, several ids at once, a default queue, re-keying, restart's
+ * environment. The real binary runs real tasks in a temporary store. */
+#include <criterion/criterion.h>
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/helpers/testutil.h"
+
+static char *tmp;   /* per-test temporary directory */
+static char *state; /* <tmp>/state: the store */
+
+static void setup(void) {
+  tmp = tu_tmpdir("clinum");
+  if (asprintf(&state, "%s/state", tmp) < 0)
+    abort();
+}
+
+static void teardown(void) {
+  /* Whatever a test left running goes with its store. */
+  tu_sh(NULL, "TASKFS_STATE_DIR='%s' '%s' cancel --all -y >/dev/null 2>&1", state,
+        tu_taskfs_bin());
+  tu_rmrf(tmp);
+  free(tmp);
+  free(state);
+}
+
+TestSuite(clinum, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Runs a shell fragment in which $T is the taskfs binary with the test's
+ * store; stdout into *out, stderr into *err (when not NULL). */
+static int sh(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sh(char **out, char **err, const char *fmt, ...) {
+  va_list ap;
+  char *frag, *errpath;
+  va_start(ap, fmt);
+  if (vasprintf(&frag, fmt, ap) < 0)
+    abort();
+  va_end(ap);
+  if (asprintf(&errpath, "%s/stderr", tmp) < 0)
+    abort();
+  int rc = tu_sh(out, "export TASKFS_STATE_DIR='%s'; T='%s'; { %s ; } 2>'%s'", state,
+                 tu_taskfs_bin(), frag, errpath);
+  if (err) {
+    *err = tu_read_file(errpath, NULL);
+    if (!*err)
+      *err = strdup("");
+  }
+  free(frag);
+  free(errpath);
+  return rc;
+}
+
+/* The record of task arg (`show --json`), parsed. */
+static json_t *record(const char *arg) {
+  char *out = NULL;
+  cr_assert_eq(sh(&out, NULL, "$T show %s", arg), 0, "show %s", arg);
+  json_t *j = json_loads(out, 0, NULL);
+  cr_assert(j, "show %s: %s", arg, out);
+  free(out);
+  return j;
+}
+
+static void chomp(char *s) {
+  s[strcspn(s, "\n")] = '\0';
+}
+
+Test(clinum, every_task_gets_a_number_also_from_parallel_runs) {
+  char *out = NULL;
+  /* Eight runs at once: eight distinct numbers, 1 to 8. */
+  cr_assert_eq(sh(NULL, NULL,
+                  "for i in 1 2 3 4 5 6 7 8; do $T run -- true >/dev/null & done; wait"),
+               0);
+  cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
+  json_t *all = json_loads(out, 0, NULL);
+  cr_assert(all && json_array_size(all) == 8, "%s", out);
+  int seen[9] = {0};
+  size_t i;
+  json_t *t;
+  json_array_foreach(all, i, t) {
+    json_int_t n = json_integer_value(json_object_get(t, "number"));
+    cr_assert(n >= 1 && n <= 8, "number %lld", (long long)n);
+    cr_assert_eq(seen[n]++, 0, "number %lld given twice", (long long)n);
+  }
+  json_decref(all);
+  free(out);
+  /* ls shows them in a column of their own. */
+  cr_assert_eq(sh(&out, NULL, "$T ls --columns number,state"), 0);
+  cr_assert(strstr(out, "#") && strstr(out, "\n8 "), "%s", out);
+  free(out);
+}
+
+Test(clinum, a_bare_number_names_the_task_with_that_number) {
+  char *id1 = NULL, *id2 = NULL, *out = NULL, *err = NULL;
+  cr_assert_eq(sh(&id1, NULL, "$T run --wait -- echo one"), 0);
+  cr_assert_eq(sh(&id2, NULL, "$T run --wait -- echo two"), 0);
+  chomp(id1);
+  chomp(id2);
+  cr_assert_eq(sh(&out, NULL, "$T logs 2"), 0);
+  cr_assert_str_eq(out, "two\n");
+  free(out);
+  json_t *r = record("1");
+  cr_assert_str_eq(json_string_value(json_object_get(r, "id")), id1);
+  cr_assert_eq(json_integer_value(json_object_get(r, "number")), 1);
+  json_decref(r);
+  /* ids and prefixes keep working. */
+  r = record(id2);
+  cr_assert_eq(json_integer_value(json_object_get(r, "number")), 2);
+  json_decref(r);
+  /* A number no task has: no such task, never an id prefix. */
+  cr_assert_eq(sh(NULL, &err, "$T show 1234"), 101);
+  cr_assert(strstr(err, "1234"), "%s", err);
+  free(err);
+  /* A forgotten task's number is not given again. */
+  cr_assert_eq(sh(NULL, NULL, "$T rm 2"), 0);
+  cr_assert_eq(sh(NULL, NULL, "$T show 2 >/dev/null"), 101);
+  cr_assert_eq(sh(NULL, NULL, "$T run --wait -- echo three >/dev/null"), 0);
+  r = record("3");
+  cr_assert_eq(json_integer_value(json_object_get(r, "number")), 3);
+  json_decref(r);
+  free(id1);
+  free(id2);
+}
+
+Test(clinum, a_key_of_digits_only_or_like_an_id_is_refused) {
+  char *id = NULL, *err = NULL;
+  cr_assert_eq(sh(NULL, &err, "$T run --key 123 -- true"), 100);
+  cr_assert(strstr(err, "number"), "%s", err);
+  free(err);
+  cr_assert_eq(sh(&id, NULL, "$T run -- true"), 0);
+  /* The start of an existing task's id would hide that id. */
+  id[8] = '\0';
+  cr_assert_eq(sh(NULL, &err, "$T run --key %s -- true", id), 100);
+  cr_assert(strstr(err, "id"), "%s", err);
+  free(err);
+  free(id);
+}
