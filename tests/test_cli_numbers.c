@@ -140,3 +140,86 @@ Test(clinum, a_key_of_digits_only_or_like_an_id_is_refused) {
   free(err);
   free(id);
 }
+
+Test(clinum, no_id_means_the_newest_task_with_a_note) {
+  char *out = NULL, *err = NULL;
+  cr_assert_eq(sh(NULL, NULL, "$T run --wait -- echo old >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, NULL, "$T run -- sh -c 'echo new; exit 4' >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, &err, "$T wait"), 4);
+  cr_assert(strstr(err, "newest: 2 ("), "%s", err);
+  free(err);
+  cr_assert_eq(sh(&out, &err, "$T logs"), 0);
+  cr_assert_str_eq(out, "new\n");
+  cr_assert(strstr(err, "newest: 2"), "%s", err);
+  free(out);
+  free(err);
+  json_t *r = record("");
+  cr_assert_eq(json_integer_value(json_object_get(r, "number")), 2);
+  json_decref(r);
+  cr_assert_eq(sh(&out, &err, "$T cancel"), 0);
+  cr_assert(strstr(out, "already ended"), "%s", out);
+  cr_assert(strstr(err, "newest: 2"), "%s", err);
+  free(out);
+  free(err);
+}
+
+Test(clinum, an_empty_store_has_no_newest_task) {
+  char *err = NULL;
+  cr_assert_eq(sh(NULL, &err, "$T logs"), 101);
+  cr_assert(strstr(err, "no task"), "%s", err);
+  free(err);
+}
+
+Test(clinum, several_ids_at_once_and_wait_exits_with_the_worst) {
+  char *out = NULL, *err = NULL;
+  cr_assert_eq(sh(NULL, NULL,
+                  "$T run -- sh -c 'exit 3' >/dev/null; $T run -- true >/dev/null; "
+                  "$T run -- sleep 600 >/dev/null; $T run -- sleep 600 >/dev/null"),
+               0);
+  cr_assert_eq(sh(NULL, NULL, "$T wait 1 2"), 3);
+  cr_assert_eq(sh(&out, NULL, "$T pause 3 4"), 0);
+  cr_assert_eq(sh(NULL, NULL, "$T show 3 | grep -q '\"paused\"' && $T show 4 | grep -q '\"paused\"'"),
+               0, "%s", out);
+  free(out);
+  cr_assert_eq(sh(NULL, NULL, "$T resume 3 4 >/dev/null"), 0);
+  cr_assert_eq(sh(&out, NULL, "$T signal CONT 3 4"), 0);
+  cr_assert(strstr(out, "SIGCONT") && strchr(strchr(out, '\n') + 1, '\n'), "%s", out);
+  free(out);
+  /* One that cannot be signalled makes the verb fail, after the others. */
+  cr_assert_eq(sh(NULL, &err, "$T signal CONT 1 3"), 100);
+  free(err);
+  cr_assert_eq(sh(&out, NULL, "$T cancel -w 3 4"), 0);
+  cr_assert(strstr(out, "cancelled") && strchr(strchr(strchr(out, '\n') + 1, '\n') + 1, '\n'),
+            "%s", out);
+  free(out);
+  cr_assert_eq(sh(NULL, NULL, "$T wait 2 3 4"), 130);
+  /* restart runs each again: two new ids. */
+  cr_assert_eq(sh(&out, NULL, "$T restart 1 2"), 0);
+  cr_assert(strchr(out, '\n') && strchr(strchr(out, '\n') + 1, '\n'), "%s", out);
+  free(out);
+}
+
+Test(clinum, wait_all_and_cancel_all) {
+  char *out = NULL, *err = NULL;
+  cr_assert_eq(sh(NULL, NULL,
+                  "$T run -- sleep 600 >/dev/null; $T run -- sleep 600 >/dev/null; "
+                  "$T run -- sh -c 'sleep 1; exit 5' >/dev/null"),
+               0);
+  /* wait --all: every task not ended, the worst code of them. */
+  cr_assert_eq(sh(NULL, NULL, "$T wait --all --timeout 0.3"), 124);
+  cr_assert_eq(sh(NULL, NULL, "$T wait 3"), 5);
+  /* Not a terminal to ask on: refused, nothing stopped. */
+  cr_assert_eq(sh(NULL, &err, "$T cancel --all </dev/null"), 100);
+  cr_assert(strstr(err, "-y"), "%s", err);
+  free(err);
+  cr_assert_eq(sh(&out, NULL, "$T ls --json --state running | grep -c '\"number\"'"), 0);
+  cr_assert_str_eq(out, "2\n");
+  free(out);
+  cr_assert_eq(sh(&out, NULL, "$T cancel --all -y"), 0);
+  cr_assert(strstr(out, "stop requested"), "%s", out);
+  free(out);
+  cr_assert_eq(sh(NULL, NULL, "$T wait --all; $T wait 1 2"), 130);
+  cr_assert_eq(sh(NULL, &err, "$T wait --all"), 0);
+  cr_assert(strstr(err, "nothing to wait for"), "%s", err);
+  free(err);
+}
