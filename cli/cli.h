@@ -68,6 +68,11 @@ typedef struct {
 int cli_open_tasks(const struct cli_opts *o, int argc, char **argv, int first, int flags,
                    cli_tasks_t *t);
 void cli_tasks_free(cli_tasks_t *t);
+/* The newest task (the last made) into id_out, with a note on stderr
+ * ("VERB: note: WHAT the newest task: 3 (mx...)"); CLI_EXIT_NOTASK in a
+ * store without tasks (store NULL: one that does not exist). */
+int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
+                    char id_out[TFS_ID_MAX + 1]);
 /* cli_open_one_task(), where no task given means the newest. */
 int cli_open_task_or_newest(const struct cli_opts *o, int argc, char **argv, int first,
                             tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);

@@ -34,14 +34,13 @@ static int take_all(const tfs_record_t *rec, const char *json, size_t len, void 
   return add_id(arg, rec->id) ? -1 : 0;
 }
 
-/* The newest task (the last made), with a note naming it. */
-static int newest(const char *verb, cli_tasks_t *t) {
+int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
+                    char id_out[TFS_ID_MAX + 1]) {
   tfs_list_opts_t lo = {.limit = 1, .newest_first = 1};
   tfs_record_t rec = {.id = ""};
-  int err = t->store ? tfs_task_list_opts(t->store, &lo, take_newest, &rec, NULL) : 0;
+  int err = store ? tfs_task_list_opts(store, &lo, take_newest, &rec, NULL) : 0;
   if (err) {
-    cli_error(verb, "cannot list the tasks of %s: %s", tfs_store_path(t->store),
-              tfs_strerror(err));
+    cli_error(verb, "cannot list the tasks of %s: %s", tfs_store_path(store), tfs_strerror(err));
     return cli_exit_for(err);
   }
   if (!rec.id[0]) {
@@ -49,11 +48,20 @@ static int newest(const char *verb, cli_tasks_t *t) {
     return CLI_EXIT_NOTASK;
   }
   if (rec.number > 0)
-    cli_error(verb, "note: no task given, so the newest: %lld (%s)", (long long)rec.number,
-              rec.id);
+    cli_error(verb, "note: %s the newest task: %lld (%s)", what, (long long)rec.number, rec.id);
   else
-    cli_error(verb, "note: no task given, so the newest: %s", rec.id);
-  return add_id(t, rec.id) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK;
+    cli_error(verb, "note: %s the newest task: %s", what, rec.id);
+  snprintf(id_out, TFS_ID_MAX + 1, "%s", rec.id);
+  return CLI_EXIT_OK;
+}
+
+/* No task given: the newest (the last made), with a note naming it. */
+static int newest(const char *verb, cli_tasks_t *t) {
+  char id[TFS_ID_MAX + 1];
+  int code = cli_newest_task(verb, t->store, "no task given, so", id);
+  if (!code && add_id(t, id))
+    code = CLI_EXIT_SYSTEM;
+  return code;
 }
 
 /* --all: every task that has not ended (queued, running, paused). */

@@ -102,7 +102,9 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
     goto out;
   }
   if (key) {
-    err = tfs__create_keyed(store, &rec, spec->rerun, id_out, existed);
+    err = tfs__create_keyed(store, &rec, (spec->rerun || spec->replace ? TFS__KEY_RERUN : 0) |
+                                                 (spec->replace ? TFS__KEY_REPLACE : 0),
+                             id_out, existed);
   } else if ((err = tfs__save_new(store, &rec))) {
     tfs__rm_tree_at(store->tasks_fd, rec.id);
   } else {

@@ -218,8 +218,12 @@ int tfs__save_new(tfs_store_t *store, tfs_record_t *rec);
  * an existing task's id (core/resolve.c). */
 int tfs__key_shadows(tfs_store_t *store, const char *key, char *why, size_t whylen);
 
-/* tfs_task_create() for a keyed task whose dir and record are made. */
-int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+/* tfs_task_create() for a keyed task whose dir and record are made. how:
+ * TFS__KEY_RERUN takes the key over from an ended task of the same
+ * command, TFS__KEY_REPLACE from one of another command too. */
+#define TFS__KEY_RERUN 1
+#define TFS__KEY_REPLACE 2
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int how, char id_out[TFS_ID_MAX + 1],
                       int *existed);
 
 /* Ids as a flat array of 16-byte slots (15 chars and a NUL). */

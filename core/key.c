@@ -153,7 +153,7 @@ enum { KEY_EXISTING, KEY_CONFLICT, KEY_REPLACE, KEY_RETRY };
 /* Decides what to do about a key that someone else holds. Waits (bounded)
  * for the holder's record: the holder links the key before it writes its
  * record. */
-static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char *key, int rerun,
+static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char *key, int how,
                        char holder[TFS_ID_MAX + 1]) {
   tfs_record_t other;
   int err = tfs__key_read(store, key, holder);
@@ -180,9 +180,10 @@ static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char 
   if (err)
     return err;
   int decision;
+  int ended = tfs_state_terminal(other.state);
   if (!same_command(mine, &other))
-    decision = KEY_CONFLICT;
-  else if (rerun && tfs_state_terminal(other.state))
+    decision = (how & TFS__KEY_REPLACE) && ended ? KEY_REPLACE : KEY_CONFLICT;
+  else if ((how & TFS__KEY_RERUN) && ended)
     decision = KEY_REPLACE;
   else
     decision = KEY_EXISTING;
@@ -190,7 +191,7 @@ static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char 
   return decision;
 }
 
-int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int how, char id_out[TFS_ID_MAX + 1],
                       int *existed) {
   char holder[TFS_ID_MAX + 1];
   int saved = 0, err = 0;
@@ -204,7 +205,7 @@ int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_
     }
     if (err != -EEXIST)
       break;
-    int d = key_examine(store, rec, rec->key, rerun, holder);
+    int d = key_examine(store, rec, rec->key, how, holder);
     if (d < 0) {
       err = d;
       break;

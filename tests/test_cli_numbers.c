@@ -146,11 +146,11 @@ Test(clinum, no_id_means_the_newest_task_with_a_note) {
   cr_assert_eq(sh(NULL, NULL, "$T run --wait -- echo old >/dev/null"), 0);
   cr_assert_eq(sh(NULL, NULL, "$T run -- sh -c 'echo new; exit 4' >/dev/null"), 0);
   cr_assert_eq(sh(NULL, &err, "$T wait"), 4);
-  cr_assert(strstr(err, "newest: 2 ("), "%s", err);
+  cr_assert(strstr(err, "newest task: 2 ("), "%s", err);
   free(err);
   cr_assert_eq(sh(&out, &err, "$T logs"), 0);
   cr_assert_str_eq(out, "new\n");
-  cr_assert(strstr(err, "newest: 2"), "%s", err);
+  cr_assert(strstr(err, "newest task: 2"), "%s", err);
   free(out);
   free(err);
   json_t *r = record("");
@@ -158,7 +158,7 @@ Test(clinum, no_id_means_the_newest_task_with_a_note) {
   json_decref(r);
   cr_assert_eq(sh(&out, &err, "$T cancel"), 0);
   cr_assert(strstr(out, "already ended"), "%s", out);
-  cr_assert(strstr(err, "newest: 2"), "%s", err);
+  cr_assert(strstr(err, "newest task: 2"), "%s", err);
   free(out);
   free(err);
 }
@@ -222,4 +222,76 @@ Test(clinum, wait_all_and_cancel_all) {
   cr_assert_eq(sh(NULL, &err, "$T wait --all"), 0);
   cr_assert(strstr(err, "nothing to wait for"), "%s", err);
   free(err);
+}
+
+Test(clinum, a_default_queue_from_the_config_and_after_last) {
+  char *out = NULL, *err = NULL;
+  cr_assert_eq(sh(NULL, NULL,
+                  "$T queue set serial --parallel 1 >/dev/null && $T config set queue serial"),
+               0);
+  cr_assert_eq(sh(NULL, &err, "$T config set queue .bad"), 100);
+  free(err);
+  cr_assert_eq(sh(NULL, NULL, "$T run -- sleep 600 >/dev/null; $T run -- true >/dev/null"), 0);
+  /* Plain run went into the default queue: the second waits. */
+  json_t *r = record("2");
+  cr_assert_str_eq(json_string_value(json_object_get(r, "queue")), "serial");
+  cr_assert_str_eq(json_string_value(json_object_get(r, "state")), "queued");
+  json_decref(r);
+  /* --no-queue runs at once. */
+  cr_assert_eq(sh(NULL, NULL, "$T run --no-queue --wait -- true >/dev/null"), 0);
+  /* --after last (and -): the newest task, named on stderr. */
+  cr_assert_eq(sh(NULL, &err, "$T run --after last -- true >/dev/null"), 0);
+  cr_assert(strstr(err, "newest task: 3"), "%s", err);
+  free(err);
+  cr_assert_eq(sh(NULL, NULL, "$T run --after - -- true >/dev/null"), 0);
+  r = record("4");
+  cr_assert_eq(json_array_size(json_object_get(r, "after")), 1);
+  json_decref(r);
+  cr_assert_eq(sh(&out, NULL, "$T show 5"), 0);
+  cr_assert(strstr(out, "\"after\"") && strstr(out, "queued"), "%s", out);
+  free(out);
+}
+
+Test(clinum, rekeying_an_ended_task_needs_replace) {
+  char *err = NULL, *out = NULL;
+  cr_assert_eq(sh(NULL, NULL, "$T run --wait --key build -- echo old >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, &err, "$T run --key build -- echo new"), 100);
+  cr_assert(strstr(err, "--replace") && strstr(err, "taskfs rm build"), "%s", err);
+  free(err);
+  cr_assert_eq(sh(NULL, NULL, "$T run --wait --replace --key build -- echo new >/dev/null"), 0);
+  cr_assert_eq(sh(&out, NULL, "$T logs build"), 0);
+  cr_assert_str_eq(out, "new\n");
+  free(out);
+  /* The old task stays. */
+  cr_assert_eq(sh(&out, NULL, "$T logs 1"), 0);
+  cr_assert_str_eq(out, "old\n");
+  free(out);
+  /* A task of the key that has not ended is not replaced. */
+  cr_assert_eq(sh(NULL, NULL, "$T run --key srv -- sleep 600 >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, &err, "$T run --replace --key srv -- sleep 601"), 100);
+  cr_assert(strstr(err, "has not ended") && strstr(err, "cancel"), "%s", err);
+  free(err);
+}
+
+Test(clinum, queue_pause_of_no_queue_and_queue_rm) {
+  char *err = NULL, *out = NULL;
+  cr_assert_eq(sh(NULL, &err, "$T queue pause nosuch"), 101);
+  cr_assert(strstr(err, "no queue nosuch"), "%s", err);
+  free(err);
+  cr_assert_eq(sh(NULL, NULL, "$T run -- true >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, NULL, "$T queue resume nosuch"), 101);
+  cr_assert_eq(sh(&out, NULL, "$T queue ls --json"), 0);
+  cr_assert_str_eq(out, "[]\n");
+  free(out);
+  cr_assert_eq(sh(NULL, NULL, "$T queue set q --parallel 1 >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, NULL, "$T run --queue q -- sleep 600 >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, &err, "$T queue rm q"), 100);
+  cr_assert(strstr(err, "run or wait"), "%s", err);
+  free(err);
+  cr_assert_eq(sh(NULL, NULL, "$T cancel -w 2 >/dev/null"), 0);
+  cr_assert_eq(sh(NULL, NULL, "$T queue rm q >/dev/null"), 0);
+  cr_assert_eq(sh(&out, NULL, "$T queue ls --json"), 0);
+  cr_assert_str_eq(out, "[]\n");
+  free(out);
+  cr_assert_eq(sh(NULL, NULL, "$T queue rm q"), 101);
 }

@@ -487,7 +487,11 @@ typedef struct {
   tfs_stderr_t stderr_mode; /* 0: merged, the default */
   int rerun;                /* with a key whose task has ended: make a new task
                                and point the key at it */
-  const char *queue;        /* NULL or "": no queue (runs at once) */
+  int replace;              /* rerun, also when the ended task of the key ran
+                               another command or directory (else
+                               TFS_EKEYCONFLICT); the old task stays */
+  const char *queue;        /* NULL: the store's default (config "queue"), if any;
+                               "": no queue (runs at once) */
   char *const *after;       /* NULL-terminated ids it starts after, or NULL */
   int64_t not_before_ms;    /* 0: no earliest start */
   int with_stdin;           /* the worker's stdin is fed by tfs_stdin_write() */
@@ -510,7 +514,8 @@ typedef struct {
  *  - the key names a task with the same argv and cwd: its id is returned and
  *    *existed = 1, unless that task has ended and spec->rerun is set, in
  *    which case a new task is made and the key now names it (*existed = 0).
- *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT.
+ *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT,
+ *    unless that task has ended and spec->replace is set: then as rerun.
  * When N processes race on one key, exactly one creates the task. */
 int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out[TFS_ID_MAX + 1],
                     int *existed);
