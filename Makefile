@@ -74,6 +74,13 @@ $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	$(CC) -O2 -g -Wall -Wextra -fPIC -shared -o $@ $< -ldl
 $(BUILD)/tests/test_feed: $(PRELOADS)
 
+# Small programs the node tests run (tests/tools/): a client that never
+# reads, with a receive buffer of its own (noread.c), and the like.
+TEST_TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
+$(BUILD)/tests/tools/%: tests/tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
 # The C tests run one binary at a time (each runs its own tests in
 # parallel); TASKFS_BIN points the end-to-end tests at the binary.
 test-c: $(BIN) $(TESTS)
@@ -96,9 +103,9 @@ test-mcp2: $(BIN)
 
 # The web faces' node tests: tests/web (A2A with the official
 # @a2a-js/sdk client), pinned by its package-lock.json.
-test-web: $(BIN)
+test-web: $(BIN) $(TEST_TOOLS)
 	@cd tests/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
-	  TASKFS_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 *.test.mjs
+	  TASKFS_BIN=$(abspath $(BIN)) TASKFS_TEST_TOOLS=$(abspath $(BUILD)/tests/tools) node --test --test-concurrency=1 *.test.mjs
 
 # The MCP conformance suite, both revisions, against expected-*.yml
 # (tests/conformance/run.sh; Node 22 and the bridge from npm).

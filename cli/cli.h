@@ -24,10 +24,22 @@ int cli_exit_for_record(const tfs_record_t *rec);
 /* Each verb: int cmd_<verb>(int argc, char **argv), argv[0] is the verb. */
 typedef int (*cli_verb_fn)(int argc, char **argv);
 
-/* Prints "taskfs <verb>: <message>\n" on stderr. */
+/* Prints "taskfs <verb>: <message>\n" on stderr, the message escaped
+ * (cli_escape): it may hold a record's reason or an argument. */
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct cli_opts;
+/* Resolves the store's path (tfs_store_resolve) into buf; an empty
+ * --state-dir or TASKFS_STATE_DIR is a usage error. Prints any error and
+ * returns an exit code. */
+int cli_store_path(const char *verb, const char *state_dir, char *buf, size_t len);
+
+/* `taskfs --state-dir DIR VERB ...` (and `taskfs queue --state-dir DIR ls`):
+ * a --state-dir at argv[1] is moved behind the word after it, argv[2],
+ * where that verb parses it. Returns 0, or CLI_EXIT_USAGE after saying
+ * that a verb is missing. */
+int cli_hoist_state_dir(int *argc, char ***argv);
+
 /* Resolves and opens the store named by o's --state-dir (may be NULL),
  * checked as every open is (the caller's, writable by nobody else), or
  * with --foreign-store (o->foreign) another user's, read-only. With
@@ -181,8 +193,8 @@ void cli_timeout_error(const char *verb, const char *id, const tfs_record_t *rec
 
 /* ---- errors and arguments ------------------------------------------------ */
 
-/* Prints "taskfs <verb>: <message>" and "try 'taskfs <verb> --help'" on
- * stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
+/* Prints "taskfs <verb>: <message>" (escaped) and "try 'taskfs <verb>
+ * --help'" on stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Reports a getopt_long() failure (c is '?' or ':' from an optstring that
@@ -205,9 +217,33 @@ const char *cli_format_duration(int64_t ms, char *buf, size_t len);
  * 0 or -1. */
 int cli_parse_duration(const char *s, int64_t *ms_out);
 
-/* Copies s into buf for an error message: control and non-ASCII bytes as
- * \xNN, cut with "..." at about 60 bytes. Returns buf. */
+/* ---- text for a terminal (cli/escape.c) --------------------------------- */
+
+/* Writes s[0..len) into out (cap bytes, NUL-terminated, *olen its length
+ * if olen is not NULL) for a terminal: C0 controls, DEL, C1 controls and
+ * bytes that are not valid UTF-8 as \xNN, printable UTF-8 as it is. With
+ * CLI_ESC_LINES newlines and tabs are kept (a transcript); with
+ * CLI_ESC_PARTIAL a UTF-8 sequence cut at the end of s is left for the
+ * next call. Returns the input bytes taken: len, unless out filled up or
+ * a sequence was left. The one escape of everything from a record, a store
+ * or a command line on its way to a terminal. */
+#define CLI_ESC_LINES 1u
+#define CLI_ESC_PARTIAL 2u
+size_t cli_escape(const char *s, size_t len, unsigned flags, char *out, size_t cap, size_t *olen);
+
+/* Copies s into buf for a message, escaped as cli_escape() does, cut with
+ * "..." at 60 bytes. Returns buf. */
 const char *cli_quote(const char *s, char *buf, size_t len);
+
+/* A pipe whose bytes reach out_fd through cli_escape(CLI_ESC_LINES), by a
+ * thread: `logs` of another user's store writes the transcript into
+ * cli_esc_pipe_fd(). Closing it waits until everything is written. A
+ * closed out_fd closes the pipe (the writer gets EPIPE). Open returns 0 or
+ * a negative errno. */
+typedef struct cli_esc_pipe cli_esc_pipe_t;
+int cli_esc_pipe_open(int out_fd, cli_esc_pipe_t **out);
+int cli_esc_pipe_fd(const cli_esc_pipe_t *e);
+void cli_esc_pipe_close(cli_esc_pipe_t *e);
 
 /* ---- waiting on a task (cli/follow.c) ------------------------------------ */
 

@@ -70,8 +70,8 @@ static int request(const char *verb, tfs_store_t *store, const char *id, const t
   else if (err == TFS_ENOTRUNNING && c->action == TFS_CONTROL_RESUME)
     cli_error(verb, "task %s is %s, not paused; there is nothing to resume", id, state);
   else if (err == TFS_ENOTRUNNING)
-    cli_error(verb, "task %s is %s: nothing of it runs yet; 'taskfs cancel %s' stops it", id,
-              state, id);
+    cli_error(verb, "task %s is %s: nothing of it runs yet; 'taskfs cancel %s' stops it", id, state,
+              id);
   else
     cli_error(verb, "cannot send the %s request to task %s in %s: %s", verb, id,
               tfs_store_path(store), tfs_strerror(err));

@@ -213,6 +213,10 @@ int cmd_queue(int argc, char **argv) {
     cli_getopt(&o, argc, argv);
     return o.code;
   }
+  /* `queue --state-dir DIR ls`, as `taskfs --state-dir DIR queue ls`
+   * arrives here: the option goes behind the queue verb. */
+  if (cli_hoist_state_dir(&argc, &argv))
+    return CLI_EXIT_USAGE;
   if (argc < 2)
     return cli_usage_error("queue", "what about queues? set, pause, resume, rm or ls");
   const char *sub = argv[1];

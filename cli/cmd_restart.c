@@ -47,8 +47,7 @@ static char **env_from_here(const tfs_record_t *rec, char ***names) {
       (*names)[n++] = strdup(rec->env_names[i]);
   }
   if (rec->env_count)
-    cli_error("restart",
-              "note: environment values are not stored, only names; %s%s%s%s%s",
+    cli_error("restart", "note: environment values are not stored, only names; %s%s%s%s%s",
               taken[0] ? "taken from this shell: " : "", taken, taken[0] && missing[0] ? "; " : "",
               missing[0] ? "not set here, so left out: " : "", missing);
   return env;

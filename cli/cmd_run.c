@@ -76,8 +76,7 @@ static const char usage_text[] =
     "  --limit NAME=VALUE,...  resource limits of the worker and its tree: mem=2G,\n"
     "                        cpu=10m, nofile=4096, nproc=512, fsize=10G, core=0\n"
     "                        (setrlimit, soft and hard; mem: the tree's memory cgroup\n"
-    "                        where one can be made; none lifts a store default)\n"
-    CLI_SCHED_USAGE
+    "                        where one can be made; none lifts a store default)\n" CLI_SCHED_USAGE
     "  --on ENGINE           where CMD runs: local (default), or slurm: as a Slurm\n"
     "                        job through srun, its output streamed back\n"
     "  --slurm-opt ARG       one srun option for the job, its value in the same\n"
@@ -146,10 +145,10 @@ typedef struct {
   char **env;   /* NAME=VALUE (malloc'ed), for the supervisor's environment only */
   char **names; /* NAME (malloc'ed), for the record */
   char *cwd;
-  cli_sched_t sched; /* --queue, --after, --delay, --at, --stdin */
+  cli_sched_t sched;   /* --queue, --after, --delay, --at, --stdin */
   tfs_limits_t limits; /* --timeout, --limit */
   char why[1024];      /* a refusal of the limits, in core's words */
-  char **engine_opts; /* --slurm-opt, NULL-terminated (the strings are argv's) */
+  char **engine_opts;  /* --slurm-opt, NULL-terminated (the strings are argv's) */
   int nopts;
 } run_args_t;
 
@@ -368,7 +367,8 @@ static int run_option(run_args_t *a, int c, const char *arg) {
     return CLI_EXIT_OK;
   case OPT_ON:
     if (tfs_engine_parse(arg, &a->spec.engine))
-      return cli_usage_error("run", "--on is local or slurm, not '%s'", cli_quote(arg, q, sizeof q));
+      return cli_usage_error("run", "--on is local or slurm, not '%s'",
+                             cli_quote(arg, q, sizeof q));
     return CLI_EXIT_OK;
   case OPT_SLURM_OPT: {
     char **v = realloc(a->engine_opts, (size_t)(a->nopts + 2) * sizeof *v);

@@ -61,8 +61,9 @@ static int resolve_after(tfs_store_t *store, const char *arg, const char *key,
                          char id[TFS_ID_MAX + 1]) {
   char q[96];
   if (key && !strcmp(arg, key))
-    return cli_usage_error("run", "--after %s names the task being started (its own key); a "
-                                  "task cannot wait for itself",
+    return cli_usage_error("run",
+                           "--after %s names the task being started (its own key); a "
+                           "task cannot wait for itself",
                            cli_quote(arg, q, sizeof q));
   /* "-" and "last": the newest task, as tsp -d waits for the last job. */
   if (!strcmp(arg, "-") || !strcmp(arg, "last"))
@@ -93,8 +94,9 @@ int cli_sched_apply(cli_sched_t *sc, tfs_store_t *store, tfs_task_spec_t *spec) 
   }
   int err = tfs_after_check(store, sc->ids, bad, sizeof bad);
   if (err == TFS_ECYCLE)
-    return cli_usage_error("run", "the tasks named by --after wait for each other (%s), so none "
-                                  "of them could ever start; nothing was started",
+    return cli_usage_error("run",
+                           "the tasks named by --after wait for each other (%s), so none "
+                           "of them could ever start; nothing was started",
                            bad);
   if (err) {
     cli_error("run", "cannot check the tasks named by --after: %s", tfs_strerror(err));

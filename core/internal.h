@@ -163,7 +163,6 @@ int tfs__process_self(pid_t *pid, uint64_t *start_ticks, char boot[40]);
  * tfs_utf8_sanitize() would return unchanged. */
 int tfs__utf8_valid(const char *s, size_t len);
 
-
 /* Makes room for at least need elements of size bytes in the array *v of
  * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
 int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
@@ -231,6 +230,11 @@ typedef char tfs__idbuf_t[16];
 /* Reads tasks/ once (readdir only, no stat) and returns the well-formed
  * ids, sorted when sort is set, in one malloc'ed array. */
 int tfs__collect_ids(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort);
+
+/* tfs_task_forget() on each of ids[0..n): the number removed (a task that
+ * runs, or is already gone, stays counted out), or the first other error
+ * (-EROFS, -EACCES, -EIO ...), at which it stops. */
+int tfs__forget_ids(tfs_store_t *store, tfs__idbuf_t *ids, size_t n);
 
 /* The store's directory fds and files by name: the disk layout, for core
  * (and its tests and the bench's store generator) only; faces use the

@@ -15,7 +15,18 @@
  * must also arrive whole within the request timeout of the moment the
  * connection started waiting for it; the sweep shuts down a connection
  * past that deadline, which MHD then closes. A suspended connection (held
- * or streaming) has no deadline. */
+ * or streaming) has no deadline.
+ *
+ * Connections that have not shown the token yet (issue 26.2): anyone who
+ * can reach the port can open them, so they must not be able to take the
+ * room of the owner's. They have a budget of their own (HTTP_UNAUTH_MAX,
+ * far below MHD's HTTP_CONNECTIONS_MAX): a new connection past it drops
+ * the oldest of them, never one that has shown the token; and the deadline
+ * for their request is short (HTTP_HEADER_TIMEOUT_MS), where a connection
+ * that has shown the token gets the whole request timeout. So thousands of
+ * idle sockets of another user cost the owner nothing: the owner's new
+ * connection is accepted at once (MHD never reaches its own limit for
+ * them) and shows its token in its first request. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +69,55 @@ static void on_mhd_poll(uv_poll_t *p, int status, int events) {
 
 /* ---- connections ---------------------------------------------------------- */
 
+static int on_unauth(const http_server_t *srv, const http_conn_t *hc) {
+  return hc->uprev || srv->unauth_head == hc;
+}
+
+static void unauth_remove(http_server_t *srv, http_conn_t *hc) {
+  if (!on_unauth(srv, hc))
+    return;
+  if (hc->uprev)
+    hc->uprev->unext = hc->unext;
+  else
+    srv->unauth_head = hc->unext;
+  if (hc->unext)
+    hc->unext->uprev = hc->uprev;
+  else
+    srv->unauth_tail = hc->uprev;
+  hc->uprev = hc->unext = NULL;
+  srv->nunauth--;
+}
+
+/* A new connection joins the unauth budget at its end; past the budget,
+ * the oldest one there is shut down (MHD then closes it). */
+static void unauth_add(http_server_t *srv, http_conn_t *hc) {
+  hc->uprev = srv->unauth_tail;
+  if (srv->unauth_tail)
+    srv->unauth_tail->unext = hc;
+  else
+    srv->unauth_head = hc;
+  srv->unauth_tail = hc;
+  srv->nunauth++;
+  while (srv->nunauth > HTTP_UNAUTH_MAX) {
+    http_conn_t *old = srv->unauth_head;
+    unauth_remove(srv, old);
+    if (old->fd >= 0)
+      shutdown(old->fd, SHUT_RDWR);
+    old->deadline_ms = 0;
+  }
+}
+
+void http_conn_authed(http_server_t *srv, http_conn_t *hc) {
+  hc->authed = 1;
+  unauth_remove(srv, hc);
+  if (hc->deadline_ms)
+    hc->deadline_ms = http_now_ms() + srv->request_timeout_ms;
+}
+
+int64_t http_conn_deadline(const http_server_t *srv, const http_conn_t *hc) {
+  return http_now_ms() + (hc->authed ? srv->request_timeout_ms : srv->header_timeout_ms);
+}
+
 static void conn_started(http_server_t *srv, struct MHD_Connection *c, void **ctx) {
   http_conn_t *hc = calloc(1, sizeof *hc);
   if (!hc)
@@ -66,16 +126,18 @@ static void conn_started(http_server_t *srv, struct MHD_Connection *c, void **ct
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   hc->c = c;
   hc->fd = ci ? ci->connect_fd : -1;
-  hc->deadline_ms = http_now_ms() + srv->request_timeout_ms;
+  hc->deadline_ms = http_conn_deadline(srv, hc);
   hc->next = srv->conns;
   if (srv->conns)
     srv->conns->prev = hc;
   srv->conns = hc;
   srv->nconns++;
+  unauth_add(srv, hc);
   *ctx = hc;
 }
 
 static void conn_closed(http_server_t *srv, http_conn_t *hc) {
+  unauth_remove(srv, hc);
   if (hc->prev)
     hc->prev->next = hc->next;
   else

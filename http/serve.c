@@ -131,7 +131,7 @@ static void banner(const http_serve_opts_t *o, const http_addr_t *a, const serve
            "taskfs serve: serving %s on %s (pid %d)\n"
            "  MCP endpoint: %s/mcp (Authorization: Bearer <the token in %s>)\n"
            "  A2A agent:    %s/.well-known/agent-card.json (JSON-RPC at /a2a, the same token)\n"
-           "  log in:       %s/?token=%s\n",
+           "  log in:       %s/#token=%s\n",
            store, url, (int)getpid(), url, tokpath, url, url,
            show ? sv->token : "<the token in that file>");
 }

@@ -7,11 +7,12 @@
 
 #include "http/internal.h"
 
-/* TASKFS_SERVE_TIMEOUT_MS shortens the request timeout (tests). */
-static int64_t request_timeout(void) {
-  const char *v = getenv("TASKFS_SERVE_TIMEOUT_MS");
+/* TASKFS_SERVE_TIMEOUT_MS and TASKFS_SERVE_HEADER_TIMEOUT_MS change the
+ * request and header timeouts (tests). */
+static int64_t env_ms(const char *name, int64_t dflt) {
+  const char *v = getenv(name);
   long long ms = v ? atoll(v) : 0;
-  return ms > 0 ? ms : HTTP_REQUEST_TIMEOUT_MS;
+  return ms > 0 ? ms : dflt;
 }
 
 int http_server_start(const http_server_config_t *cfg, http_server_t **out, char *why,
@@ -28,7 +29,10 @@ int http_server_start(const http_server_config_t *cfg, http_server_t **out, char
   srv->mcp = cfg->mcp;
   srv->on_stopped = cfg->on_stopped;
   srv->arg = cfg->arg;
-  srv->request_timeout_ms = request_timeout();
+  srv->request_timeout_ms = env_ms("TASKFS_SERVE_TIMEOUT_MS", HTTP_REQUEST_TIMEOUT_MS);
+  srv->header_timeout_ms = env_ms("TASKFS_SERVE_HEADER_TIMEOUT_MS", HTTP_HEADER_TIMEOUT_MS);
+  if (srv->header_timeout_ms > srv->request_timeout_ms)
+    srv->header_timeout_ms = srv->request_timeout_ms;
   int err =
       http_names_build(&srv->names, cfg->host, cfg->port, cfg->allow_hosts, cfg->n_allow_hosts);
   if (!err)

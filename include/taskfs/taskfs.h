@@ -366,7 +366,8 @@ typedef struct tfs_store tfs_store_t;
 
 /* Resolves the state directory without creating anything: explicit (may be
  * NULL), else $TASKFS_STATE_DIR, else $XDG_STATE_HOME/taskfs, else
- * $HOME/.local/state/taskfs. */
+ * $HOME/.local/state/taskfs. An explicit "" or a TASKFS_STATE_DIR set to
+ * "" is -EINVAL (a mistake, never the default store). */
 int tfs_store_resolve(const char *explicit_dir, char *buf, size_t len);
 
 /* Opening a store: one path for every caller, always checked. The store's

@@ -1,5 +1,6 @@
 #include "tests/helpers/testutil.h"
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -23,6 +24,47 @@ char *tu_tmpdir(const char *tag) {
     abort();
   }
   return path;
+}
+
+char *tu_tmpdir_mem(const char *tag) {
+  if (access("/dev/shm", W_OK) != 0)
+    return tu_tmpdir(tag);
+  char *path;
+  if (asprintf(&path, "/dev/shm/taskfs-test-%s-XXXXXX", tag ? tag : "t") < 0)
+    abort();
+  if (!mkdtemp(path)) {
+    perror("mkdtemp");
+    abort();
+  }
+  return path;
+}
+
+int tu_slow(void) {
+  const char *v = getenv("TASKFS_TEST_SLOW");
+  int n = v ? atoi(v) : 0;
+  return n > 0 ? n : TU_SLOW_DEFAULT;
+}
+
+/* Criterion's timeouts are bounds against a hang, written in a test's
+ * source for the normal build on a quiet machine. Before criterion's
+ * main reads them, every test's and suite's bound is multiplied by
+ * tu_slow(), so that one factor sizes them all for the run at hand (an
+ * ASan build, a busy neighbour) instead of each test guessing. The
+ * tests and suites are the pointers criterion keeps in the cr_tst and
+ * cr_sts sections of the test binary. */
+extern struct criterion_test *__start_cr_tst[] __attribute__((weak));
+extern struct criterion_test *__stop_cr_tst[] __attribute__((weak));
+extern struct criterion_suite *__start_cr_sts[] __attribute__((weak));
+extern struct criterion_suite *__stop_cr_sts[] __attribute__((weak));
+
+__attribute__((constructor)) static void scale_timeouts(void) {
+  int k = tu_slow();
+  for (struct criterion_test **t = __start_cr_tst; t && t < __stop_cr_tst; t++)
+    if (*t && (*t)->data)
+      (*t)->data->timeout *= k;
+  for (struct criterion_suite **s = __start_cr_sts; s && s < __stop_cr_sts; s++)
+    if (*s && (*s)->data)
+      (*s)->data->timeout *= k;
 }
 
 void tu_rmrf(const char *path) {
@@ -76,6 +118,7 @@ int tu_sh(char **out, const char *fmt, ...) {
 int tu_wait_until(int (*cond)(void *arg), void *arg, int64_t timeout_ms) {
   struct timespec ts = {0, 10 * 1000 * 1000};
   int v = 0;
+  timeout_ms *= tu_slow();
   for (int64_t waited = 0; waited <= timeout_ms; waited += 10) {
     if ((v = cond(arg)))
       return v;

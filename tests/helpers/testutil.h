@@ -9,6 +9,16 @@
 /* Creates a fresh directory under $TMPDIR (or /tmp); returns a malloc'ed
  * path. Aborts the test on failure. */
 char *tu_tmpdir(const char *tag);
+/* The same on tmpfs (/dev/shm, else as tu_tmpdir): for a test that makes
+ * thousands of tasks, whose every create fsyncs; on a disk another job
+ * keeps busy those fsyncs alone took over a minute. */
+char *tu_tmpdir_mem(const char *tag);
+/* How many times slower than a quiet machine's normal build this run may
+ * be: $TASKFS_TEST_SLOW, else TU_SLOW_DEFAULT. Criterion's .timeout of
+ * every test and suite and the bound of tu_wait_until are multiplied by
+ * it (tests/README.md: waits in tests). */
+#define TU_SLOW_DEFAULT 3
+int tu_slow(void);
 /* rm -rf path (never follows symlinks out of it). */
 void tu_rmrf(const char *path);
 /* Path of the taskfs binary under test ($TASKFS_BIN, else build/taskfs). */
@@ -18,7 +28,7 @@ const char *tu_taskfs_bin(void);
  * ($?: 128+sig for a signal). */
 int tu_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Polls cond(arg) every 10 ms until it returns non-zero or timeout_ms
- * passes; returns the last value of cond. Generous timeouts only: tests
+ * (times tu_slow()) passes; returns the last value of cond. Generous timeouts only: tests
  * check behaviour, never speed. */
 int tu_wait_until(int (*cond)(void *arg), void *arg, int64_t timeout_ms);
 /* Reads a whole file; returns malloc'ed content or NULL. */

@@ -7,6 +7,26 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+// The SDKs give up on a request after 60 s by default; under load (an
+// ASan build, a busy core) a long read_managed_task took longer. Every
+// request of the tests' clients gets this bound instead, a guard against
+// a hang and never a verdict on speed (tests/README.md); a request that
+// passes its own timeout keeps it.
+export const REQUEST_TIMEOUT_MS = 600000;
+
+// Makes client's requests patient: method is the SDK's one funnel of
+// requests (1.x: request(request, schema, options); 2.x:
+// _requestWithSchemaViaCodec(codec, request, schema, options)), at is the
+// index of its options. Returns client.
+export function patient(client, method, at) {
+  const send = client[method].bind(client);
+  client[method] = (...args) => {
+    args[at] = { timeout: REQUEST_TIMEOUT_MS, ...(args[at] ?? {}) };
+    return send(...args);
+  };
+  return client;
+}
+
 export function serverEnvOf(defaults, extra = {}) {
   const env = { ...defaults };
   for (const k of ['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS'])

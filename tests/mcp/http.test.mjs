@@ -37,7 +37,7 @@ test('a long-poll longer than the hold time is answered on an SSE stream', async
   const store = makeHttpStore(t);
   const { client } = await store.connect();
   await call(client, 'start_managed_task', { taskKey: 'late', command: 'sleep 12; echo done-late', waitMs: 0 });
-  const r = await call(client, 'read_managed_task', { taskKey: 'late', waitMs: 40000 }, { timeout: 60000 });
+  const r = await call(client, 'read_managed_task', { taskKey: 'late', waitMs: 40000 });
   assert.equal(r.structuredContent.state, 'completed');
   assert.match(r.content[0].text, /done-late/);
 });

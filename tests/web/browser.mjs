@@ -49,8 +49,11 @@ export async function openViewer(t, { colorScheme = 'light', viewport = { width:
     if (!(aborted && /\/api\/(events|tasks\/[^/]+\/transcript\?follow=1)/.test(r.url())))
       problems.push(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
   });
-  page.on('response', (r) => {
+  const cookies = [];
+  page.on('response', async (r) => {
     if (r.status() >= 400) problems.push(`answer ${r.status()}: ${r.request().method()} ${r.url()}`);
+    const set = await r.headerValue('set-cookie').catch(() => null);
+    if (set) cookies.push(`${r.url()}: ${set}`);
   });
   t.after(async () => {
     await browser.close().catch(() => {});
@@ -63,8 +66,10 @@ export async function openViewer(t, { colorScheme = 'light', viewport = { width:
     if (!dir) rmSync(store, { recursive: true, force: true });
   });
   return {
-    dir: store, srv, browser, context, page, problems,
-    loginUrl: `${srv.url}/?token=${srv.token}`,
+    dir: store, srv, browser, context, page, problems, cookies,
+    // The login URL `taskfs serve` prints: the token in the fragment,
+    // which the browser sends to no server.
+    loginUrl: `${srv.url}/#token=${srv.token}`,
   };
 }
 
