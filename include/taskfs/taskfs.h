@@ -268,6 +268,7 @@ typedef struct {
 typedef struct {
   char id[TFS_ID_MAX + 1];
   char key[TFS_KEY_MAX + 1]; /* "" if none */
+  int64_t number;            /* the store-local task number (1, 2, ...); 0: none (older records) */
   char **argv;               /* NULL-terminated */
   int argc;
   char *cwd;
@@ -490,7 +491,11 @@ typedef struct {
   tfs_stderr_t stderr_mode; /* 0: merged, the default */
   int rerun;                /* with a key whose task has ended: make a new task
                                and point the key at it */
-  const char *queue;        /* NULL or "": no queue (runs at once) */
+  int replace;              /* rerun, also when the ended task of the key ran
+                               another command or directory (else
+                               TFS_EKEYCONFLICT); the old task stays */
+  const char *queue;        /* NULL: the store's default (config "queue"), if any;
+                               "": no queue (runs at once) */
   char *const *after;       /* NULL-terminated ids it starts after, or NULL */
   int64_t not_before_ms;    /* 0: no earliest start */
   int with_stdin;           /* the worker's stdin is fed by tfs_stdin_write() */
@@ -513,7 +518,8 @@ typedef struct {
  *  - the key names a task with the same argv and cwd: its id is returned and
  *    *existed = 1, unless that task has ended and spec->rerun is set, in
  *    which case a new task is made and the key now names it (*existed = 0).
- *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT.
+ *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT,
+ *    unless that task has ended and spec->replace is set: then as rerun.
  * When N processes race on one key, exactly one creates the task. */
 int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out[TFS_ID_MAX + 1],
                     int *existed);
@@ -533,7 +539,16 @@ int tfs_cwd_check(const char *cwd, char *why, size_t whylen);
 
 /* Looks a key up: fills id_out, or TFS_ENOTASK. */
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
-/* Accepts an id or a key (ids are tried first). */
+/* Task numbers (core/number.c): every task gets one at creation, 1, 2,
+ * 3, ..., never reused while it exists. tfs_number_parse: 1 and *out if s
+ * is a bare decimal number without a leading zero; tfs_is_decimal: 1 if s
+ * is only digits (a bare number, never an id prefix or a new key).
+ * tfs_number_lookup: the id of the task with number n, or TFS_ENOTASK. */
+int tfs_number_parse(const char *s, int64_t *out);
+int tfs_is_decimal(const char *s);
+int tfs_number_lookup(tfs_store_t *store, int64_t n, char id_out[TFS_ID_MAX + 1]);
+/* Accepts an id, a task number (a bare decimal: the number, else a key
+ * of only digits from before numbers) or a key (ids are tried first). */
 int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_ID_MAX + 1]);
 /* tfs_task_resolve(), then a unique prefix of an id, of at least
  * TFS_ID_PREFIX_MIN characters (a user types "mx45bwq6"): TFS_EAMBIGUOUS
