@@ -33,13 +33,20 @@ LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs
         $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
+# The supervisor on its own (supervisor/bin/taskfs-supervise.c): what a
+# start execs, linked against core and the supervisor only, so a start
+# does not load the faces' stacks (FUSE, libmicrohttpd and GnuTLS, PCRE2)
+# a second time. Installed in LIBEXECDIR/taskfs; the launcher finds it
+# beside the binary (the build tree) or at ../libexec/taskfs/ from it.
+SUPBIN := $(BUILD)/taskfs-supervise
+SUP_LIBS := $(shell $(PKG_CONFIG) --libs jansson libuv) -lpthread
 # systemd user units: every contrib/systemd/*.in (taskfs-mount.service
 # today; taskfs-serve.service and .socket join when `taskfs serve` does),
 # made with the installed paths substituted (rule in the install section).
 UNITS := $(patsubst contrib/systemd/%.in,$(BUILD)/systemd/%,$(wildcard contrib/systemd/*.in))
 
 .PHONY: all test test-c test-mcp test-mcp2 test-web test-conformance test-sh check run clean install uninstall deb FORCE bench bench-quick bench-corpus bench-queue format asan coverage api-reach
-all: $(BIN) $(UNITS)
+all: $(BIN) $(SUPBIN) $(UNITS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -59,8 +66,13 @@ $(BUILD)/%.a:
 	rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(call obj,$(CLI_SRC)) $(LIBS)
+# Whatever builds the binary builds the supervisor it starts (order-only:
+# relinking one does not relink the other).
+$(BIN): $(call obj,$(CLI_SRC)) $(LIBS) | $(SUPBIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(call obj,$(CLI_SRC)) $(LIBS) $(LDLIBS)
+
+$(SUPBIN): $(BUILD)/supervisor/bin/taskfs-supervise.o $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SUP_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(call obj,$(TEST_HELPERS)) $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call obj,$(TEST_HELPERS)) $(LIBS) $(LDLIBS) -lcriterion
@@ -166,6 +178,7 @@ bench-queue: $(BIN)
 # `make install PREFIX=~/.local` (user units then go where systemd looks
 # in a home: ~/.local/share/systemd/user).
 BINDIR ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 DOCDIR ?= $(DATADIR)/doc/taskfs
@@ -200,6 +213,7 @@ MCP_CONFIGS := $(sort $(wildcard contrib/mcp/*))
 
 # MODE SRC DEST, one triple per installed file.
 INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
+  0755 $(SUPBIN) $(LIBEXECDIR)/taskfs/taskfs-supervise \
   $(foreach f,$(UNITS),0644 $(f) $(SYSTEMDUSERUNITDIR)/$(notdir $(f))) \
   $(foreach f,$(DOCS),0644 $(f) $(DOCDIR)/$(notdir $(f))) \
   $(foreach f,$(MCP_CONFIGS),0644 $(f) $(DOCDIR)/mcp/$(notdir $(f))) \
@@ -209,7 +223,7 @@ INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
   $(foreach f,$(FISH_COMPLETION),0644 $(f) $(FISHCOMPDIR)/taskfs.fish)
 INSTALL_MANIFEST = $(DOCDIR)/install-manifest
 
-install: $(BIN) $(UNITS) $(MAN_PAGES)
+install: $(BIN) $(SUPBIN) $(UNITS) $(MAN_PAGES)
 	@DESTDIR='$(DESTDIR)' sh scripts/install.sh install $(INSTALL_MANIFEST) $(INSTALL_LIST)
 
 uninstall:

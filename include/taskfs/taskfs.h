@@ -545,11 +545,13 @@ int tfs_task_resolve_prefix(tfs_store_t *store, const char *arg, char id_out[TFS
  * tfs_key_lookup() then tfs_task_stat() tell. */
 int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n);
 
-/* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
+/* Saves rec atomically (temp file, rename: no reader ever sees half a
+ * record); a record of an ended task also durably (the temp file fsynced
+ * before the rename, the directory after it), so that it survives a power
+ * loss. Earlier states are not fsynced: after a crash the task reads lost
+ * whatever the record said (docs/faults.md). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
-/* The same with TFS_SAVE_NOSYNC: atomic, visible at once, but not fsynced,
- * for a state a crash makes moot anyway (a supervisor's wait: after a
- * crash the task reads lost whatever the record said). */
+/* The same with TFS_SAVE_NOSYNC: never fsynced, even for an end. */
 #define TFS_SAVE_NOSYNC 1u
 int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
