@@ -766,9 +766,11 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
  * line: with last_n = 0 and a line still being written, it starts at that
  * line, delivered whole once completed, or flushed after it grew (flushed
  * as it was at the open, it was none of the last 0 lines). A partial line
- * is held back unless flush_partial (use it once the task has ended), so
- * the first call after opening delivers last_n - 1 lines while the last is
- * incomplete. A file that shrank is read again from the start; a file that
+ * is held back unless flush_partial: 1 delivers it as a final line
+ * (partial = 1; use it once the task has ended), 2 as a piece of the line
+ * (partial = 2) whose rest comes later under the same number (a prompt the
+ * supervisor wrote while the task runs). So with 0 the first call after
+ * opening delivers last_n - 1 lines while the last is incomplete. A file that shrank is read again from the start; a file that
  * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
