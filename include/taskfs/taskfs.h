@@ -564,11 +564,13 @@ int tfs_task_resolve_prefix(tfs_store_t *store, const char *arg, char id_out[TFS
  * tfs_key_lookup() then tfs_task_stat() tell. */
 int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n);
 
-/* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
+/* Saves rec atomically (temp file, rename: no reader ever sees half a
+ * record); a record of an ended task also durably (the temp file fsynced
+ * before the rename, the directory after it), so that it survives a power
+ * loss. Earlier states are not fsynced: after a crash the task reads lost
+ * whatever the record said (docs/faults.md). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
-/* The same with TFS_SAVE_NOSYNC: atomic, visible at once, but not fsynced,
- * for a state a crash makes moot anyway (a supervisor's wait: after a
- * crash the task reads lost whatever the record said). */
+/* The same with TFS_SAVE_NOSYNC: never fsynced, even for an end. */
 #define TFS_SAVE_NOSYNC 1u
 int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
@@ -783,9 +785,11 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
  * line: with last_n = 0 and a line still being written, it starts at that
  * line, delivered whole once completed, or flushed after it grew (flushed
  * as it was at the open, it was none of the last 0 lines). A partial line
- * is held back unless flush_partial (use it once the task has ended), so
- * the first call after opening delivers last_n - 1 lines while the last is
- * incomplete. A file that shrank is read again from the start; a file that
+ * is held back unless flush_partial: 1 delivers it as a final line
+ * (partial = 1; use it once the task has ended), 2 as a piece of the line
+ * (partial = 2) whose rest comes later under the same number (a prompt the
+ * supervisor wrote while the task runs). So with 0 the first call after
+ * opening delivers last_n - 1 lines while the last is incomplete. A file that shrank is read again from the start; a file that
  * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
