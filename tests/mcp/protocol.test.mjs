@@ -163,7 +163,7 @@ test('stdin from a regular file is served to its end', async (t) => {
 test('a host that floods requests without reading answers: memory stays bounded, nothing is lost', async (t) => {
   const s = rawServer(t);
   s.child.stdout.pause();
-  const n = 4000; // each answer (tools/list) is ~23 KiB: ~90 MiB in all
+  const n = 12000; // each answer (tools/list) is ~8 KiB: ~90 MiB in all
   const line = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n';
   for (let i = 0; i < n; i++) s.child.stdin.write(line);
   s.child.stdin.end();
