@@ -62,7 +62,8 @@ static int help_line(const char *usage, const char *name, char *spec_rest, size_
     for (hit = strstr(p, needle); hit && hit < end; hit = strstr(hit + 1, needle)) {
       char after = hit[strlen(needle)];
       if ((hit == p || hit[-1] == ' ' || hit[-1] == '|') &&
-          (after == ' ' || after == ',' || after == '|' || after == '=' || after == '\n' || !after))
+          (after == ' ' || after == ',' || after == '|' || after == '=' || after == '[' ||
+           after == '\n' || !after))
         break;
     }
     if (!hit || hit >= end)
