@@ -11,13 +11,13 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs cancel [--wait] [--timeout DURATION] [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs cancel [-w|--wait] [--timeout DURATION] [--state-dir DIR] ID|KEY\n"
     "\n"
     "Requests a stop of a task: its supervisor stops the whole process tree\n"
     "(SIGTERM, a grace period, then SIGKILL) and records the task as cancelled.\n"
     "A task that has already ended is left alone (exit 0).\n"
     "\n"
-    "  --wait              wait until the task has ended and print its final state\n"
+    "  -w, --wait          wait until the task has ended and print its final state\n"
     "  --timeout DURATION  with --wait: give up after DURATION (500ms, 10s, 5m, 1d;\n"
     "                      a bare number is seconds), exit 124\n"
     "  --state-dir DIR     use the store in DIR\n"
