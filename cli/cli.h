@@ -62,6 +62,40 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
 int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first,
                       tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
 
+/* The tasks a verb acts on (cli/targets.c): the ids after its options
+ * (argv[first..]), resolved as cli_resolve_task() does, each once. With
+ * CLI_TASKS_NEWEST none means the newest task (a note on stderr names
+ * it); CLI_TASKS_MANY takes several; CLI_TASKS_ALL (the verb's --all,
+ * then no ids) takes every task that has not ended. Opens the store
+ * read-only; prints any error and returns an exit code; on success the
+ * caller frees t with cli_tasks_free(). */
+#define CLI_TASKS_NEWEST 1
+#define CLI_TASKS_MANY 2
+#define CLI_TASKS_ALL 4
+typedef struct {
+  tfs_store_t *store; /* NULL for a store that does not exist (no tasks) */
+  char (*ids)[TFS_ID_MAX + 1];
+  size_t n;
+} cli_tasks_t;
+int cli_open_tasks(const struct cli_opts *o, int argc, char **argv, int first, int flags,
+                   cli_tasks_t *t);
+void cli_tasks_free(cli_tasks_t *t);
+/* The newest task (the last made) into id_out, with a note on stderr
+ * ("VERB: note: WHAT the newest task: 3 (mx...)"); CLI_EXIT_NOTASK in a
+ * store without tasks (store NULL: one that does not exist). */
+int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
+                    char id_out[TFS_ID_MAX + 1]);
+/* cli_open_one_task(), where no task given means the newest. */
+int cli_open_task_or_newest(const struct cli_opts *o, int argc, char **argv, int first,
+                            tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+/* The exit code of a verb that acted on several tasks: the worst (highest)
+ * of theirs, so 0 only when every one was. */
+int cli_worst_code(int a, int b);
+/* Asks question on the terminal ("cancel 3 tasks?"): 1 for yes (or with
+ * yes set), 0 for anything else; -1 (a usage error said) when stdin is
+ * not a terminal to ask and yes is not set. */
+int cli_confirm(const char *verb, const char *question, int yes);
+
 /* A task that waits (queued with its supervisor): says on stderr where it
  * stands ("task X is queued: 3rd in queue build (2 of 2 running)"). */
 void cli_say_queued(const char *verb, tfs_store_t *store, const tfs_record_t *rec);

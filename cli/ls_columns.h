@@ -31,7 +31,7 @@ int ls_column_is_key(int col);
 int ls_column_is_reason(int col);
 int ls_column_is_state(int col);
 int ls_column_is_exit(int col);
-/* The default columns: ID STATE STARTED ENDED EXIT KEY REASON COMMAND.
+/* The default columns: # ID STATE STARTED ENDED EXIT KEY REASON COMMAND.
  * Their count. */
 int ls_columns_default(int out[LS_COLS_MAX]);
 /* "id,state,cpu" into out; the count, or -1 with the bad name in bad. */

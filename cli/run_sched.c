@@ -28,6 +28,9 @@ int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
                              cli_quote(arg, q, sizeof q), TFS_QUEUE_NAME_MAX);
     sc->queue = arg;
     return CLI_EXIT_OK;
+  case CLI_OPT_NO_QUEUE:
+    sc->queue = ""; /* none, not the store's default */
+    return CLI_EXIT_OK;
   case CLI_OPT_AFTER:
     if (sc->nafter + 1 >= sc->cap) {
       size_t cap = sc->cap ? sc->cap * 2 : 8;
@@ -69,6 +72,9 @@ static int resolve_after(tfs_store_t *store, const char *arg, const char *key,
                            "--after %s names the task being started (its own key); a "
                            "task cannot wait for itself",
                            cli_quote(arg, q, sizeof q));
+  /* "-" and "last": the newest task, as tsp -d waits for the last job. */
+  if (!strcmp(arg, "-") || !strcmp(arg, "last"))
+    return cli_newest_task("run", store, "--after", id);
   return cli_resolve_task("run", store, arg, id);
 }
 

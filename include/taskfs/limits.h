@@ -172,7 +172,7 @@ int tfs_config_get(tfs_store_t *store, const char *key, char **value, char *why,
 int tfs_config_list(tfs_store_t *store, char ***keys, char ***values, char *why, size_t whylen);
 /* Every key the file knows, for help texts: "timeout, limit.mem, ...". */
 #define TFS_CONFIG_KEYS                                                                            \
-  "timeout, limit.mem, limit.cpu, limit.nofile, limit.nproc, limit.fsize, limit.core"
+  "timeout, limit.mem, limit.cpu, limit.nofile, limit.nproc, limit.fsize, limit.core, queue"
 
 #ifdef __cplusplus
 }
