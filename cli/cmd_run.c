@@ -92,8 +92,9 @@ static const char usage_text[] =
     "\n"
     "EXIT STATUS\n"
     "  0 started (or already known under --key), 100 usage (also: the key names a\n"
-    "  different command), 111 system failure, 127 CMD could not start (not found,\n"
-    "  not executable, bad --cwd; the id is still printed). With --wait or\n"
+    "  different command), 101 no such task (--after names none), 111 system\n"
+    "  failure, 127 CMD could not start (not found, not executable, bad --cwd;\n"
+    "  the id is still printed). With --wait or\n"
     "  --follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
     "  signal N; 124 timed out; cancelled 130; lost 102). Defaults for --timeout\n"
     "  and --limit come from the store's config ('taskfs config').\n";
