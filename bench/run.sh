@@ -37,7 +37,7 @@ case "$BUILD" in /*) BDIR=$BUILD ;; *) BDIR=$ROOT/$BUILD ;; esac
 TASKFS=${TASKFS_BIN:-$BDIR/taskfs}
 BT=$BDIR/bench/bt
 GEN=$BDIR/bench/tfsgen
-ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8 9 10 11}
+ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8 9 10 11 12}
 
 if [ "$MODE" = full ]; then
   RUNS=5                  # runs per throughput / listing figure (median)
@@ -883,6 +883,26 @@ row10() {
     "the same request with no idle connection: p50 $(calc "$(jget "$W/r10.json" "j.firstByte.none.p50")" 2) ms, p99 $(calc $fn 2) ms" \
     "first byte p50 $(calc "$fb50 / $fn50" 2)×, p99 $(calc "$fb / $fn" 2)×" "idle connections cost memory only (first byte p50 ≤ 1.5× + 0.5 ms; the p99 of 200 samples is the machine's noise)" "$(verdict "$fb50 <= 1.5 * $fn50 + 0.5")"
   cmd "row 10: \`node bench/mcp/http.mjs idle\` in \`unshare -n\`: $HTTP_IDLE TCP connections to \`taskfs serve\`, each makes one keep-alive request (\`GET /favicon.ico\`) and stays open; VmRSS of the server before and with them; first byte of 200 \`tools/list\` POSTs (2026-07-28, a fresh connection each) with none open and beside them, p50/p99."
+}
+
+# ---- row 12: the tools' definitions ---------------------------------------------
+
+# A size, not a timing: what a host puts into the model's context on every
+# turn for the five tools (the tools/list answer), in both revisions.
+row12() {
+  local s
+  new_store s12
+  s=$S
+  log "row 12: tools/list size"
+  node "$ROOT/bench/mcp/tools_size.mjs" "$TASKFS" "$s" >"$W/r12.json" || die "tools/list did not answer"
+  local lb mb
+  lb=$(jget "$W/r12.json" "j.legacy.bytes")
+  mb=$(jget "$W/r12.json" "j.modern.bytes")
+  row "12" "tools/list size, the 5 tools' definitions (what every model turn carries)" \
+    "2025-11-25: $lb bytes; 2026-07-28: $mb bytes" "— (a size; 33383 bytes before issue 29)" \
+    "$(calc "$lb / 8192" 2)× and $(calc "$mb / 8192" 2)× the goal" "≤ 8192 bytes in both revisions" \
+    "$(verdict "$lb <= 8192 && $mb <= 8192")"
+  cmd "row 12: \`node bench/mcp/tools_size.mjs\`: JSON-RPC lines to \`taskfs mcp --state-dir S\` (initialize then tools/list for 2025-11-25; tools/list with the request _meta for 2026-07-28); the figure is the bytes of the answer's line."
 }
 
 # ---- row 11: the machine's speed (issue 28) ---------------------------------

@@ -10,7 +10,7 @@
 // the first page of the list, or the transcript's tail, was put in the
 // page), read from performance.getEntriesByName, in ms since the
 // navigation started; each figure is a fresh load of the page (the login
-// cookie already set), RUNS times, median and range printed.
+// token already in the tab's sessionStorage), RUNS times, median and range printed.
 //
 //   make build/taskfs build/bench/tfsgen
 //   (cd tests/web && npm ci) && node bench/web_paint.mjs [RUNS] [GIB]

@@ -24,10 +24,22 @@ int cli_exit_for_record(const tfs_record_t *rec);
 /* Each verb: int cmd_<verb>(int argc, char **argv), argv[0] is the verb. */
 typedef int (*cli_verb_fn)(int argc, char **argv);
 
-/* Prints "taskfs <verb>: <message>\n" on stderr. */
+/* Prints "taskfs <verb>: <message>\n" on stderr, the message escaped
+ * (cli_escape): it may hold a record's reason or an argument. */
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct cli_opts;
+/* Resolves the store's path (tfs_store_resolve) into buf; an empty
+ * --state-dir or TASKFS_STATE_DIR is a usage error. Prints any error and
+ * returns an exit code. */
+int cli_store_path(const char *verb, const char *state_dir, char *buf, size_t len);
+
+/* `taskfs --state-dir DIR VERB ...` (and `taskfs queue --state-dir DIR ls`):
+ * a --state-dir at argv[1] is moved behind the word after it, argv[2],
+ * where that verb parses it. Returns 0, or CLI_EXIT_USAGE after saying
+ * that a verb is missing. */
+int cli_hoist_state_dir(int *argc, char ***argv);
+
 /* Resolves and opens the store named by o's --state-dir (may be NULL),
  * checked as every open is (the caller's, writable by nobody else), or
  * with --foreign-store (o->foreign) another user's, read-only. With
@@ -49,6 +61,40 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
  * an exit code; on success *store is open and the caller closes it. */
 int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first,
                       tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+
+/* The tasks a verb acts on (cli/targets.c): the ids after its options
+ * (argv[first..]), resolved as cli_resolve_task() does, each once. With
+ * CLI_TASKS_NEWEST none means the newest task (a note on stderr names
+ * it); CLI_TASKS_MANY takes several; CLI_TASKS_ALL (the verb's --all,
+ * then no ids) takes every task that has not ended. Opens the store
+ * read-only; prints any error and returns an exit code; on success the
+ * caller frees t with cli_tasks_free(). */
+#define CLI_TASKS_NEWEST 1
+#define CLI_TASKS_MANY 2
+#define CLI_TASKS_ALL 4
+typedef struct {
+  tfs_store_t *store; /* NULL for a store that does not exist (no tasks) */
+  char (*ids)[TFS_ID_MAX + 1];
+  size_t n;
+} cli_tasks_t;
+int cli_open_tasks(const struct cli_opts *o, int argc, char **argv, int first, int flags,
+                   cli_tasks_t *t);
+void cli_tasks_free(cli_tasks_t *t);
+/* The newest task (the last made) into id_out, with a note on stderr
+ * ("VERB: note: WHAT the newest task: 3 (mx...)"); CLI_EXIT_NOTASK in a
+ * store without tasks (store NULL: one that does not exist). */
+int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
+                    char id_out[TFS_ID_MAX + 1]);
+/* cli_open_one_task(), where no task given means the newest. */
+int cli_open_task_or_newest(const struct cli_opts *o, int argc, char **argv, int first,
+                            tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+/* The exit code of a verb that acted on several tasks: the worst (highest)
+ * of theirs, so 0 only when every one was. */
+int cli_worst_code(int a, int b);
+/* Asks question on the terminal ("cancel 3 tasks?"): 1 for yes (or with
+ * yes set), 0 for anything else; -1 (a usage error said) when stdin is
+ * not a terminal to ask and yes is not set. */
+int cli_confirm(const char *verb, const char *question, int yes);
 
 /* A task that waits (queued with its supervisor): says on stderr where it
  * stands ("task X is queued: 3rd in queue build (2 of 2 running)"). */
@@ -147,33 +193,52 @@ void cli_timeout_error(const char *verb, const char *id, const tfs_record_t *rec
 
 /* ---- errors and arguments ------------------------------------------------ */
 
-/* Prints "taskfs <verb>: <message>" and "try 'taskfs <verb> --help'" on
- * stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
+/* Prints "taskfs <verb>: <message>" (escaped) and "try 'taskfs <verb>
+ * --help'" on stderr; returns CLI_EXIT_USAGE so a verb can `return cli_usage_error(...)`. */
 int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Reports a getopt_long() failure (c is '?' or ':' from an optstring that
  * starts with ':'); prints the option and returns CLI_EXIT_USAGE. */
 int cli_bad_option(const char *verb, char **argv, int c);
 
-/* The one parser of durations, for every option that takes one (--timeout,
- * --min-uptime, --grace, ...): a number, whole or decimal, with a unit ms,
- * s, m, h or d; a bare number is seconds ("500ms", "10s", "1.5s", "5m",
- * "1h", "7d", "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
- * a duration ..." and returns CLI_EXIT_USAGE. */
+/* A duration option (--timeout, --min-uptime, --grace, --delay,
+ * --older-than ...) read by core's one parser, tfs_duration_parse ("500ms",
+ * "10s", "1.5s", "5m", "1h", "7d", "30"). Fills *ms_out and returns 0; on
+ * bad input reports "VERB: OPT wants a duration ..." and returns
+ * CLI_EXIT_USAGE. */
 int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out);
 
 /* Writes ms in the syntax the parser reads ("500ms", "1.5s", "10s", "5m",
  * "1h"); returns buf. */
 const char *cli_format_duration(int64_t ms, char *buf, size_t len);
 
-/* Parses a duration: a number with an optional unit ms, s, m or h ("500ms",
- * "10s", "5m", "1h"; a bare number is seconds) into milliseconds; returns
- * 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *ms_out);
+/* ---- text for a terminal (cli/escape.c) --------------------------------- */
 
-/* Copies s into buf for an error message: control and non-ASCII bytes as
- * \xNN, cut with "..." at about 60 bytes. Returns buf. */
+/* Writes s[0..len) into out (cap bytes, NUL-terminated, *olen its length
+ * if olen is not NULL) for a terminal: C0 controls, DEL, C1 controls and
+ * bytes that are not valid UTF-8 as \xNN, printable UTF-8 as it is. With
+ * CLI_ESC_LINES newlines and tabs are kept (a transcript); with
+ * CLI_ESC_PARTIAL a UTF-8 sequence cut at the end of s is left for the
+ * next call. Returns the input bytes taken: len, unless out filled up or
+ * a sequence was left. The one escape of everything from a record, a store
+ * or a command line on its way to a terminal. */
+#define CLI_ESC_LINES 1u
+#define CLI_ESC_PARTIAL 2u
+size_t cli_escape(const char *s, size_t len, unsigned flags, char *out, size_t cap, size_t *olen);
+
+/* Copies s into buf for a message, escaped as cli_escape() does, cut with
+ * "..." at 60 bytes. Returns buf. */
 const char *cli_quote(const char *s, char *buf, size_t len);
+
+/* A pipe whose bytes reach out_fd through cli_escape(CLI_ESC_LINES), by a
+ * thread: `logs` of another user's store writes the transcript into
+ * cli_esc_pipe_fd(). Closing it waits until everything is written. A
+ * closed out_fd closes the pipe (the writer gets EPIPE). Open returns 0 or
+ * a negative errno. */
+typedef struct cli_esc_pipe cli_esc_pipe_t;
+int cli_esc_pipe_open(int out_fd, cli_esc_pipe_t **out);
+int cli_esc_pipe_fd(const cli_esc_pipe_t *e);
+void cli_esc_pipe_close(cli_esc_pipe_t *e);
 
 /* ---- waiting on a task (cli/follow.c) ------------------------------------ */
 

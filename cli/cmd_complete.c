@@ -16,8 +16,8 @@
  *   ":dirs"       the shell adds directory names
  *   ":command N"  word N (taskfs being word 0) starts a command line of
  *                 its own (run's CMD): the shell completes it as one.
- * It never prints an error and always exits 0: a completion that fails
- * offers nothing. */
+ * It never prints an error (stderr goes to /dev/null) and always exits 0:
+ * a completion that fails offers nothing. */
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
@@ -62,7 +62,8 @@ static int help_line(const char *usage, const char *name, char *spec_rest, size_
     for (hit = strstr(p, needle); hit && hit < end; hit = strstr(hit + 1, needle)) {
       char after = hit[strlen(needle)];
       if ((hit == p || hit[-1] == ' ' || hit[-1] == '|') &&
-          (after == ' ' || after == ',' || after == '|' || after == '=' || after == '\n' || !after))
+          (after == ' ' || after == ',' || after == '|' || after == '=' || after == '[' ||
+           after == '\n' || !after))
         break;
     }
     if (!hit || hit >= end)
@@ -180,30 +181,29 @@ static const struct {
   const char *(*name)(unsigned i); /* "unknown" past the last */
 } named[] = {{"restart", restart_at}, {"stderr", stderr_at}, {"state", state_at}};
 
+/* A task's id and key, described by its state and command, escaped
+ * (cli_escape): a description holds no control byte, tab or newline. */
 static int task_offer(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   const comp_t *c = arg;
-  char desc[96];
-  int n = snprintf(desc, sizeof desc, "%s", tfs_state_name(rec->state));
-  for (int i = 0; rec->argv && rec->argv[i] && n < (int)sizeof desc; i++)
-    n += snprintf(desc + n, sizeof desc - n, " %s", rec->argv[i]);
-  for (char *p = desc; *p; p++)
-    if (*p == '\t' || *p == '\n')
-      *p = ' ';
+  char raw[256], desc[96];
+  int n = snprintf(raw, sizeof raw, "%s", tfs_state_name(rec->state));
+  for (int i = 0; rec->argv && rec->argv[i] && n < (int)sizeof raw; i++)
+    n += snprintf(raw + n, sizeof raw - n, " %s", rec->argv[i]);
+  cli_escape(raw, strlen(raw), 0, desc, sizeof desc, NULL);
   offer(c, rec->id, desc);
   if (rec->key[0])
     offer(c, rec->key, desc);
   return 0;
 }
 
-/* The store's newest tasks, ids and keys, described by state and
- * command. Read only; a store that is missing or refused offers nothing. */
+/* The store's newest tasks, ids and keys. Read only, and opened as every
+ * verb opens a store (checked: the caller's, writable by nobody else): a
+ * store that is missing or refused, another user's among them, offers
+ * nothing. */
 static void offer_tasks(const comp_t *c) {
-  char path[PATH_MAX];
+  cli_opts_t o = {.verb = "__complete", .state_dir = c->state_dir};
   tfs_store_t *store = NULL;
-  if (tfs_store_resolve(c->state_dir, path, sizeof path))
-    return;
-  if (tfs_store_open_flags(path, 0, &store, NULL, 0) &&
-      tfs_store_open_flags(path, TFS_STORE_FOREIGN, &store, NULL, 0))
+  if (cli_open_store(&o, 0, &store) || !store)
     return;
   tfs_list_opts_t lo = {.limit = 1000, .newest_first = 1};
   tfs_task_list_opts(store, &lo, task_offer, (void *)c, NULL);
@@ -390,6 +390,9 @@ static void complete_verb(comp_t *c, const cli_verb_t *v, char **words, int n, i
 int cli_complete(int argc, char **argv, const cli_verb_t *verbs, size_t nverbs) {
   /* argv[0] is "__complete"; the line's words follow, the last is CUR. */
   comp_t c = {.cur = argc > 1 ? argv[argc - 1] : ""};
+  /* The checked open (cli_open_store) reports a refused store: not here. */
+  if (!freopen("/dev/null", "w", stderr))
+    fclose(stderr);
   char **words = argv + 1;
   int n = argc > 1 ? argc - 2 : 0, base = 1;
   /* `taskfs --state-dir DIR VERB ...` (main() moves it behind the verb). */

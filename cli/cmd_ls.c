@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
     "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N]\n"
-    "                 [--all] [--time] [--color=auto|always|never] [--state-dir DIR]\n"
+    "                 [--all] [--time] [--color[=auto|always|never]] [--state-dir DIR]\n"
     "                 [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
@@ -26,7 +26,7 @@ static const char usage_text[] =
     "signal that killed it), KEY, REASON (why it ended; for a task that waits,\n"
     "where it stands: '2nd in queue build (2 of 2 running)'), COMMAND. On a\n"
     "terminal the row fits its width (long keys, reasons and commands are cut\n"
-    "with ...) and states are coloured.\n"
+    "with ...) and states are coloured; into a pipe or a file nothing is cut.\n"
     "\n"
     "  --json           a JSON array of the full records, oldest first\n"
     "  --columns C,...  the columns to show, in this order: id, state, started,\n"
@@ -38,8 +38,8 @@ static const char usage_text[] =
     "  --state S        only tasks in state S: queued, running, paused, completed,\n"
     "                   failed, cancelled, lost (repeat it or use commas)\n"
     "  --time           STARTED and ENDED as local times (2026-12-01 18:04:05)\n"
-    "  --color=WHEN     colour the states: auto (on a terminal, unless NO_COLOR is\n"
-    "                   set; the default), always or never\n"
+    "  --color[=WHEN]   colour the states: auto (on a terminal, unless NO_COLOR is\n"
+    "                   set; the default), always (also --color alone) or never\n"
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
     "  --all            every task (the default; cancels an earlier --limit)\n"
     "  --state-dir DIR  use the store in DIR\n"
@@ -53,10 +53,8 @@ static const char usage_text[] =
     "  0 ok, 100 usage, 111 system failure (also: the store is refused, another\n"
     "  user's or writable by others).\n";
 
-#define KEY_COL_MAX 32     /* into a pipe, longer keys are cut */
-#define KEY_COL_TERM 24    /* on a terminal */
-#define REASON_COL_MAX 40  /* the REASON column is at most this wide */
-#define REASON_COL_TERM 32 /* on a terminal */
+#define KEY_COL_TERM 24    /* on a terminal, longer keys are cut */
+#define REASON_COL_TERM 32 /* on a terminal, longer reasons are cut */
 
 /* One row: the offsets of its cells' texts in the pool. */
 typedef struct {
@@ -114,40 +112,54 @@ typedef struct {
   tfs_list_stats_t stats;
 } listing_t;
 
+/* Each cell whole, however long (a command of 100 KB included): the text
+ * buffer grows to what the cell may need (ls_column_room). */
 static int fill_row(rows_t *r, row_t *row, const listing_t *l, const tfs_record_t *rec) {
-  char text[LS_CELL_MAX];
+  static char *text;
+  static size_t cap;
   for (int c = 0; c < l->ncols; c++) {
-    size_t len = ls_column_text(l->cols[c], rec, &l->ctx, text, sizeof text);
+    size_t need = ls_column_room(l->cols[c], rec);
+    if (need > cap) {
+      char *t = realloc(text, need);
+      if (!t)
+        return -ENOMEM;
+      text = t;
+      cap = need;
+    }
+    size_t len = ls_column_text(l->cols[c], rec, &l->ctx, text, cap);
     if ((row->cell[c] = pool_add(r, text, len)) == NO_CELL)
       return -ENOMEM;
   }
   return 0;
 }
 
-/* The width of each column: its heading, its minimum, its widest cell
- * (KEY at most KEY_COL_MAX, REASON at most REASON_COL_MAX; the last column
- * is not padded). On a terminal KEY and REASON are narrower, and when a
- * last COMMAND would get fewer than 20 columns the reason gives some up,
- * then the key, down to their floors (10 and 8, then their headings), so
- * that an 80-column terminal still gets whole rows. */
+/* The width of each column: its heading, its minimum, its widest cell.
+ * Into a pipe or a file that is all: nothing is cut. On a terminal KEY is
+ * at most KEY_COL_TERM and REASON REASON_COL_TERM wide (unless last: the
+ * last column gets the rest of the line), and when a last COMMAND would
+ * get fewer than 20 columns the reason gives some up, then the key, down
+ * to their floors (10 and 8, then their headings), so that an 80-column
+ * terminal still gets whole rows. */
 static void col_widths(const listing_t *l, size_t term_cols, size_t w[LS_COLS_MAX]) {
   const rows_t *r = &l->rows;
   int key = -1, why = -1;
   size_t used = 0;
   for (int c = 0; c < l->ncols; c++) {
     const ls_col_t *col = ls_column(l->cols[c]);
-    size_t cap = ls_column_is_key(l->cols[c])      ? (term_cols ? KEY_COL_TERM : KEY_COL_MAX)
-                 : ls_column_is_reason(l->cols[c]) ? (term_cols ? REASON_COL_TERM : REASON_COL_MAX)
+    int last = c == l->ncols - 1;
+    size_t cap = !term_cols || last                ? 0
+                 : ls_column_is_key(l->cols[c])    ? KEY_COL_TERM
+                 : ls_column_is_reason(l->cols[c]) ? REASON_COL_TERM
                                                    : 0;
     w[c] = strlen(col->header) > col->min ? strlen(col->header) : col->min;
-    for (size_t i = 0; i < r->n && c < l->ncols - 1; i++) {
+    for (size_t i = 0; i < r->n; i++) {
       size_t len = cli_text_cols(r->pool + r->rows[i].cell[c]);
       if (len > w[c])
         w[c] = cap && len > cap ? cap : len;
     }
     key = ls_column_is_key(l->cols[c]) ? c : key;
     why = ls_column_is_reason(l->cols[c]) ? c : why;
-    used += c < l->ncols - 1 ? w[c] + 1 : 0;
+    used += !last ? w[c] + 1 : 0;
   }
   if (!term_cols || !ls_column_is_command(l->cols[l->ncols - 1]))
     return;
@@ -179,17 +191,16 @@ static const char *cell_color(const listing_t *l, int c, const char *text) {
 }
 
 /* One cell in width w (cut with "…" when longer, padded unless it is the
- * last); the last one, when it is the command, is cut to the terminal.
- * Returns the columns written. */
+ * last); the last one is cut only on a terminal, to what is left of the
+ * line. Returns the columns written. */
 static size_t put_cell(const listing_t *l, int c, const char *text, size_t w, size_t used,
                        size_t term_cols, int color) {
   const ls_col_t *col = ls_column(l->cols[c]);
   int last = c == l->ncols - 1;
   const char *on = color ? cell_color(l, c, text) : NULL;
-  if (last && ls_column_is_command(l->cols[c])) {
-    cli_put_cell(stdout, text, term_cols ? (term_cols > used + 10 ? term_cols - used : 10) : 0, 0,
-                 0);
-    return 0;
+  if (last) {
+    size_t room = term_cols ? (term_cols > used + 10 ? term_cols - used : 10) : 0;
+    w = col->right ? (room && room < w ? room : w) : room;
   }
   if (on)
     fputs(on, stdout);
@@ -279,6 +290,8 @@ static int ls_option(listing_t *l, int c, const char *arg) {
     l->ctx.absolute = 1;
     break;
   case 'K':
+    if (!arg) /* --color alone is always, as in GNU ls */
+      arg = "always";
     if (cli_color_parse(arg, &l->color))
       return cli_usage_error("ls", "--color is auto, always or never, not '%s'",
                              cli_quote(arg, q, sizeof q));
@@ -344,8 +357,8 @@ int cmd_ls(int argc, char **argv) {
       {"all", no_argument, NULL, 'a'},
       {"columns", required_argument, NULL, 'c'},
       {"time", no_argument, NULL, 't'},
-      {"color", required_argument, NULL, 'K'},
-      {"colour", required_argument, NULL, 'K'},
+      {"color", optional_argument, NULL, 'K'},
+      {"colour", optional_argument, NULL, 'K'},
       {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
@@ -353,9 +366,16 @@ int cmd_ls(int argc, char **argv) {
   l.ncols = ls_columns_default(l.cols);
   tfs_store_t *store = NULL;
   int c, code;
-  while ((c = cli_getopt(&o, argc, argv)) > 0)
-    if ((code = ls_option(&l, c, optarg)))
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
+    const char *arg = optarg;
+    int mode;
+    /* `--color WHEN` as a separate word, as taskfs always read it: ls takes
+     * no operand that could be mistaken for it. */
+    if (c == 'K' && !arg && optind < argc && !cli_color_parse(argv[optind], &mode))
+      arg = argv[optind++];
+    if ((code = ls_option(&l, c, arg)))
       return code;
+  }
   if (c < 0)
     return o.code;
   if ((code = cli_no_operands("ls", argc, argv, "('taskfs show ID' shows one task)")))

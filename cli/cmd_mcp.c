@@ -2,6 +2,7 @@
  * Everything but protocol messages goes to stderr. */
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
 
 #include "cli/cli.h"
 #include "cli/verbs.h"
@@ -33,6 +34,9 @@ int cmd_mcp(int argc, char **argv) {
     return o.code;
   if ((code = cli_no_operands("mcp", argc, argv,
                               "(the server takes no arguments besides --state-dir)")))
+    return code;
+  char path[PATH_MAX]; /* an empty TASKFS_STATE_DIR is a usage error */
+  if ((code = cli_store_path("mcp", o.state_dir, path, sizeof path)))
     return code;
   mcp_opts_t opts = {.state_dir = o.state_dir};
   return mcp_serve(&opts);

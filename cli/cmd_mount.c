@@ -69,10 +69,11 @@ static int mkdir_p(const char *path) {
 static int mount_paths(const char *state_opt, const char *point, char state_abs[PATH_MAX],
                        char mnt_abs[PATH_MAX]) {
   char state[PATH_MAX], mnt[PATH_MAX], msg[1024];
-  int err = tfs_store_resolve(state_opt, state, sizeof state);
-  if (err || absolutize(state, state_abs, PATH_MAX)) {
-    cli_error("mount", "cannot resolve the state directory: %s",
-              err ? tfs_strerror(err) : "path too long");
+  int code = cli_store_path("mount", state_opt, state, sizeof state);
+  if (code)
+    return code;
+  if (absolutize(state, state_abs, PATH_MAX)) {
+    cli_error("mount", "cannot resolve the state directory: path too long");
     return CLI_EXIT_USAGE;
   }
   if (point) {
@@ -94,7 +95,7 @@ static int mount_paths(const char *state_opt, const char *point, char state_abs[
     cli_error("mount", "mount point path too long");
     return CLI_EXIT_USAGE;
   }
-  int cleared = 0;
+  int cleared = 0, err;
   if ((err = fs_mount_check_point(mnt_abs, &cleared, msg, sizeof msg))) {
     cli_error("mount", "%s", msg);
     return err == -ENOENT || err == -ENOTDIR ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
@@ -119,9 +120,10 @@ static int mount_background(fs_mount_opts_t *opts) {
   pid_t pid;
   int code = cli_daemonize("mount", mount_child, opts, 0, text, sizeof text, &pid);
   if (code) {
-    cli_error("mount", "%s", strcmp(text, "the mount process died before it was ready")
-                                 ? text
-                                 : "the mount process died before mounting");
+    cli_error("mount", "%s",
+              strcmp(text, "the mount process died before it was ready")
+                  ? text
+                  : "the mount process died before mounting");
     return CLI_EXIT_SYSTEM;
   }
   printf("taskfs mount: %s mounted on %s (pid %d); unmount with: taskfs umount %s\n",

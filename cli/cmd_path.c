@@ -29,14 +29,8 @@ int cmd_path(int argc, char **argv) {
     return o.code;
   if ((rc = cli_no_operands("path", argc, argv, NULL)))
     return rc;
-  rc = tfs_store_resolve(o.state_dir, path, sizeof path);
-  if (rc < 0) {
-    cli_error("path",
-              "cannot tell where the store is (%s): pass --state-dir DIR or set "
-              "TASKFS_STATE_DIR, XDG_STATE_HOME or HOME",
-              tfs_strerror(rc));
-    return CLI_EXIT_SYSTEM;
-  }
+  if ((rc = cli_store_path("path", o.state_dir, path, sizeof path)))
+    return rc;
   printf("%s\n", path);
   return cli_flush_stdout("path", CLI_EXIT_OK);
 }

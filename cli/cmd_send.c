@@ -54,8 +54,10 @@ static char *join(int argc, char **argv, int first, int newline, size_t *len) {
 /* The words for what send could not do; an exit code. */
 static int refused(tfs_store_t *store, const char *id, int err, size_t written) {
   if (err == TFS_ENOSTDIN)
-    cli_error("send", "task %s has no stdin: it was started without --stdin (its command reads "
-                      "/dev/null)", id);
+    cli_error("send",
+              "task %s has no stdin: it was started without --stdin (its command reads "
+              "/dev/null)",
+              id);
   else if (err == TFS_EFINISHED)
     cli_error("send", "task %s has ended; nothing reads its stdin any more", id);
   else if (err == -ETIMEDOUT || err == -EAGAIN)

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <limits.h>
+
 #include "cli/cli.h"
 #include "cli/verbs.h"
 #include "http/http.h"
@@ -19,8 +21,9 @@ static const char usage_text[] =
     "\n"
     "Serves the store over HTTP: MCP (Streamable HTTP, revisions 2025-11-25 and\n"
     "2026-07-28) at /mcp. Every request needs the token, as \"Authorization: Bearer\n"
-    "TOKEN\" or as the cookie the login URL sets. The token is <state>/serve.token\n"
-    "(made on the first start, mode 0600) unless --token-file names your own.\n"
+    "TOKEN\" (no cookie is one; the viewer sends the header too). The token is\n"
+    "<state>/serve.token (made on the first start, mode 0600) unless --token-file\n"
+    "names your own.\n"
     "\n"
     "  --listen HOST:PORT   where to listen (default " HTTP_DEFAULT_LISTEN "; port 0:\n"
     "                       any free port). Beyond loopback only with --token-file.\n"
@@ -32,7 +35,7 @@ static const char usage_text[] =
     "  --state-dir DIR      serve the store in DIR\n"
     "  -h, --help           show this help\n"
     "\n"
-    "It prints where it listens and a login URL (http://HOST:PORT/?token=...).\n"
+    "It prints where it listens and a login URL (http://HOST:PORT/#token=...).\n"
     "Stop it with SIGTERM (kill PID): waiting requests are answered, tasks keep\n"
     "running.\n"
     "\n"
@@ -76,6 +79,9 @@ int cmd_serve(int argc, char **argv) {
   if (c < 0)
     return o.code;
   if ((code = cli_no_operands("serve", argc, argv, "(give the address with --listen HOST:PORT)")))
+    return code;
+  char path[PATH_MAX]; /* an empty TASKFS_STATE_DIR is a usage error */
+  if ((code = cli_store_path("serve", o.state_dir, path, sizeof path)))
     return code;
   so.state_dir = o.state_dir;
   so.listen_fd = http_listen_fds();

@@ -17,6 +17,16 @@
  * missing store, an unknown task) can name it. */
 static char last_store_path[PATH_MAX];
 
+/* The message formatted, then escaped as a whole: the arguments of a
+ * message (a reason, a path, a word of the command line) are never
+ * written raw. */
+static void put_message(const char *fmt, va_list ap) {
+  char msg[2048], out[4 * sizeof msg + 1];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  cli_escape(msg, strlen(msg), 0, out, sizeof out, NULL);
+  fputs(out, stderr);
+}
+
 void cli_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   if (verb)
@@ -24,7 +34,7 @@ void cli_error(const char *verb, const char *fmt, ...) {
   else
     fputs("taskfs: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  put_message(fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
 }
@@ -33,7 +43,7 @@ int cli_usage_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "taskfs %s: ", verb);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  put_message(fmt, ap);
   va_end(ap);
   fprintf(stderr, "\ntry 'taskfs %s --help'\n", verb);
   return CLI_EXIT_USAGE;
@@ -107,6 +117,11 @@ int cli_getopt(cli_opts_t *o, int argc, char **argv) {
                                   o->verb);
         return -1;
       }
+      if (!*optarg) {
+        o->code = cli_usage_error(o->verb, "--state-dir is empty; name a directory (or leave "
+                                           "the option out for the default store)");
+        return -1;
+      }
       o->state_dir = optarg;
       continue;
     case CLI_OPT_FOREIGN_STORE:
@@ -141,30 +156,6 @@ int cli_flush_stdout(const char *verb, int code) {
   return CLI_EXIT_SYSTEM;
 }
 
-const char *cli_quote(const char *s, char *buf, size_t len) {
-  static const char hex[] = "0123456789abcdef";
-  size_t o = 0, i = 0;
-  if (!len)
-    return buf;
-  for (; s && s[i]; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (o + 8 >= len || i >= 60) {
-      memcpy(buf + (o + 4 < len ? o : len - 4), "...", 4);
-      return buf;
-    }
-    if (c < 0x20 || c >= 0x7f || c == '\\') {
-      buf[o++] = '\\';
-      buf[o++] = 'x';
-      buf[o++] = hex[c >> 4];
-      buf[o++] = hex[c & 15];
-    } else {
-      buf[o++] = (char)c;
-    }
-  }
-  buf[o] = 0;
-  return buf;
-}
-
 int cli_parse_i64(const char *s, int64_t *out) {
   int64_t v = 0;
   if (!s || !*s)
@@ -180,52 +171,13 @@ int cli_parse_i64(const char *s, int64_t *out) {
   return 0;
 }
 
-/* Durations, one syntax for every option that takes one: a number, whole
- * or decimal, and a unit: ms, s, m, h or d; a bare number is seconds
- * ("500ms", "10s", "1.5s", "5m", "1h", "7d", "30", "0.5"). Rounds down to whole
- * milliseconds; returns 0 or -1 (negative, empty, junk, overflow). */
-static int parse_duration(const char *s, int64_t *ms_out) {
-  static const struct {
-    const char *name;
-    int64_t ms;
-  } units[] = {{"ms", 1},       {"s", 1000},       {"", 1000},
-               {"m", 60000},    {"h", 3600000},    {"d", 86400000}};
-  int64_t whole = 0, frac = 0, scale = 1;
-  const char *p = s;
-  int digits = 0;
-  if (!s)
-    return -1;
-  for (; *p >= '0' && *p <= '9'; p++, digits++) {
-    if (whole > (INT64_MAX - 9) / 10)
-      return -1;
-    whole = whole * 10 + (*p - '0');
-  }
-  if (*p == '.')
-    for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-      if (scale < 1000000000) { /* digits past the ninth cannot matter */
-        frac = frac * 10 + (*p - '0');
-        scale *= 10;
-      }
-  if (!digits)
-    return -1;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(p, units[i].name))
-      continue;
-    if (whole > INT64_MAX / units[i].ms - 1)
-      return -1;
-    *ms_out = whole * units[i].ms + frac * units[i].ms / scale;
-    return 0;
-  }
-  return -1;
-}
-
 int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out) {
   char q[96];
-  if (!parse_duration(arg, ms_out))
+  if (!tfs_duration_parse(arg, ms_out))
     return CLI_EXIT_OK;
   return cli_usage_error(verb,
-                         "%s wants a duration like 500ms, 10s, 5m or 1h (a bare number is "
-                         "seconds), not '%s'",
+                         "%s wants a duration: a number with a unit " TFS_DURATION_UNITS
+                         " (a bare number is seconds), like 500ms, 10s, 5m, 1h or 7d; not '%s'",
                          opt, cli_quote(arg, q, sizeof q));
 }
 
@@ -245,13 +197,6 @@ const char *cli_format_duration(int64_t ms, char *buf, size_t len) {
     snprintf(buf + n, len - (size_t)n, "s");
   }
   return buf;
-}
-
-/* The duration grammar is core's (tfs_duration_parse: "500ms", "10s",
- * "5m", "1h", a bare number is seconds), shared with the store's config
- * and the MCP server. */
-int cli_parse_duration(const char *s, int64_t *ms_out) {
-  return tfs_duration_parse(s, ms_out) ? -1 : 0;
 }
 
 int cli_exit_for(int err) {
@@ -317,24 +262,34 @@ static void report_refused(const cli_opts_t *o, int rc, const char *why) {
               path, why, o->verb);
 }
 
+int cli_store_path(const char *verb, const char *state_dir, char *buf, size_t len) {
+  int rc = tfs_store_resolve(state_dir, buf, len);
+  if (rc == 0)
+    return CLI_EXIT_OK;
+  buf[0] = 0;
+  if (rc == -EINVAL && state_dir)
+    return cli_usage_error(verb, "--state-dir is empty; name a directory (or leave the option "
+                                 "out for the default store)");
+  if (rc == -EINVAL)
+    return cli_usage_error(verb, "TASKFS_STATE_DIR is set but empty; name a directory, or unset "
+                                 "it for the default store");
+  if (rc == -ENAMETOOLONG)
+    return cli_usage_error(verb, "the state directory path is too long; pass a shorter "
+                                 "--state-dir");
+  cli_error(verb,
+            "cannot tell where the store is (%s): pass --state-dir DIR or set "
+            "TASKFS_STATE_DIR, XDG_STATE_HOME or HOME",
+            tfs_strerror(rc));
+  return CLI_EXIT_SYSTEM;
+}
+
 int cli_open_store(const cli_opts_t *o, int create, tfs_store_t **out) {
   char q[96], why[600];
   const char *verb = o->verb;
   int rc;
   *out = NULL;
-  rc = tfs_store_resolve(o->state_dir, last_store_path, sizeof last_store_path);
-  if (rc < 0) {
-    last_store_path[0] = 0;
-    if (rc == -ENAMETOOLONG) {
-      cli_error(verb, "the state directory path is too long; pass a shorter --state-dir");
-      return CLI_EXIT_USAGE;
-    }
-    cli_error(verb,
-              "cannot tell where the store is (%s): pass --state-dir DIR or set "
-              "TASKFS_STATE_DIR, XDG_STATE_HOME or HOME",
-              tfs_strerror(rc));
-    return CLI_EXIT_SYSTEM;
-  }
+  if ((rc = cli_store_path(verb, o->state_dir, last_store_path, sizeof last_store_path)))
+    return rc;
   unsigned flags = (create ? TFS_STORE_CREATE : 0) | (o->foreign ? TFS_STORE_FOREIGN : 0);
   rc = tfs_store_open_flags(last_store_path, flags, out, why, sizeof why);
   if (rc == -ENOENT && !create) {
@@ -397,8 +352,7 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
   if (rc == TFS_ENOTASK) {
     cli_error(verb, "no task with id or key '%s' in %s%s; 'taskfs ls' lists tasks", arg,
               tfs_store_path(store),
-              strlen(arg) < TFS_ID_PREFIX_MIN ? " (an id prefix needs at least 4 characters)"
-                                              : "");
+              strlen(arg) < TFS_ID_PREFIX_MIN ? " (an id prefix needs at least 4 characters)" : "");
     return CLI_EXIT_NOTASK;
   }
   if (rc == TFS_EBADID)
@@ -462,4 +416,39 @@ int cli_wait_report(const char *verb, tfs_store_t *store, const char *id, int64_
   }
   tfs_record_free(&rec);
   return code;
+}
+
+int cli_hoist_state_dir(int *argc, char ***argv) {
+  char **av = *argv;
+  const char *dir = NULL;
+  int skip = 0;
+  if (*argc < 2)
+    return 0;
+  if (!strcmp(av[1], "--state-dir") && *argc >= 3) {
+    dir = av[2];
+    skip = 2;
+  } else if (!strncmp(av[1], "--state-dir=", 12)) {
+    dir = av[1] + 12;
+    skip = 1;
+  }
+  if (!dir)
+    return 0;
+  if (*argc - skip < 2) {
+    fprintf(stderr, "taskfs: --state-dir needs a verb after it; run 'taskfs --help'\n");
+    return CLI_EXIT_USAGE;
+  }
+  /* A new array: this may run on one main() already made (queue). */
+  char **out = calloc((size_t)*argc + 3, sizeof *out);
+  int n = 0;
+  if (!out)
+    return CLI_EXIT_USAGE;
+  out[n++] = av[0];
+  out[n++] = av[1 + skip];
+  out[n++] = "--state-dir";
+  out[n++] = (char *)dir;
+  for (int i = 2 + skip; i < *argc; i++)
+    out[n++] = av[i];
+  *argc = n;
+  *argv = out;
+  return 0;
 }

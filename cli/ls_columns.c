@@ -9,11 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "cli/ls_columns.h"
 #include "cli/ls_view.h"
 #include "taskfs/text.h"
-
-#define CMD_MAX 1024 /* bytes of the command kept per row */
 
 /* Compact age: one unit, like "45s", "12m", "3h", "9d". */
 static void fmt_age(int64_t ms, char *buf, size_t len) {
@@ -65,34 +64,36 @@ static void fmt_bytes(int64_t b, char *buf, size_t len) {
 }
 
 /* The command on one line: arguments joined by spaces, quoted with '...'
- * when they hold spaces or shell characters, control bytes shown as '?'. */
+ * when they hold spaces or shell characters, escaped for a terminal
+ * (cli_escape). Whole: nothing of it is cut here (a terminal cuts it to
+ * its width when printing, a pipe gets it all). Returns its length, or
+ * what fits in cap. */
 static size_t render_cmd(const tfs_record_t *rec, char *out, size_t cap) {
-  size_t o = 0, max = cap - 4 < CMD_MAX ? cap - 4 : CMD_MAX;
-  for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++) {
+  size_t o = 0, max = cap - 1;
+  for (int i = 0; i < rec->argc && rec->argv && rec->argv[i] && o < max; i++) {
     const char *a = rec->argv[i];
     int quote = !*a || strpbrk(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") != NULL;
-    if (i && o < max)
+    if (i)
       out[o++] = ' ';
     if (quote && o < max)
       out[o++] = '\'';
-    for (; *a && o < max; a++) {
-      unsigned char c = (unsigned char)*a;
-      if (c == '\'' && quote) {
-        if (o + 4 >= max)
-          break;
-        memcpy(out + o, "'\\''", 4);
-        o += 4;
-      } else {
-        out[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    while (*a && o < max) {
+      size_t part = strcspn(a, "'"), olen;
+      size_t took = cli_escape(a, part, 0, out + o, cap - o, &olen);
+      o += olen;
+      a += took;
+      if (took < part)
+        break; /* full */
+      if (*a == '\'' && o + 4 < max) {
+        memcpy(out + o, quote ? "'\\''" : "'", quote ? 4 : 1);
+        o += quote ? 4 : 1;
+        a++;
+      } else if (*a) {
+        break;
       }
     }
     if (quote && o < max)
       out[o++] = '\'';
-    if (o >= max) {
-      memcpy(out + max, "...", 3);
-      o = max + 3;
-      break;
-    }
   }
   out[o] = 0;
   return o;
@@ -140,6 +141,7 @@ enum {
   C_STARTED,
   C_ENDED,
   C_REASON,
+  C_NUMBER,
   C_COUNT
 };
 
@@ -164,6 +166,7 @@ static const ls_col_t cols[C_COUNT] = {
     [C_STARTED] = {"started", "STARTED", 0, 8},
     [C_ENDED] = {"ended", "ENDED", 0, 8},
     [C_REASON] = {"reason", "REASON", 0, 6},
+    [C_NUMBER] = {"number", "#", 1, 1},
 };
 
 const ls_col_t *ls_column(int col) {
@@ -191,7 +194,7 @@ int ls_column_is_exit(int col) {
 }
 
 int ls_columns_default(int out[LS_COLS_MAX]) {
-  static const int def[] = {C_ID, C_STATE, C_STARTED, C_ENDED, C_EXIT, C_KEY, C_REASON, C_COMMAND};
+  static const int def[] = {C_NUMBER, C_ID, C_STATE, C_STARTED, C_ENDED, C_EXIT, C_KEY, C_REASON, C_COMMAND};
   int n = (int)(sizeof def / sizeof *def);
   memcpy(out, def, sizeof def);
   return n;
@@ -256,17 +259,28 @@ static void fmt_use(int col, const tfs_record_t *rec, char *buf, size_t len) {
 
 /* REASON: an end's reason as recorded; a task that has not ended, where
  * it stands (its place in its queue, computed now; what it waits for; who
- * paused it). Control characters as spaces, "-" for nothing. */
+ * paused it). Escaped for a terminal, "-" for nothing. */
 static void fmt_reason(const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf, size_t len) {
+  char where[LS_CELL_MAX];
+  const char *raw = where;
   if (tfs_state_terminal(rec->state))
-    snprintf(buf, len, "%s", rec->reason ? rec->reason : "");
+    raw = rec->reason ? rec->reason : "";
   else
-    tfs_queue_describe(ctx->positions, rec, buf, len);
-  for (char *p = buf; *p; p++)
-    if ((unsigned char)*p < 0x20)
-      *p = ' ';
+    tfs_queue_describe(ctx->positions, rec, where, sizeof where);
+  cli_escape(raw, strlen(raw), 0, buf, len, NULL);
   if (!buf[0])
     snprintf(buf, len, "-");
+}
+
+size_t ls_column_room(int col, const tfs_record_t *rec) {
+  size_t need = LS_CELL_MAX;
+  /* Escaped, a byte takes at most 4; a quoted argument 2 more and a space. */
+  if (col == C_COMMAND)
+    for (int i = 0; i < rec->argc && rec->argv && rec->argv[i]; i++)
+      need += 4 * strlen(rec->argv[i]) + 3;
+  if (col == C_REASON && rec->reason)
+    need += 4 * strlen(rec->reason);
+  return need;
 }
 
 size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf,
@@ -276,6 +290,12 @@ size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, cha
   switch (col) {
   case C_ID:
     snprintf(buf, len, "%s", rec->id);
+    break;
+  case C_NUMBER:
+    if (rec->number > 0)
+      snprintf(buf, len, "%lld", (long long)rec->number);
+    else
+      snprintf(buf, len, "-");
     break;
   case C_STATE:
     snprintf(buf, len, "%s", tfs_state_name(rec->state));
@@ -290,7 +310,8 @@ size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, cha
     fmt_exit(rec, buf, len);
     break;
   case C_KEY:
-    snprintf(buf, len, "%s", rec->key[0] ? rec->key : "-");
+    cli_escape(rec->key[0] ? rec->key : "-", strlen(rec->key[0] ? rec->key : "-"), 0, buf, len,
+               NULL);
     break;
   case C_COMMAND:
     return render_cmd(rec, buf, len);
@@ -298,8 +319,7 @@ size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, cha
     cli_fmt_when(rec->started_ms, now, ctx->absolute, buf, len);
     break;
   case C_ENDED:
-    cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, now, ctx->absolute, buf,
-                 len);
+    cli_fmt_when(tfs_state_terminal(rec->state) ? rec->ended_ms : 0, now, ctx->absolute, buf, len);
     break;
   case C_REASON:
     fmt_reason(rec, ctx, buf, len);
@@ -326,6 +346,6 @@ size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, cha
 }
 
 const char *ls_columns_names(void) {
-  return "id, state, started, ended, age, time, exit, key, reason, command, cpu, cpu-user, "
+  return "number, id, state, started, ended, age, time, exit, key, reason, command, cpu, cpu-user, "
          "cpu-sys, maxrss, treepeak, output, queued, restarts, timeout, limits";
 }

@@ -5,7 +5,7 @@
 #include "taskfs/taskfs.h"
 
 #define LS_COLS_MAX 24
-#define LS_CELL_MAX 1100 /* bytes of one cell's text, the command's "..." included */
+#define LS_CELL_MAX 1100 /* bytes of a cell's text, but for a command or reason */
 
 /* What every cell of one listing is made with. */
 typedef struct {
@@ -23,8 +23,7 @@ typedef struct {
 
 /* Column col, or NULL. */
 const ls_col_t *ls_column(int col);
-/* The command column (cut to the terminal when it is last), the key one
- * (at most 32 wide). */
+/* The command column, the key one (cut on a terminal). */
 int ls_column_is_command(int col);
 int ls_column_is_key(int col);
 /* The reason column (capped, and cut first on a narrow terminal); the
@@ -32,15 +31,18 @@ int ls_column_is_key(int col);
 int ls_column_is_reason(int col);
 int ls_column_is_state(int col);
 int ls_column_is_exit(int col);
-/* The default columns: ID STATE STARTED ENDED EXIT KEY REASON COMMAND.
+/* The default columns: # ID STATE STARTED ENDED EXIT KEY REASON COMMAND.
  * Their count. */
 int ls_columns_default(int out[LS_COLS_MAX]);
 /* "id,state,cpu" into out; the count, or -1 with the bad name in bad. */
 int ls_columns_parse(const char *arg, int out[LS_COLS_MAX], char *bad, size_t badlen);
 /* Every name, for messages and the help. */
 const char *ls_columns_names(void);
-/* The text of column col for rec into buf (len >= LS_CELL_MAX); its length. */
-size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf,
-                      size_t len);
+/* The bytes column col's text for rec may need (a command or a reason
+ * is never cut), at least LS_CELL_MAX. */
+size_t ls_column_room(int col, const tfs_record_t *rec);
+/* The text of column col for rec into buf (len >= ls_column_room());
+ * its length. */
+size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, char *buf, size_t len);
 
 #endif

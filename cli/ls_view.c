@@ -95,10 +95,8 @@ void cli_fmt_when(int64_t ms, int64_t now, int absolute, char *buf, size_t len) 
     return;
   }
   if (absolute) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+    char t[TFS_TIME_BUF];
+    snprintf(buf, len, "%s", tfs_time_format_local(ms, t));
     return;
   }
   int64_t s = now > ms ? (now - ms) / 1000 : 0;

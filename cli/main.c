@@ -38,7 +38,7 @@ static const verb_t verbs[] = {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: taskfs VERB [OPTIONS] [ARGS]\n"
-               "       taskfs --help | -h | help\n"
+               "       taskfs --help | -h | help [VERB]\n"
                "       taskfs --version | -V | version\n\n"
                "Durable tasks: every task lives in a store on disk, readable and stoppable\n"
                "from any process.\n\nverbs:\n");
@@ -47,7 +47,7 @@ static void usage(FILE *out) {
       fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
   fprintf(out,
           "\nEvery verb takes --help; all but umount take --state-dir DIR. 'taskfs VERB\n"
-          "--help' describes a verb.\n\n"
+          "--help' (or 'taskfs help VERB') describes a verb.\n\n"
           "EXIT STATUS\n"
           "  0 ok, 100 usage, 101 no such task, 111 system failure, 124 a --timeout ran\n"
           "  out; verbs that wait for a task exit with its code (see 'taskfs wait --help').\n");
@@ -90,57 +90,31 @@ static int unknown_verb(const char *name) {
       best_d = d;
     }
   }
+  char q[96];
   if (best)
     fprintf(stderr, "taskfs: unknown verb '%s'; did you mean '%s'? ('taskfs --help' lists them)\n",
-            name, best);
+            cli_quote(name, q, sizeof q), best);
   else
-    fprintf(stderr, "taskfs: unknown verb '%s'; run 'taskfs --help' for the list\n", name);
+    fprintf(stderr, "taskfs: unknown verb '%s'; run 'taskfs --help' for the list\n",
+            cli_quote(name, q, sizeof q));
   return CLI_EXIT_USAGE;
 }
 
-/* `taskfs --state-dir DIR VERB ...` is accepted too: the option is moved
- * behind the verb, where every verb parses it. */
-static int hoist_state_dir(int *argc, char ***argv) {
-  char **av = *argv;
-  if (*argc < 2)
-    return 0;
-  const char *dir = NULL;
-  int skip = 0;
-  if (!strcmp(av[1], "--state-dir") && *argc >= 3) {
-    dir = av[2];
-    skip = 2;
-  } else if (!strncmp(av[1], "--state-dir=", 12)) {
-    dir = av[1] + 12;
-    skip = 1;
-  }
-  if (!dir)
-    return 0;
-  if (*argc - skip < 2) {
-    fprintf(stderr, "taskfs: --state-dir needs a verb after it; run 'taskfs --help'\n");
-    return -1;
-  }
-  static char *out[4096];
-  int n = 0;
-  if (*argc + 2 > (int)(sizeof out / sizeof out[0]))
-    return -1;
-  out[n++] = av[0];
-  out[n++] = av[1 + skip];
-  out[n++] = "--state-dir";
-  out[n++] = (char *)dir;
-  for (int i = 2 + skip; i < *argc; i++)
-    out[n++] = av[i];
-  out[n] = NULL;
-  *argc = n;
-  *argv = out;
-  return 0;
-}
-
 int main(int argc, char **argv) {
-  if (hoist_state_dir(&argc, &argv) < 0)
+  if (cli_hoist_state_dir(&argc, &argv))
     return CLI_EXIT_USAGE;
   if (argc < 2) {
     usage(stderr);
     return CLI_EXIT_USAGE;
+  }
+  /* `taskfs help VERB` is `taskfs VERB --help`. */
+  if (!strcmp(argv[1], "help") && argc > 2) {
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+      if (verbs[i].summary && !strcmp(argv[2], verbs[i].name)) {
+        char *args[] = {argv[2], "--help", NULL};
+        return verbs[i].fn(2, args);
+      }
+    return unknown_verb(argv[2]);
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);

@@ -59,8 +59,10 @@ static int remove_ended(tfs_store_t *store, const char *id) {
    * a task without its key, for which a second task of the same key could
    * be made. */
   err = tfs__rm_task(store, id);
-  if (!err)
+  if (!err) {
     drop_key(store, &rec, id);
+    tfs__number_drop(store, rec.number, id);
+  }
   tfs_record_free(&rec);
   return err;
 }
@@ -156,8 +158,21 @@ int tfs__sweep_litter(tfs_store_t *store) {
   sweep_temps(store->fd);
   sweep_temps(store->keys_fd);
   sweep_keys(store);
+  tfs__number_sweep(store);
   sweep_gone(store);
   return 0;
+}
+
+int tfs__forget_ids(tfs_store_t *store, tfs__idbuf_t *ids, size_t n) {
+  int removed = 0;
+  for (size_t i = 0; i < n; i++) {
+    int err = tfs_task_forget(store, ids[i]);
+    if (err == 0)
+      removed++;
+    else if (err != -EBUSY && err != TFS_ENOTASK)
+      return err; /* a read-only or broken store: say so, not "deleted 0" */
+  }
+  return removed;
 }
 
 int tfs_task_prune(tfs_store_t *store, size_t keep) {
@@ -168,10 +183,7 @@ int tfs_task_prune(tfs_store_t *store, size_t keep) {
     err = tfs__collect_ids(store, &ids, &n, 1);
   if (err)
     return err;
-  int removed = 0;
-  for (size_t i = 0; i + keep < n; i++)
-    if (tfs_task_forget(store, ids[i]) == 0)
-      removed++;
+  int removed = tfs__forget_ids(store, ids, n > keep ? n - keep : 0);
   free(ids);
   /* After the tasks, so the keys of removed half-made tasks go too. */
   tfs__sweep_litter(store);

@@ -44,10 +44,7 @@ int tfs_task_prune_opts(tfs_store_t *store, const tfs_prune_opts_t *o) {
     return err;
   }
   size_t go = o->keep == SIZE_MAX ? p.n : p.n > o->keep ? p.n - o->keep : 0;
-  int removed = 0;
-  for (size_t i = 0; i < go; i++)
-    if (tfs_task_forget(store, p.ids[i]) == 0)
-      removed++;
+  int removed = tfs__forget_ids(store, p.ids, go);
   free(p.ids);
   /* As tfs_task_prune(): after the tasks, so their litter goes too. */
   tfs__sweep_litter(store);

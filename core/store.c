@@ -30,10 +30,12 @@ static int put_path(char *buf, size_t len, const char *dir, const char *suffix) 
 
 int tfs_store_resolve(const char *explicit_dir, char *buf, size_t len) {
   const char *v;
-  if (explicit_dir && *explicit_dir)
-    return put_path(buf, len, explicit_dir, "");
-  if ((v = getenv("TASKFS_STATE_DIR")) && *v)
-    return put_path(buf, len, v, "");
+  /* An empty name is a mistake ("$UNSET"), never the default store: a
+   * prune meant for a test store must not reach the real one. */
+  if (explicit_dir)
+    return *explicit_dir ? put_path(buf, len, explicit_dir, "") : -EINVAL;
+  if ((v = getenv("TASKFS_STATE_DIR")))
+    return *v ? put_path(buf, len, v, "") : -EINVAL;
   /* The XDG spec says relative values are invalid and must be ignored. */
   if ((v = getenv("XDG_STATE_HOME")) && v[0] == '/')
     return put_path(buf, len, v, "/taskfs");

@@ -28,10 +28,6 @@ const char *http_query(http_req_t *r, const char *name) {
   return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
 }
 
-const char *http_cookie(http_req_t *r, const char *name) {
-  return MHD_lookup_connection_value(r->c, MHD_COOKIE_KIND, name);
-}
-
 static unsigned method_bit(const char *m) {
   static const struct {
     const char *name;
@@ -102,8 +98,12 @@ static int screen(http_req_t *r) {
                       r->method, r->url, allow);
     return -1;
   }
-  if (!(rt->flags & HTTP_ROUTE_PUBLIC) && http_guard_token(r))
-    return -1;
+  if (!(rt->flags & HTTP_ROUTE_PUBLIC)) {
+    if (http_guard_token(r))
+      return -1;
+    if (r->conn)
+      http_conn_authed(r->srv, r->conn);
+  }
   const char *cl = http_header(r, "Content-Length");
   if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
     http_respond_text(r, MHD_HTTP_CONTENT_TOO_LARGE,
@@ -189,7 +189,7 @@ void http_completed(void *cls, struct MHD_Connection *c, void **ptr,
             r->url, (long long)srv->request_timeout_ms);
   http_req_release(r);
   if (r->conn && !srv->stopping)
-    r->conn->deadline_ms = http_now_ms() + srv->request_timeout_ms; /* for the next request */
+    r->conn->deadline_ms = http_conn_deadline(srv, r->conn); /* for the next request */
   if (r->prev)
     r->prev->next = r->next;
   else

@@ -1,6 +1,6 @@
 /* The JSON API (docs/web.md, "The JSON API"): what the web viewer uses
  * and scripts can too, behind the same gates as /mcp (routes.c rows, the
- * token or the login cookie; a foreign Origin is refused by
+ * bearer token; a foreign Origin is refused by
  * http_guard_reach before any of this runs).
  *
  *   GET  /api/tasks                   the listing (tfs_task_page)

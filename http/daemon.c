@@ -15,7 +15,23 @@
  * must also arrive whole within the request timeout of the moment the
  * connection started waiting for it; the sweep shuts down a connection
  * past that deadline, which MHD then closes. A suspended connection (held
- * or streaming) has no deadline. */
+ * or streaming) has no deadline.
+ *
+ * Connections that have not shown the token yet (issue 26.2): anyone who
+ * can reach the port can open them, so they must not be able to take the
+ * room of the owner's. They have a budget of their own (HTTP_UNAUTH_MAX,
+ * far below MHD's HTTP_CONNECTIONS_MAX): a new connection past it drops
+ * the oldest of them, never one that has shown the token; and the deadline
+ * for their request is short (HTTP_HEADER_TIMEOUT_MS), where a connection
+ * that has shown the token gets the whole request timeout. So thousands of
+ * idle sockets of another user cost the owner nothing: the owner's new
+ * connection is accepted at once (MHD never reaches its own limit for
+ * them) and shows its token in its first request.
+ *
+ * A second listening socket (the loopback address of the other family,
+ * serve.c: issue 26.6) is not MHD's, which takes one: the loop accepts on
+ * it and hands each connection to MHD (MHD_add_connection), where it is
+ * served like any other. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +74,55 @@ static void on_mhd_poll(uv_poll_t *p, int status, int events) {
 
 /* ---- connections ---------------------------------------------------------- */
 
+static int on_unauth(const http_server_t *srv, const http_conn_t *hc) {
+  return hc->uprev || srv->unauth_head == hc;
+}
+
+static void unauth_remove(http_server_t *srv, http_conn_t *hc) {
+  if (!on_unauth(srv, hc))
+    return;
+  if (hc->uprev)
+    hc->uprev->unext = hc->unext;
+  else
+    srv->unauth_head = hc->unext;
+  if (hc->unext)
+    hc->unext->uprev = hc->uprev;
+  else
+    srv->unauth_tail = hc->uprev;
+  hc->uprev = hc->unext = NULL;
+  srv->nunauth--;
+}
+
+/* A new connection joins the unauth budget at its end; past the budget,
+ * the oldest one there is shut down (MHD then closes it). */
+static void unauth_add(http_server_t *srv, http_conn_t *hc) {
+  hc->uprev = srv->unauth_tail;
+  if (srv->unauth_tail)
+    srv->unauth_tail->unext = hc;
+  else
+    srv->unauth_head = hc;
+  srv->unauth_tail = hc;
+  srv->nunauth++;
+  while (srv->nunauth > HTTP_UNAUTH_MAX) {
+    http_conn_t *old = srv->unauth_head;
+    unauth_remove(srv, old);
+    if (old->fd >= 0)
+      shutdown(old->fd, SHUT_RDWR);
+    old->deadline_ms = 0;
+  }
+}
+
+void http_conn_authed(http_server_t *srv, http_conn_t *hc) {
+  hc->authed = 1;
+  unauth_remove(srv, hc);
+  if (hc->deadline_ms)
+    hc->deadline_ms = http_now_ms() + srv->request_timeout_ms;
+}
+
+int64_t http_conn_deadline(const http_server_t *srv, const http_conn_t *hc) {
+  return http_now_ms() + (hc->authed ? srv->request_timeout_ms : srv->header_timeout_ms);
+}
+
 static void conn_started(http_server_t *srv, struct MHD_Connection *c, void **ctx) {
   http_conn_t *hc = calloc(1, sizeof *hc);
   if (!hc)
@@ -66,16 +131,18 @@ static void conn_started(http_server_t *srv, struct MHD_Connection *c, void **ct
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   hc->c = c;
   hc->fd = ci ? ci->connect_fd : -1;
-  hc->deadline_ms = http_now_ms() + srv->request_timeout_ms;
+  hc->deadline_ms = http_conn_deadline(srv, hc);
   hc->next = srv->conns;
   if (srv->conns)
     srv->conns->prev = hc;
   srv->conns = hc;
   srv->nconns++;
+  unauth_add(srv, hc);
   *ctx = hc;
 }
 
 static void conn_closed(http_server_t *srv, http_conn_t *hc) {
+  unauth_remove(srv, hc);
   if (hc->prev)
     hc->prev->next = hc->next;
   else
@@ -131,6 +198,38 @@ static void handle_init(http_server_t *srv, uv_handle_t *h) {
   srv->handles++;
 }
 
+/* Connections on the second listening socket, a few at a time so that
+ * the loop turns. */
+static void on_twin(uv_poll_t *p, int status, int events) {
+  http_server_t *srv = p->data;
+  for (int i = 0; i < 64 && srv->mhd && !srv->stopping; i++) {
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    int fd = accept4(srv->twin_fd, (struct sockaddr *)&sa, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+      break; /* EAGAIN; or EMFILE and the like: the client waits in the backlog */
+    MHD_add_connection(srv->mhd, fd, (struct sockaddr *)&sa, len); /* closes fd on failure */
+  }
+  http_kick(srv);
+}
+
+static void on_twin_closed(uv_handle_t *h) {
+  http_server_t *srv = h->data;
+  close(srv->twin_fd);
+  srv->twin_fd = -1;
+  http_handle_closed(srv);
+}
+
+void http_daemon_twin_close(http_server_t *srv) {
+  if (srv->twin_poll.data == srv) {
+    if (!uv_is_closing((uv_handle_t *)&srv->twin_poll))
+      uv_close((uv_handle_t *)&srv->twin_poll, on_twin_closed);
+  } else if (srv->twin_fd > 0) {
+    close(srv->twin_fd);
+    srv->twin_fd = -1;
+  }
+}
+
 int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen) {
   unsigned timeout_s = (unsigned)((srv->request_timeout_ms + 999) / 1000);
   unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -173,6 +272,10 @@ int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whyle
   uv_timer_init(srv->loop, &srv->stop_timer);
   handle_init(srv, (uv_handle_t *)&srv->stop_timer);
   uv_timer_start(&srv->sweep, on_sweep, 1000, 1000);
+  if (srv->twin_fd > 0 && !uv_poll_init(srv->loop, &srv->twin_poll, srv->twin_fd)) {
+    handle_init(srv, (uv_handle_t *)&srv->twin_poll);
+    uv_poll_start(&srv->twin_poll, UV_READABLE, on_twin);
+  }
   http_daemon_run(srv);
   return 0;
 }

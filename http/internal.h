@@ -6,13 +6,13 @@
  * access.c the life of one request (the gates, the body, the route, the
  * answer); respond.c answers: now, held (the connection suspended until
  * the answer exists) or a stream (SSE), and the watch for a client that
- * leaves while we hold it; guard.c the gates (Host, Origin, the token, the
- * login cookie); addr.c listen addresses and the names the server answers
- * to; routes.c the route table; web.c the web viewer's files (web_assets.c
- * compiles them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API;
- * feed.c what the faces stream from the store as it changes (a task's
- * transcript and state: follow.c; the tasks that come and go); server.c the
- * server object; serve.c the process. */
+ * leaves while we hold it; guard.c the gates (Host, Origin, the token);
+ * addr.c listen addresses and the names the server answers to; routes.c
+ * the route table; web.c the web viewer's files (web_assets.c compiles
+ * them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API; feed.c
+ * what the faces stream from the store as it changes (a task's transcript
+ * and state: follow.c; the tasks that come and go); server.c the server
+ * object; serve.c the process. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
 
@@ -30,7 +30,9 @@
 #define HTTP_HEADERS_MAX 64                /* more header fields: 431 */
 #define HTTP_POOL_SIZE (32u * 1024)        /* per connection; bounds the header block */
 #define HTTP_CONNECTIONS_MAX 4000          /* open connections */
+#define HTTP_UNAUTH_MAX 256                /* of them, not yet shown the token */
 #define HTTP_REQUEST_TIMEOUT_MS 30000      /* a request must arrive whole within this */
+#define HTTP_HEADER_TIMEOUT_MS 5000        /* ... its header, before the token was shown */
 #define HTTP_STREAM_BACKLOG_MAX (8u << 20) /* unread stream bytes before the client is dropped */
 #define HTTP_KEEPALIVE_MS 15000            /* a comment on a quiet stream */
 
@@ -56,6 +58,11 @@ int http_addr_parse(const char *spec, http_addr_t *a, char *why, size_t whylen);
 int http_addr_listen(http_addr_t *a, char *why, size_t whylen);
 /* Fills a from a listening socket handed over (socket activation). */
 int http_addr_from_fd(int fd, http_addr_t *a, char *why, size_t whylen);
+/* The loopback address of the other family that `localhost` may resolve
+ * to beside a, at a's port: ::1 beside 127.0.0.1 or 0.0.0.0, 127.0.0.1
+ * beside ::1 or ::. Returns 0, or -1 when a has none (another loopback
+ * address such as 127.0.0.2, an address of the network). */
+int http_addr_twin(const http_addr_t *a, http_addr_t *twin);
 /* host for a URL: "127.0.0.1", "[::1]". */
 void http_addr_url_host(const char *host, char *buf, size_t len);
 
@@ -65,9 +72,12 @@ typedef struct {
   char **names;
   size_t n;
   int port;
+  int no_localhost; /* localhost left out on purpose (http_names_build) */
 } http_names_t;
-int http_names_build(http_names_t *h, const char *host, int port, const char *const *allow,
-                     size_t nallow);
+/* localhost 0: the name localhost is not one of them (another process
+ * holds the loopback address of the other family at the port). */
+int http_names_build(http_names_t *h, const char *host, int port, int localhost,
+                     const char *const *allow, size_t nallow);
 void http_names_free(http_names_t *h);
 /* 1 if the Host header value names this server: one of the names, and
  * the port (absent only when it is 80). */
@@ -88,18 +98,24 @@ struct http_server {
   uv_timer_t kick;      /* an MHD run soon: after a resume */
   uv_timer_t sweep;     /* request deadlines, stream keep-alives */
   uv_timer_t stop_timer;
+  uv_poll_t twin_poll; /* the second listening socket (http_server_config_t) */
+  int twin_fd;
   int handles; /* open uv handles (free waits for their close callbacks) */
   char *token;
   size_t token_len;
+  char *token_path; /* named by the 401 (NULL: "the token file") */
   http_names_t names;
   mcp_server_t *mcp;
   http_mcp_t *mcpx;  /* the MCP face's state (mcp.c) */
   http_feed_t *feed; /* follows and the task feed (feed.c), made on first use */
   http_conn_t *conns;
   size_t nconns;
+  http_conn_t *unauth_head, *unauth_tail; /* not yet shown the token, oldest first */
+  size_t nunauth;
   http_req_t *reqs; /* requests in flight: held, streaming, or being read */
   size_t nreqs;
   int64_t request_timeout_ms;
+  int64_t header_timeout_ms; /* a connection's request, until it has shown the token */
   int stopping;
   int stopped;
   int64_t stop_deadline_ms;
@@ -110,8 +126,10 @@ struct http_server {
 /* A connection (MHD's socket context). */
 struct http_conn {
   http_conn_t *prev, *next;
+  http_conn_t *uprev, *unext; /* on the server's unauth list */
   struct MHD_Connection *c;
   int fd;
+  int authed;          /* a request of it has shown the token */
   int64_t deadline_ms; /* the request must be whole by then; 0: none */
 };
 
@@ -120,7 +138,14 @@ struct http_conn {
  * those ask for http_kick(). */
 void http_daemon_run(http_server_t *srv);
 void http_kick(http_server_t *srv);
+/* A request of hc showed the token: the connection leaves the unauth
+ * budget, and its request has the whole request timeout from its start. */
+void http_conn_authed(http_server_t *srv, http_conn_t *hc);
+/* The deadline of hc's next request, from now. */
+int64_t http_conn_deadline(const http_server_t *srv, const http_conn_t *hc);
 int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen);
+/* No more connections from the second listening socket; it is closed. */
+void http_daemon_twin_close(http_server_t *srv);
 /* One of the server's uv handles has closed; the last one frees it. */
 void http_handle_closed(http_server_t *srv);
 int64_t http_now_ms(void);
@@ -146,7 +171,6 @@ struct http_req {
   const char *url, *method; /* MHD's, valid for the request's life */
   unsigned m;               /* HTTP_M_* */
   const void *route;        /* the route it matched (routes.c) */
-  int cookie_auth;          /* authenticated by the login cookie, not a bearer token */
   /* the body */
   char *body;
   size_t len, cap;
@@ -176,7 +200,6 @@ struct http_req {
 /* What a handler reads. */
 const char *http_header(http_req_t *r, const char *name);
 const char *http_query(http_req_t *r, const char *name);
-const char *http_cookie(http_req_t *r, const char *name);
 
 /* A header for the answer (copied); before it is made. */
 void http_add_header(http_req_t *r, const char *name, const char *value);
@@ -231,7 +254,6 @@ void http_completed(void *cls, struct MHD_Connection *c, void **ptr,
 
 /* ---- gates (guard.c) ------------------------------------------------- */
 
-#define HTTP_COOKIE "taskfs_token"
 /* 1 if a and b (of lengths alen, blen) are equal, in time that depends on
  * blen only (b is the secret). */
 int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
@@ -239,12 +261,9 @@ int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen);
  * this server (421), a present Origin is its own (403). Answers and
  * returns -1, or returns 0. */
 int http_guard_reach(http_req_t *r);
-/* The token: a bearer token, or the login cookie from the server's own
- * pages (a cross-site use of the cookie is refused, 403). Answers 401 or
- * 403 and returns -1, or returns 0. */
+/* The token, as "Authorization: Bearer TOKEN" (no cookie is one).
+ * Answers 401 and returns -1, or returns 0. */
 int http_guard_token(http_req_t *r);
-/* GET /?token=: the login page (the cookie, then on to /). */
-void http_login(http_req_t *r);
 
 /* ---- routes (routes.c) ------------------------------------------------ */
 

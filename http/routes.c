@@ -7,29 +7,19 @@
 #include "http/a2a.h"
 #include "http/internal.h"
 
-/* /: the login page with ?token=, else (with the token or the cookie) the
- * web viewer (web.c). Public as a row, because the login carries its token in the
- * query; everything else it serves checks the token itself. */
-static void on_root(http_req_t *r) {
-  if (http_query(r, "token")) {
-    http_login(r);
-    return;
-  }
-  if (http_guard_token(r))
-    return;
-  http_web_index(r);
-}
-
 /* Browsers ask for it on every page; a 404 would be a console error. */
 static void on_favicon(http_req_t *r) {
   http_respond(r, MHD_HTTP_NO_CONTENT, NULL, "", 0);
 }
 
 static const http_route_t routes[] = {
-    {"/", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, on_root},
+    /* The viewer's own files: the same bytes for everyone, nothing of the
+     * store (that comes from /api with the token), and reached by a
+     * navigation, which cannot carry a header; the login URL is / too. */
+    {"/", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_web_index},
     {"/favicon.ico", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, on_favicon},
-    {"/static/app.js", HTTP_M_GET | HTTP_M_HEAD, 0, http_web_script},
-    {"/static/style.css", HTTP_M_GET | HTTP_M_HEAD, 0, http_web_style},
+    {"/static/app.js", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_web_script},
+    {"/static/style.css", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_web_style},
     {"/mcp", HTTP_M_GET | HTTP_M_POST | HTTP_M_DELETE, 0, http_mcp_handle},
     {"/.well-known/agent-card.json", HTTP_M_GET | HTTP_M_HEAD, HTTP_ROUTE_PUBLIC, http_a2a_card},
     {"/a2a", HTTP_M_POST, 0, http_a2a_handle},

@@ -2,7 +2,9 @@
  * and style sheet, plain files compiled into the binary (web_assets.c). The
  * page itself is only a client of the JSON API (/api/..., docs/web.md): it
  * reads the store through it and nothing else, so this file only hands
- * out bytes.
+ * out bytes, the same to everyone: these routes need no token (a browser's
+ * navigation cannot send one; the page's script sends it on each API
+ * request, app.js "the token").
  *
  * Every answer carries a strict Content-Security-Policy: scripts, styles
  * and connections from this origin only, no inline script or style (the

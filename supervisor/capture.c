@@ -192,6 +192,8 @@ static int put(sup_capture_t *c, const char *data, size_t len) {
   }
   c->bytes += (int64_t)len;
   note_boundary(c, at, data, len);
+  /* The line index hook: every landed write, in order (lineidx.h). */
+  tfs_lineidx_feed(c->lidx, at, data, len);
   return 0;
 }
 

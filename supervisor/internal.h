@@ -43,6 +43,10 @@ typedef struct {
   int64_t lost_bytes;   /* output lost to write errors, in whole lines */
   int64_t lost_lines;
   int64_t lost_first_ms, lost_last_ms;
+  /* The transcript's line index (core/lineidx.c), fed every write that
+   * lands (put()); NULL: none is kept. Whatever capture becomes, every
+   * byte that reaches the transcript must be fed to it, in order. */
+  tfs_lineidx_writer_t *lidx;
   int last_err;      /* the last write error (negative errno), 0 if none */
   int open_stream;   /* stream whose line is open at the transcript's end, or -1 */
   int64_t err_first; /* stderr line range not yet written to the sidecar */

@@ -66,7 +66,7 @@ static __attribute__((unused)) void fx_open(void) {
 
 static __attribute__((unused)) void fx_close(void) {
   mcp_server_shutdown(F.srv);
-  int64_t deadline = tfs_now_ms() + 20000;
+  int64_t deadline = tfs_now_ms() + 20000 * tu_slow();
   while (!mcp_server_idle(F.srv) && tfs_now_ms() < deadline)
     uv_run(&F.loop, UV_RUN_ONCE);
   uv_run(&F.loop, UV_RUN_NOWAIT);
@@ -74,7 +74,7 @@ static __attribute__((unused)) void fx_close(void) {
   uv_run(&F.loop, UV_RUN_NOWAIT);
   cr_assert_eq(uv_loop_close(&F.loop), 0, "no handle is left open");
   tfs_store_close(F.store);
-  tu_rmrf(F.dir);
+  tu_cleanup_dir(F.dir);
   free(F.dir);
 }
 
@@ -86,7 +86,7 @@ static __attribute__((unused)) mcp_session_t *session(sink_t *k) {
 /* The first message from index from on answering id (a number), waiting
  * for it on the loop. */
 static __attribute__((unused)) json_t *reply_from(sink_t *k, size_t from, json_int_t id) {
-  int64_t deadline = tfs_now_ms() + 30000;
+  int64_t deadline = tfs_now_ms() + 30000 * tu_slow();
   for (;;) {
     for (size_t i = from; i < json_array_size(k->msgs); i++) {
       json_t *m = json_array_get(k->msgs, i);

@@ -181,7 +181,7 @@ static void sx_teardown(void) {
   if (sx_store)
     tfs_store_close(sx_store);
   sx_store = NULL;
-  tu_rmrf(sx_tmp);
+  tu_cleanup_dir(sx_tmp);
   free(sx_tmp);
   free(sx_state);
 }

@@ -53,6 +53,28 @@ undescribed() {
 }
 check "__complete: every option of every verb has its description" undescribed
 
+# ---- the store is opened as every verb opens it (issue 26 item 4)
+esc=$(printf '\033')
+taskfs run --wait --key ctl -- printf "x${esc}]0;t$(printf '\007')	y" >/dev/null
+out=$(taskfs __complete logs '')
+check "__complete: descriptions carry no control byte or tab" \
+  sh -c 'printf "%s\n" "$1" | cut -f2- | grep -q "[[:cntrl:]]" && exit 1; printf "%s\n" "$1" | grep -qF "\\x1b"' sh "$out"
+if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
+  # Another user's store: every verb refuses it (111), and so does the
+  # completer: it offers none of its tasks.
+  cp -a "$tmp/state" "$tmp/theirs"
+  chown -R nobody "$tmp/theirs"
+  code=0
+  taskfs --state-dir "$tmp/theirs" ls >/dev/null 2>&1 || code=$?
+  check "ls refuses another user's store with 111" test "$code" = 111
+  out=$(taskfs __complete --state-dir "$tmp/theirs" logs '')
+  check "__complete offers no task of another user's store" lacks "$out" "$id"
+  check "__complete offers no key of another user's store" lacks "$out" build-one
+  check "__complete prints no error for it" sh -c "taskfs __complete --state-dir '$tmp/theirs' logs '' 2>&1 >/dev/null | grep -q . && exit 1 || exit 0"
+else
+  echo "skip: another user's store needs root (chown)"
+fi
+
 # ---- bash
 if [ -f /usr/share/bash-completion/bash_completion ] && command -v bash >/dev/null; then
   cat >"$tmp/bashrc" <<RC

@@ -20,7 +20,7 @@ static char *tmp, *state;
 static tfs_store_t *store;
 
 static void setup(void) {
-  tmp = tu_tmpdir("lsmany");
+  tmp = tu_tmpdir_mem("lsmany"); /* 5,000 creates: their fsyncs cost nothing on tmpfs */
   if (asprintf(&state, "%s/state", tmp) < 0)
     abort();
 }
@@ -29,7 +29,7 @@ static void teardown(void) {
   if (store)
     tfs_store_close(store);
   store = NULL;
-  tu_rmrf(tmp);
+  tu_cleanup_dir(tmp);
   free(tmp);
   free(state);
 }

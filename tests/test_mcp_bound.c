@@ -165,7 +165,7 @@ Test(mcp_bound, listen_streams_tagged_notifications, .init = fx_open, .fini = fx
   rec.ended_ms = tfs_now_ms();
   cr_assert_eq(tfs_task_save(F.store, &rec), 0);
   tfs_record_free(&rec);
-  int64_t deadline = tfs_now_ms() + 30000;
+  int64_t deadline = tfs_now_ms() + 30000 * tu_slow();
   int updated = 0, status = 0;
   while ((!updated || !status) && tfs_now_ms() < deadline) {
     uv_run(&F.loop, UV_RUN_ONCE);

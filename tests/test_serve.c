@@ -1,5 +1,5 @@
 /* `taskfs serve`, what HTTP adds (docs/serve.md, docs/security.md "HTTP"):
- * the token on every request, the login cookie, the Host and Origin
+ * the token on every request (no cookie is one), the Host and Origin
  * checks, and hostile input (garbage, bodies too large or never ending,
  * wrong media types, stolen session ids), each answered with a 4xx and a
  * reason while nothing reaches the store and the server keeps serving.
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,7 +81,7 @@ Test(serve, the_token_is_made_once_private_and_never_printed_to_a_log) {
   snprintf(path, sizeof path, "%s/serve.out", S.dir);
   char *out = tu_read_file(path, NULL);
   char login[200];
-  snprintf(login, sizeof login, "log in:       http://127.0.0.1:%d/?token=", S.port);
+  snprintf(login, sizeof login, "log in:       http://127.0.0.1:%d/#token=", S.port);
   cr_expect(strstr(out, login), "%s", out);
   cr_expect(!strstr(out, S.token), "a foreground server on a log printed its token: %s", out);
   free(out);
@@ -95,8 +96,15 @@ Test(serve, the_token_is_made_once_private_and_never_printed_to_a_log) {
 Test(serve, every_request_needs_the_token) {
   char *a = ts_post_mcp(&S, NULL, NULL, INIT);
   cr_expect_eq(ts_status(a), 401, "%s", a);
+  /* Issue 29.5: the 401 says where the token is and how to send it, and
+   * its challenge is no Bearer one, which MCP clients take for OAuth. */
+  char path[4200];
+  snprintf(path, sizeof path, "%s/serve.token", S.store);
+  cr_expect(strstr(ts_body(a), path), "the 401 names %s: %s", path, a);
+  cr_expect(strstr(ts_body(a), "Authorization: Bearer"), "%s", a);
   char *www = ts_answer_header(a, "WWW-Authenticate");
-  cr_expect(www && strstr(www, "Bearer"), "%s", a);
+  cr_expect(www && strncasecmp(www, "Bearer", 6),
+            "a Bearer challenge starts OAuth in MCP clients: %s", a);
   free(www);
   free(a);
   char wrong[400];
@@ -104,39 +112,71 @@ Test(serve, every_request_needs_the_token) {
   wrong[10] = wrong[10] == 'a' ? 'b' : 'a';
   EXPECT_STATUS(ts_post_mcp(&S, wrong, NULL, INIT), 401, "a wrong token of the right length");
   EXPECT_STATUS(ts_post_mcp(&S, "short", NULL, INIT), 401, "a short token");
-  EXPECT_STATUS(ts_request(&S, "GET", "/", NULL, NULL), 401, "the index without the token");
+  EXPECT_STATUS(ts_request(&S, "GET", "/api/tasks", NULL, NULL), 401, "the API without the token");
   EXPECT_STATUS(ts_post_mcp(&S, S.token, NULL, INIT), 200, "the right token");
   store_untouched();
 }
 
-Test(serve, the_login_url_sets_a_strict_cookie_and_drops_the_token) {
+/* 1 if an answer sets a cookie. */
+static int sets_cookie(const char *a) {
+  char *c = ts_answer_header(a, "Set-Cookie");
+  free(c);
+  return c != NULL;
+}
+
+/* Issue 26.1: a browser sends a cookie to every port of a host, so
+ * another local user's server on 127.0.0.1:OTHER would get it. No cookie
+ * is a credential: the login URL sets none, and a request that carries
+ * only the cookie (from our own page, as a browser would mark it) gets
+ * 401 on every route that holds anything. */
+Test(serve, no_cookie_is_a_credential_on_any_route) {
   char path[400];
   snprintf(path, sizeof path, "/?token=%s", S.token);
   char *a = ts_request(&S, "GET", path, NULL, NULL);
   cr_assert_eq(ts_status(a), 200, "%s", a);
-  char *cookie = ts_answer_header(a, "Set-Cookie");
-  cr_assert(cookie, "%s", a);
-  cr_expect(strstr(cookie, "HttpOnly") && strstr(cookie, "SameSite=Strict"), "%s", cookie);
-  cr_expect(strstr(ts_body(a), "url=/\""), "the login page moves on to /: %s", a);
+  cr_expect(!sets_cookie(a), "the login URL set a cookie: %.400s", a);
+  cr_expect(strstr(ts_body(a), "/static/app.js"), "the login URL is the viewer's page: %.400s", a);
   char *ref = ts_answer_header(a, "Referrer-Policy");
   cr_expect(ref && !strcmp(ref, "no-referrer"));
   free(ref);
   free(a);
-  /* The cookie opens the index, and /mcp from our own pages. */
-  char hdr[600];
-  snprintf(hdr, sizeof hdr, "Cookie: %.*s\r\n", (int)strcspn(cookie, ";"), cookie);
-  EXPECT_STATUS(ts_request(&S, "GET", "/", hdr, NULL), 200, "the cookie opens the index");
-  char same[800];
-  snprintf(same, sizeof same, "%sSec-Fetch-Site: same-origin\r\n", hdr);
-  EXPECT_STATUS(ts_post_mcp(&S, NULL, same, INIT), 200, "a fetch of our own page");
-  /* A page of another site (or of another port of this host, which the
-   * cookie does not tell apart) cannot use it. */
-  char cross[800];
-  snprintf(cross, sizeof cross, "%sSec-Fetch-Site: same-site\r\nSec-Fetch-Mode: no-cors\r\n", hdr);
-  EXPECT_STATUS(ts_post_mcp(&S, NULL, cross, INIT), 403, "a cross-site use of the cookie");
-  free(cookie);
-  snprintf(path, sizeof path, "/?token=%.10s", S.token);
-  EXPECT_STATUS(ts_request(&S, "GET", path, NULL, NULL), 401, "a wrong login token");
+  char hdr[800];
+  snprintf(hdr, sizeof hdr,
+           "Cookie: taskfs_token=%s\r\nSec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: "
+           "cors\r\nOrigin: http://127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+           "Accept: application/json, text/event-stream\r\n",
+           S.token, S.port);
+  static const struct {
+    const char *method, *path, *body;
+  } routes[] = {
+      {"GET", "/api/tasks", NULL},
+      {"GET", "/api/events", NULL},
+      {"GET", "/api/tasks/0123456789abcdef", NULL},
+      {"GET", "/api/tasks/0123456789abcdef/transcript", NULL},
+      {"GET", "/api/tasks/0123456789abcdef/transcript?follow=1", NULL},
+      {"POST", "/api/tasks/0123456789abcdef/cancel", ""},
+      {"POST", "/mcp", INIT},
+      {"GET", "/mcp", NULL},
+      {"DELETE", "/mcp", NULL},
+      {"POST", "/a2a", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{}}"},
+  };
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    a = ts_request(&S, routes[i].method, routes[i].path, hdr, routes[i].body);
+    cr_expect_eq(ts_status(a), 401, "%s %s with only the cookie: %.300s", routes[i].method,
+                 routes[i].path, a);
+    cr_expect(!sets_cookie(a), "%.300s", a);
+    free(a);
+  }
+  /* The viewer's own files hold nothing of the store: they come without a
+   * token (a browser's navigation cannot send one), and set no cookie. */
+  static const char *const pub[] = {"/", "/static/app.js", "/static/style.css"};
+  for (size_t i = 0; i < sizeof pub / sizeof pub[0]; i++) {
+    a = ts_request(&S, "GET", pub[i], NULL, NULL);
+    cr_expect_eq(ts_status(a), 200, "%s: %.300s", pub[i], a);
+    cr_expect(!sets_cookie(a), "%.300s", a);
+    free(a);
+  }
+  store_untouched();
 }
 
 Test(serve, host_and_origin_must_name_this_server) {

@@ -28,7 +28,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  tu_rmrf(dir);
+  tu_cleanup_dir(dir);
   free(dir);
 }
 
@@ -71,7 +71,7 @@ Test(serve_proc, background_start_reports_then_logs_to_the_store) {
   snprintf(s.token, sizeof s.token, "%s", t);
   /* In the background the login URL with its token goes to the terminal. */
   char login[400];
-  snprintf(login, sizeof login, "http://127.0.0.1:%d/?token=%s", s.port, t);
+  snprintf(login, sizeof login, "http://127.0.0.1:%d/#token=%s", s.port, t);
   cr_expect(strstr(out, login), "%s", out);
   free(t);
   serves(&s);

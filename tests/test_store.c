@@ -26,8 +26,13 @@ Test(store, resolve_order) {
   cr_assert_eq(tfs_store_resolve(NULL, buf, sizeof buf), 0);
   cr_assert_str_eq(buf, "/home/h/.local/state/taskfs");
   unsetenv("XDG_STATE_HOME");
-  cr_assert_eq(tfs_store_resolve("", buf, sizeof buf), 0);
+  cr_assert_eq(tfs_store_resolve(NULL, buf, sizeof buf), 0);
   cr_assert_str_eq(buf, "/home/h/.local/state/taskfs");
+  /* An empty name is a mistake, never the default store. */
+  cr_assert_eq(tfs_store_resolve("", buf, sizeof buf), -EINVAL);
+  setenv("TASKFS_STATE_DIR", "", 1);
+  cr_assert_eq(tfs_store_resolve(NULL, buf, sizeof buf), -EINVAL);
+  unsetenv("TASKFS_STATE_DIR");
   /* Relative explicit dirs are made absolute; nothing is created. */
   cr_assert_eq(chdir(fx_dir), 0);
   cr_assert_eq(tfs_store_resolve("rel/dir", buf, sizeof buf), 0);

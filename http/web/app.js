@@ -5,6 +5,15 @@
 // the tail by a Range request, earlier parts by earlier Ranges as the user
 // scrolls up, new lines by the follow stream. Task output is only ever
 // inserted as text (textContent, text nodes), never as markup.
+//
+// The token (docs/web.md, "Logging in"): the login URL carries it in its
+// fragment (#token=..., which a browser sends to no server) or, once, in
+// its query; it is kept in sessionStorage, which belongs to this origin
+// (port included) and this tab, dropped from the address bar, and sent as
+// "Authorization: Bearer" on every request. No cookie: a browser would send
+// one to every port of this host, another local user's server included.
+// Event streams are read with fetch() for the same reason (an EventSource
+// cannot send a header).
 'use strict';
 
 const STATES = ['queued', 'running', 'paused', 'completed', 'failed', 'cancelled', 'lost'];
@@ -23,6 +32,32 @@ function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text != null) e.textContent = text;
   return e;
+}
+
+// ---- the token ----------------------------------------------------------------
+
+const TOKEN_KEY = 'taskfs.token';
+
+// Takes the token out of the address bar (#token=... or ?token=...) into
+// sessionStorage. Returns true if there was one.
+function takeToken() {
+  const h = /^#token=([^&]*)/.exec(location.hash);
+  const q = new URLSearchParams(location.search).get('token');
+  const t = h ? decodeURIComponent(h[1]) : q;
+  if (!t) return false;
+  try {
+    sessionStorage.setItem(TOKEN_KEY, t);
+  } catch { /* storage refused: this page's requests will get 401 */ }
+  history.replaceState(null, '', location.pathname);
+  return true;
+}
+
+function authHeaders() {
+  let t = null;
+  try {
+    t = sessionStorage.getItem(TOKEN_KEY);
+  } catch { /* no storage: not logged in */ }
+  return t ? { Authorization: `Bearer ${t}` } : {};
 }
 
 // ---- the API ----------------------------------------------------------------
@@ -50,10 +85,62 @@ async function readBody(res) {
 }
 
 async function api(path, opts = {}) {
-  const res = await fetch(path, { credentials: 'same-origin', ...opts, headers: { Accept: 'application/json', ...(opts.headers || {}) } });
+  const res = await fetch(path, { credentials: 'omit', ...opts, headers: { Accept: 'application/json', ...authHeaders(), ...(opts.headers || {}) } });
   const body = await readBody(res);
   if (!res.ok) throw new ApiError(res.status, errorText(res.status, body), body);
   return body;
+}
+
+// A stream of server-sent events read with fetch(), which can send the
+// token. on[event](data, id) for each event (id: the last id the stream
+// gave, as EventSource's lastEventId); onEnd(err) once when the stream
+// ends or fails (err null for a clean end), unless close() came first.
+function openEvents(path, on, onEnd) {
+  const ctl = new AbortController();
+  const stream = { closed: false, close() { this.closed = true; ctl.abort(); } };
+  (async () => {
+    let err = null;
+    try {
+      const res = await fetch(path, { credentials: 'omit', cache: 'no-store', signal: ctl.signal, headers: { Accept: 'text/event-stream', ...authHeaders() } });
+      if (!res.ok) throw new ApiError(res.status, errorText(res.status, await readBody(res)));
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '';
+      let type = '';
+      let data = [];
+      let id = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || stream.closed) break;
+        buf += value;
+        let nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).replace(/\r$/, '');
+          buf = buf.slice(nl + 1);
+          if (!line) {
+            const fn = on[type || 'message'];
+            if (data.length && fn && !stream.closed) fn(data.join('\n'), id);
+            type = '';
+            data = [];
+            continue;
+          }
+          if (line[0] === ':') continue;
+          const c = line.indexOf(':');
+          const field = c < 0 ? line : line.slice(0, c);
+          const v = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+          if (field === 'event') type = v;
+          else if (field === 'data') data.push(v);
+          else if (field === 'id') id = v;
+        }
+      }
+    } catch (e) {
+      err = e;
+    }
+    if (!stream.closed) {
+      stream.closed = true;
+      onEnd(err);
+    }
+  })();
+  return stream;
 }
 
 function showError(box, err) {
@@ -453,22 +540,26 @@ function onGoneEvent(id) {
 // The events of the whole store. Each `ready` after the first follows a
 // reconnection, which may have missed events: the list is read again then.
 function connectEvents() {
-  events = new EventSource('/api/events');
-  events.addEventListener('ready', () => {
-    setLive(true, 'live');
-    if (eventsReady++) {
-      loadPage(true);
-      if (view.id) refreshRecord();
-    }
+  const stream = openEvents('/api/events', {
+    ready: () => {
+      setLive(true, 'live');
+      showError($('list-error'), null);
+      if (eventsReady++) {
+        loadPage(true);
+        if (view.id) refreshRecord();
+      }
+    },
+    task: (d) => onTaskEvent(JSON.parse(d)),
+    gone: (d) => onGoneEvent(JSON.parse(d).id),
+  }, (err) => {
+    if (events !== stream) return;
+    const denied = err && err.status === 401;
+    setLive(false, denied ? 'not logged in' : 'reconnecting');
+    if (denied) showError($('list-error'), err);
+    events = null;
+    setTimeout(connectEvents, denied ? 10000 : 2000);
   });
-  events.addEventListener('task', (e) => onTaskEvent(JSON.parse(e.data)));
-  events.addEventListener('gone', (e) => onGoneEvent(JSON.parse(e.data).id));
-  events.addEventListener('error', () => {
-    if (events.readyState === EventSource.CLOSED) {
-      setLive(false, 'disconnected');
-      setTimeout(connectEvents, 5000);
-    } else setLive(false, 'reconnecting');
-  });
+  events = stream;
 }
 
 // ---- a task -------------------------------------------------------------------
@@ -580,8 +671,7 @@ async function openTask(id, line) {
   view.id = id;
   view.pendingLine = line;
   $('t-title').textContent = id;
-  $('t-raw').href = `/api/tasks/${enc(id)}/transcript`;
-  $('t-raw').download = `${id}.transcript`;
+  $('t-raw').dataset.id = id;
   $('t-important').replaceChildren();
   $('t-json').textContent = '';
   showError($('t-error'), null);
@@ -686,7 +776,7 @@ class Transcript {
   }
 
   async range(spec) {
-    const res = await fetch(`/api/tasks/${enc(this.id)}/transcript`, { credentials: 'same-origin', headers: { Range: `bytes=${spec}` } });
+    const res = await fetch(`/api/tasks/${enc(this.id)}/transcript`, { credentials: 'omit', headers: { Range: `bytes=${spec}`, ...authHeaders() } });
     const sizeHdr = Number(res.headers.get('X-Taskfs-Size'));
     if (res.status === 416) {
       const size = Number((res.headers.get('Content-Range') || '').split('/')[1]);
@@ -883,8 +973,6 @@ class Transcript {
   follow() {
     if (this.closed || this.es) return;
     const gen = this.gen;
-    const es = new EventSource(`/api/tasks/${enc(this.id)}/transcript?follow=1&offset=${this.hi}`);
-    this.es = es;
     let pending = [];
     let frame = 0;
     const flush = () => {
@@ -895,22 +983,23 @@ class Transcript {
       if (this.first == null) this.setFirst(batch[0].n - this.count);
       this.append(batch.map((x) => x.text), batch.map((x) => x.end));
     };
-    es.addEventListener('line', (e) => {
-      const d = JSON.parse(e.data);
-      pending.push({ n: d.n, text: d.text, end: Number(e.lastEventId) });
-      if (!frame) frame = requestAnimationFrame(flush);
-    });
-    es.addEventListener('end', (e) => {
-      flush();
-      this.stopFollow();
-      const rec = JSON.parse(e.data);
-      this.numberFromRecord(rec);
-      if (view.id === rec.id) setRecord(rec);
-      this.info();
-    });
-    // A dropped stream is opened again from the last line shown (never by
-    // Last-Event-ID and the first offset, which could repeat lines).
-    es.addEventListener('error', () => {
+    const es = openEvents(`/api/tasks/${enc(this.id)}/transcript?follow=1&offset=${this.hi}`, {
+      line: (data, id) => {
+        const d = JSON.parse(data);
+        pending.push({ n: d.n, text: d.text, end: Number(id) });
+        if (!frame) frame = requestAnimationFrame(flush);
+      },
+      end: (data) => {
+        flush();
+        this.stopFollow();
+        const rec = JSON.parse(data);
+        this.numberFromRecord(rec);
+        if (view.id === rec.id) setRecord(rec);
+        this.info();
+      },
+    }, () => {
+      // A dropped stream is opened again from the last line shown (never by
+      // its first offset, which could repeat lines).
       if (this.es !== es) return;
       flush();
       this.stopFollow();
@@ -918,6 +1007,7 @@ class Transcript {
         if (gen === this.gen && !this.closed && this.mode === 'tail') this.follow();
       }, 2000);
     });
+    this.es = es;
     this.info();
   }
 
@@ -1048,7 +1138,29 @@ function onKey(e) {
   }
 }
 
+// The raw transcript, saved as a file: fetched with the token (a plain
+// link could not send it), then handed to the browser as a blob.
+async function download(e) {
+  e.preventDefault();
+  const id = $('t-raw').dataset.id;
+  try {
+    const res = await fetch(`/api/tasks/${enc(id)}/transcript`, { credentials: 'omit', headers: authHeaders() });
+    if (!res.ok) throw new ApiError(res.status, errorText(res.status, await readBody(res)));
+    const url = URL.createObjectURL(await res.blob());
+    const a = el('a');
+    a.href = url;
+    a.download = `${id}.transcript`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (err) {
+    if (view.id === id) showError($('t-error'), err);
+  }
+}
+
 function start() {
+  takeToken();
   buildFilter();
   $('rows').addEventListener('keydown', onRowsKey);
   $('rows').addEventListener('click', (e) => {
@@ -1064,8 +1176,10 @@ function start() {
   $('c-yes').addEventListener('click', doCancel);
   $('t-bottom').addEventListener('click', () => view.tr && view.tr.toBottom());
   $('t-tail').addEventListener('click', () => view.tr && view.tr.backToTail());
+  $('t-raw').addEventListener('click', download);
   document.addEventListener('keydown', onKey);
-  window.addEventListener('hashchange', route);
+  // A login URL opened in this tab again changes only the fragment.
+  window.addEventListener('hashchange', () => (takeToken() ? location.reload() : route()));
   setInterval(tick, 1000);
   connectEvents();
   loadPage(true);

@@ -46,7 +46,7 @@ trap cleanup EXIT
 # loopback; it prints its login URL once it listens.
 "$BIN" serve --foreground --listen 127.0.0.1:$PORT --state-dir "$T/store" >"$T/serve.out" 2>"$T/serve.log" &
 SRV=$!
-for _ in $(seq 400); do
+for _ in $(seq 2400); do # 120 s: a guard against a hang (tests/README.md)
   grep -q 'log in:' "$T/serve.out" 2>/dev/null && break
   kill -0 $SRV 2>/dev/null || { echo "taskfs serve did not start:"; cat "$T/serve.log"; exit 1; }
   sleep 0.05

@@ -26,6 +26,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=$L
 export LSAN_OPTIONS="suppressions=$PWD/tests/hardening/lsan.supp:print_suppressions=0"
 export TASKFS_BIN=$PWD/$B/taskfs
 export TASKFS_SANITIZED=1
+# Criterion's timeouts and tu_wait_until's bounds are written for the
+# normal build on a quiet machine: ASan and UBSan make a run ~3x slower,
+# a busy neighbour ~2x more (tests/README.md).
+export TASKFS_TEST_SLOW=${TASKFS_TEST_SLOW:-10}
 # detect_leaks is on by default (x86_64); the test programs turn it off for
 # themselves (tests/hardening/hard.h), the taskfs binary keeps it.
 status=0
@@ -40,8 +44,13 @@ for t in $B/tests/test_*; do
     failed+=("$n")
   fi
 done
-# Detached supervisors may still be finishing: give them a moment to write.
-sleep 1
+# Detached supervisors may still be finishing: wait until none of the
+# sanitized binary runs any more, so that their reports are written (a
+# bound against one that never ends: tests/leftovers.sh reports it).
+for _ in $(seq 600); do
+  pgrep -f "^$TASKFS_BIN " >/dev/null || break
+  sleep 0.1
+done
 # A sanitizer opens its log file when it starts a report; a process killed
 # with SIGKILL at that moment (the kill -9 matrix does this on purpose)
 # leaves an empty file behind, which holds no report.

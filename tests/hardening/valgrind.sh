@@ -83,10 +83,11 @@ fail() {
 }
 tf() { "${VG[@]}" "$BIN" "$@"; }
 
-# Waits (up to $2 s) for the shell condition $1.
+# Waits (up to $2 s, times $TASKFS_TEST_SLOW when set) for the shell
+# condition $1.
 wait_for() {
   local i
-  for ((i = 0; i < $2 * 10; i++)); do
+  for ((i = 0; i < $2 * 10 * ${TASKFS_TEST_SLOW:-1}; i++)); do
     eval "$1" && return 0
     sleep 0.1
   done

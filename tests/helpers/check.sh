@@ -9,9 +9,12 @@ check() {
   shift
   if "$@"; then ok "$what"; else fail "$what"; fi
 }
-# wait_for SECONDS COMMAND...: polls every 50 ms until COMMAND succeeds.
+# wait_for SECONDS COMMAND...: polls every 50 ms until COMMAND succeeds,
+# for at most SECONDS times $TASKFS_TEST_SLOW (3 unless set): a guard
+# against a hang, sized for a slow run, never a verdict on speed
+# (tests/README.md).
 wait_for() {
-  n=$(($1 * 20))
+  n=$(($1 * 20 * ${TASKFS_TEST_SLOW:-3}))
   shift
   while [ "$n" -gt 0 ]; do
     "$@" 2>/dev/null && return 0

@@ -19,7 +19,7 @@ export function queueBehaviours(test, { makeStore, call, bin }) {
     (await call(client, 'list_managed_tasks', { limit: 500 })).structuredContent.tasks.find((x) => x.taskId === taskId);
   // Polls list_managed_tasks until the task's row satisfies ok.
   const until = async (client, taskId, ok, what) => {
-    for (let i = 0; i < 600; i++) {
+    for (let i = 0; i < 2400; i++) { // 120 s: a guard against a hang
       const row = await listed(client, taskId);
       if (row && ok(row)) return row;
       await new Promise((r) => setTimeout(r, 50));
@@ -106,7 +106,7 @@ export function queueBehaviours(test, { makeStore, call, bin }) {
       taskKey: 'ctl', command: `trap "echo usr1 > '${got}'; exit 0" USR1; touch '${ready}'; while :; do sleep 0.05; done`, waitMs: 0,
     });
     const id = s.structuredContent.taskId;
-    for (let i = 0; i < 600 && !existsSync(ready); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 2400 && !existsSync(ready); i++) await new Promise((r) => setTimeout(r, 50));
     const p = await call(client, 'control_managed_task', { taskKey: 'ctl', action: 'pause' });
     assert.equal(p.isError, undefined, JSON.stringify(p.content));
     assert.equal(p.structuredContent.state, 'paused');

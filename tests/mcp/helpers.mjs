@@ -6,12 +6,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { cancelEverything, serverEnvOf, tempStore } from '../mcp-shared/store.mjs';
+import { cancelEverything, patient, serverEnvOf, tempStore } from '../mcp-shared/store.mjs';
 import { startServe } from '../mcp-shared/serve.mjs';
 
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
 
 export const serverEnv = () => serverEnvOf(getDefaultEnvironment());
+
+// A 1.x client whose requests wait up to REQUEST_TIMEOUT_MS (store.mjs).
+export const newClient = (options, name = 'taskfs-tests') =>
+  patient(new Client({ name, version: '1.0.0' }, options), 'request', 2);
 
 export function makeStore(t) {
   const { dir, clients } = tempStore(t, 'taskfs-mcp-test-', stopAll);
@@ -29,7 +33,7 @@ export function makeStore(t) {
       let stderr = '';
       transport.stderr?.on('data', (d) => { stderr += d; });
       // opts.roots: the client declares roots and answers roots/list.
-      const client = new Client({ name: 'taskfs-tests', version: '1.0.0' }, { capabilities: opts.roots ? { roots: {} } : {} });
+      const client = newClient({ capabilities: opts.roots ? { roots: {} } : {} });
       if (opts.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: opts.roots }));
       await client.connect(transport);
       clients.push(client);
@@ -51,7 +55,7 @@ export function makeHttpStore(t) {
       clients.push({ close: () => srv.stop() });
       const transport = new StreamableHTTPClientTransport(srv.mcpUrl, { requestInit: { headers: srv.headers } });
       transport.pid = srv.pid;
-      const client = new Client({ name: 'taskfs-tests', version: '1.0.0' }, { capabilities: opts.roots ? { roots: {} } : {} });
+      const client = newClient({ capabilities: opts.roots ? { roots: {} } : {} });
       if (opts.roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: opts.roots }));
       await client.connect(transport);
       clients.unshift(client);
@@ -67,7 +71,7 @@ export async function stopAll(dir) {
   const transport = new StdioClientTransport({
     command: TASKFS_BIN, args: ['mcp', '--state-dir', dir], env: serverEnv(), stderr: 'ignore',
   });
-  const client = new Client({ name: 'taskfs-cleanup', version: '1.0.0' });
+  const client = newClient({}, 'taskfs-cleanup');
   await cancelEverything(client, () => client.connect(transport));
 }
 

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TASKFS_BIN, stopAll } from './helpers.mjs';
+import { endProcs } from '../mcp-shared/store.mjs';
 
 // Spawns the server with raw pipes; collects stdout lines as parsed JSON.
 function rawServer(t) {
@@ -29,14 +30,14 @@ function rawServer(t) {
     }
   });
   const exited = new Promise((res) => child.on('exit', (code, signal) => res({ code, signal })));
-  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); rmSync(dir, { recursive: true, force: true }); });
+  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); await endProcs(dir); rmSync(dir, { recursive: true, force: true }); });
   return {
     dir, child, messages, exited, stderr: () => stderr,
     send(obj) {
       if (Buffer.isBuffer(obj)) child.stdin.write(Buffer.concat([obj, Buffer.from('\n')]));
       else child.stdin.write((typeof obj === 'string' ? obj : JSON.stringify(obj)) + '\n');
     },
-    async waitFor(n, ms = 10000) {
+    async waitFor(n, ms = 120000) { // a guard against a hang (tests/README.md)
       const deadline = Date.now() + ms;
       while (messages.length < n) {
         if (Date.now() > deadline) throw new Error(`got ${messages.length} of ${n} messages; stderr: ${stderr}`);
@@ -112,7 +113,8 @@ test('SIGTERM ends the server cleanly, answering a pending long-poll first', asy
   s.child.kill('SIGTERM');
   const { code } = await s.exited;
   assert.equal(code, 0);
-  assert.ok(Date.now() - t0 < 5000, 'exits promptly');
+  // Not held by the read's 50 s wait: the bound is that, not a speed.
+  assert.ok(Date.now() - t0 < 40000, 'exits without waiting for the read');
   assert.equal(s.messages.length, 3);
   assert.equal(s.messages[2].id, 2);
   assert.ok(['queued', 'running'].includes(s.messages[2].result.structuredContent.state));
@@ -161,7 +163,7 @@ test('stdin from a regular file is served to its end', async (t) => {
 test('a host that floods requests without reading answers: memory stays bounded, nothing is lost', async (t) => {
   const s = rawServer(t);
   s.child.stdout.pause();
-  const n = 4000; // each answer (tools/list) is ~23 KiB: ~90 MiB in all
+  const n = 12000; // each answer (tools/list) is ~8 KiB: ~90 MiB in all
   const line = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n';
   for (let i = 0; i < n; i++) s.child.stdin.write(line);
   s.child.stdin.end();
@@ -216,5 +218,6 @@ test('one connection, one era: the pin, errors that name the field, and serving 
   const t0 = Date.now();
   c.child.stdin.end();
   assert.equal((await c.exited).code, 0);
-  assert.ok(Date.now() - t0 < 3000, 'exits promptly on EOF');
+  // Not held by anything (the bound only guards against a hang).
+  assert.ok(Date.now() - t0 < 60000, 'exits on EOF');
 });

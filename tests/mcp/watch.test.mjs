@@ -39,7 +39,7 @@ for (const [mode, env] of [['inotify', {}], ['no inotify', { TASKFS_NO_INOTIFY: 
     const r = await call(client, 'read_managed_task', { taskId: id, waitMs: 40000 });
     assert.equal(r.structuredContent.state, 'completed');
     // The end is a record change; the last notification may be on its way.
-    const deadline = Date.now() + 20000;
+    const deadline = Date.now() + 120000; // a guard against a hang
     while (!(seen.has(record) && seen.has(transcript)) && Date.now() < deadline)
       await new Promise((res) => { wake = res; setTimeout(res, 500); });
     assert.ok(seen.has(transcript), 'transcript growth was notified');

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import { z } from 'zod';
-import { cancelEverything, serverEnvOf, tempStore } from '../mcp-shared/store.mjs';
+import { cancelEverything, patient, serverEnvOf, tempStore } from '../mcp-shared/store.mjs';
 import { startServe } from '../mcp-shared/serve.mjs';
 
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
@@ -24,8 +24,9 @@ function newClient(opts = {}) {
   const capabilities = {};
   if (opts.roots) capabilities.roots = {};
   if (opts.tasks) capabilities.extensions = { [TASKS]: {} };
-  const client = new Client({ name: 'taskfs-tests-v2', version: '1.0.0' },
-    { capabilities, versionNegotiation: { mode: { pin: PROTOCOL } } });
+  // Requests wait up to REQUEST_TIMEOUT_MS (store.mjs).
+  const client = patient(new Client({ name: 'taskfs-tests-v2', version: '1.0.0' },
+    { capabilities, versionNegotiation: { mode: { pin: PROTOCOL } } }), '_requestWithSchemaViaCodec', 3);
   if (opts.roots) client.setRequestHandler('roots/list', async () => ({ roots: opts.roots }));
   return { client, capabilities };
 }

@@ -21,7 +21,7 @@ both('resources: templates, list, read; listen for a transcript', async (t, make
   client.setNotificationHandler('notifications/resources/updated', (n) => { updates.push(n.params.uri); wake?.(); });
   const sub = await client.listen({ resourceSubscriptions: [uri, 'file:///etc/passwd'] });
   assert.deepEqual(sub.honoredFilter.resourceSubscriptions, [uri], 'only taskfs resources are honoured');
-  const deadline = Date.now() + 20000;
+  const deadline = Date.now() + 120000; // a guard against a hang
   while (!updates.length && Date.now() < deadline) await new Promise((r) => { wake = r; setTimeout(r, 500); });
   assert.equal(updates[0], uri);
   await sub.close();

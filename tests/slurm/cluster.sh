@@ -160,7 +160,7 @@ start_munge() {
   chmod 600 "$d/munge/munge.key"
   spawn "$d" munged munged -F --socket="$d/munge/munge.sock" --key-file="$d/munge/munge.key" \
     --pid-file="$d/run/munged.pid" --seed-file="$d/munge/munged.seed" --log-file="$d/log/munged.log"
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 600); do # 60 s, a guard against a hang
     if munge -S "$d/munge/munge.sock" -n < /dev/null 2>/dev/null |
       unmunge -S "$d/munge/munge.sock" > /dev/null 2>&1; then return 0; fi
     alive "$(cat "$d/run/munged.spawned")" || break
@@ -181,7 +181,7 @@ start_slurm() {
   # shellcheck disable=SC2086
   write_conf "$d" $ports
   spawn "$d" slurmctld slurmctld -D -c -i -f "$d/slurm.conf"
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 600); do # 60 s, a guard against a hang
     SLURM_CONF=$d/slurm.conf scontrol ping 2> /dev/null | grep -q 'is UP' && break
     alive "$(cat "$d/run/slurmctld.spawned")" || break
     sleep 0.1

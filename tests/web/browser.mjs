@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServe } from '../mcp-shared/serve.mjs';
+import { endProcs } from '../mcp-shared/store.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? join(here, '../../build/taskfs'));
@@ -49,8 +50,11 @@ export async function openViewer(t, { colorScheme = 'light', viewport = { width:
     if (!(aborted && /\/api\/(events|tasks\/[^/]+\/transcript\?follow=1)/.test(r.url())))
       problems.push(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
   });
-  page.on('response', (r) => {
+  const cookies = [];
+  page.on('response', async (r) => {
     if (r.status() >= 400) problems.push(`answer ${r.status()}: ${r.request().method()} ${r.url()}`);
+    const set = await r.headerValue('set-cookie').catch(() => null);
+    if (set) cookies.push(`${r.url()}: ${set}`);
   });
   t.after(async () => {
     await browser.close().catch(() => {});
@@ -60,11 +64,14 @@ export async function openViewer(t, { colorScheme = 'light', viewport = { width:
           taskfs(store, 'cancel', '--wait', rec.id);
     } catch { /* best effort */ }
     await srv.stop();
+    await endProcs(store);
     if (!dir) rmSync(store, { recursive: true, force: true });
   });
   return {
-    dir: store, srv, browser, context, page, problems,
-    loginUrl: `${srv.url}/?token=${srv.token}`,
+    dir: store, srv, browser, context, page, problems, cookies,
+    // The login URL `taskfs serve` prints: the token in the fragment,
+    // which the browser sends to no server.
+    loginUrl: `${srv.url}/#token=${srv.token}`,
   };
 }
 

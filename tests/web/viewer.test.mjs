@@ -14,7 +14,8 @@ import { CHROMIUM, haveChromium, openViewer, outPath, run, taskfs } from './brow
 const skip = haveChromium ? false : `${CHROMIUM} is absent: install Debian's chromium to run the viewer's browser tests`;
 
 // Polls get() until ok(value) holds; fails with what it saw last.
-async function until(what, get, ok, timeout = 20000) {
+// The bound guards against a hang, sized for a busy machine (tests/README.md).
+async function until(what, get, ok, timeout = 120000) {
   const end = Date.now() + timeout;
   let last;
   for (;;) {
@@ -30,6 +31,45 @@ const waitEnd = (dir, id) => {
     taskfs(dir, 'wait', id);
   } catch { /* a task that fails ends with its code */ }
 };
+
+// Issue 26.1: the login URL's fragment carries the token; the page keeps it
+// in sessionStorage, drops it from the address bar and sends it as a
+// header. No cookie is set, ever, and one would open nothing.
+test('the fragment logs in, the token leaves the address bar, no cookie is set', { skip }, async (t) => {
+  const v = await openViewer(t);
+  const { dir, page, context } = v;
+  const id = run(dir, ['sh', '-c', 'echo hello from the fragment'], ['--key', 'frag']);
+  waitEnd(dir, id);
+  const seen = [];
+  page.on('request', (r) => seen.push(r));
+  await page.goto(v.loginUrl);
+  await page.waitForURL(`${v.srv.url}/`);
+  await page.locator(`#rows tr[data-id="${id}"]`).waitFor();
+  assert.ok(!page.url().includes(v.srv.token), `the token is still in the address bar: ${page.url()}`);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('taskfs.token')), v.srv.token);
+  for (const r of seen) assert.ok(!r.url().includes(v.srv.token), `the token went out in a URL: ${r.url()}`);
+  const api = seen.filter((r) => new URL(r.url()).pathname.startsWith('/api/'));
+  assert.ok(api.some((r) => new URL(r.url()).pathname === '/api/events'), 'the events stream was opened');
+  for (const r of api) assert.equal(await r.headerValue('authorization'), `Bearer ${v.srv.token}`, r.url());
+  assert.deepEqual(await context.cookies(), [], 'no cookie');
+  assert.deepEqual(v.cookies, [], 'no Set-Cookie');
+  // The ?token= form logs in once too, and leaves the bar as well.
+  const p2 = await (await v.browser.newContext()).newPage();
+  await p2.goto(`${v.srv.url}/?token=${v.srv.token}`);
+  await p2.locator(`#rows tr[data-id="${id}"]`).waitFor();
+  assert.ok(!p2.url().includes(v.srv.token), p2.url());
+  // Without the token the page says how to log in.
+  const p3 = await (await v.browser.newContext()).newPage();
+  await p3.goto(`${v.srv.url}/`);
+  await until('the 401 text', () => p3.locator('#list-error').textContent(), (s) => s.includes('login URL'));
+  // A cookie holding the token opens nothing, even from the page itself.
+  const status = await p3.evaluate(async (tok) => {
+    document.cookie = `taskfs_token=${tok}; path=/`;
+    return (await fetch('/api/tasks', { credentials: 'include' })).status;
+  }, v.srv.token);
+  assert.equal(status, 401);
+  assert.deepEqual(v.problems, []);
+});
 
 test('the list goes live, a task streams its lines, Cancel ends it cancelled', { skip }, async (t) => {
   const v = await openViewer(t);
@@ -112,6 +152,7 @@ test('the list goes live, a task streams its lines, Cancel ends it cancelled', {
   await until('no filter', () => page.locator('#rows tr').count(), (n) => n === 5);
 
   assert.deepEqual(v.problems, []);
+  assert.deepEqual(v.cookies, [], 'no Set-Cookie');
 });
 
 test('a 50 MB transcript opens at its last line, pages back on scroll, jumps to an important line', { skip }, async (t) => {
