@@ -186,6 +186,17 @@ static void scan_flush(scan_t *s) {
   s->seg_start = s->end;
 }
 
+/* Hands out what the open last line holds so far as a piece (partial = 2,
+ * the line's number kept): its rest follows as the same line. */
+static void scan_piece(scan_t *s) {
+  if (s->stopped || s->lineno < s->skip_below || s->acclen == 0)
+    return;
+  emit(s, s->acc, s->acclen, 2);
+  s->seg_start += (off_t)s->acclen;
+  s->acclen = 0;
+  s->midline = 1;
+}
+
 int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_line,
                             int64_t max_lines, tfs_line_cb cb, void *arg) {
   struct stat st;
@@ -344,7 +355,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   f->have_file = 1;
   f->dev = st.st_dev;
   f->ino = st.st_ino;
-  if (st.st_size == f->offset && !(flush_partial && f->midline))
+  if (st.st_size == f->offset && !(flush_partial == 1 && f->midline))
     return 0;
   int err = scan_init(&s, fd, f->offset, st.st_size, f->next_lineno, cb, arg);
   if (err)
@@ -353,8 +364,10 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   s.skip_below = f->skip_below;
   s.line_end = &f->line_end;
   err = scan_run(&s);
-  if (!err && flush_partial && s.end > f->old_end)
+  if (!err && flush_partial == 1 && s.end > f->old_end)
     scan_flush(&s);
+  else if (!err && flush_partial == 2 && s.end > f->old_end)
+    scan_piece(&s);
   f->offset = f->line_end = s.seg_start;
   f->next_lineno = s.lineno;
   f->midline = s.midline;

@@ -529,16 +529,30 @@ void mcp_output_tail_free(mcp_tail_t *t);
  * of result, keeping at least keep bytes and an ellipsis; shortened gets
  * the field's name. Returns 1, or 0 when nothing is longer than keep. */
 int mcp_shorten(json_t *o, const char *const *fields, size_t need, size_t keep, json_t *shortened);
-/* The very last resort, a step at a time: leaves out o's null members and
- * the empty lists of its important lines, then one member after another,
- * least needed first (its name appended to left_out). Returns 1 if that
- * changed anything. */
-int mcp_shorten_compact(json_t *o, json_t *left_out);
+/* Leaves out o's null members and the empty lists of its important lines
+ * (o's own "first" and "last" too, for the important object itself).
+ * Returns 1 if that changed anything. */
+int mcp_shorten_nulls(json_t *o);
+/* Leaves out the first of members that o has; 1, or 0 when none. */
+int mcp_shorten_drop(json_t *o, const char *const *members);
 
 /* ---- the Tasks utility and cancel (tasks.c, tool_cancel.c) ------------ */
 
-/* The MCP task status of a taskfs state (tasks.c: the call's status). */
-const char *mcp_task_status(tfs_state_t s);
+/* The answer's bounds (maxBytes, tailLines) of the call that made task
+ * id, kept with the task for its result (tasks.c); load leaves ra's
+ * defaults when none were kept. */
+void mcp_task_bounds_save(mcp_server_t *srv, const char *id, const mcp_read_t *ra);
+void mcp_task_bounds_load(mcp_server_t *srv, const char *id, mcp_read_t *ra);
+/* What tasks/cancel adds to the server's name in a stop request it
+ * records, so that the MCP task reads cancelled (tasks.c). */
+#define MCP_TASKS_CANCEL " (tasks/cancel)"
+/* The MCP task status of a record (tasks.c: the call's status): working,
+ * completed, or cancelled when tasks/cancel stopped it. */
+const char *mcp_task_status(const tfs_record_t *rec);
+int mcp_task_cancelled_by_requester(const tfs_record_t *rec);
+/* The call's result says isError: the task was stopped by other means
+ * than tasks/cancel (the reason names by whom). */
+int mcp_task_result_is_error(const tfs_record_t *rec);
 /* The MCP Task object of rec, in era (ttl/pollInterval or
  * ttlMs/pollIntervalMs). */
 json_t *mcp_task_object(unsigned era, const tfs_record_t *rec);
@@ -549,7 +563,7 @@ int mcp_task_param(const mcp_req_t *r, json_t *params, tfs_record_t *rec);
 /* tasks/result payload: the CallToolResult of the (start) call, exactly as
  * the plain call answers, with the related-task _meta (structured
  * stolen). */
-json_t *mcp_task_payload(json_t *structured, const char *task_id);
+json_t *mcp_task_payload(json_t *structured, const tfs_record_t *rec);
 /* Records the stop request and parks until the task is terminal, replying
  * as tasks/cancel (mcp_task) or as cancel_managed_task. Returns 1 if the
  * task had already ended (rec filled; nothing replied), 0 if parked, -1 on

@@ -120,7 +120,7 @@ static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
   json_t *o = mcp_output_build(r->srv, lk->rec, ra, lk->waited_ms, !done, &text);
   if (ra->task_result) {
     free(text);
-    mcp_reply(r, mcp_task_payload(o, lk->rec->id));
+    mcp_reply(r, mcp_task_payload(o, lk->rec));
   } else {
     mcp_reply_result(r, o, text);
   }
