@@ -15,7 +15,10 @@
 
 /* How `wait`, `logs -f` and `run --wait/--follow` report a task's end:
  * completed 0; failed: the worker's exit code (at least 1), 128+N if killed
- * by signal N, 127 if it could not start; cancelled 130; lost 102. */
+ * by signal N, 127 if it could not start, 103 if it never ran because a
+ * task it starts after (--after) did not complete; cancelled 130; lost
+ * 102. */
+#define CLI_EXIT_SKIPPED 103
 #define CLI_EXIT_CANCELLED 130
 #define CLI_EXIT_LOST 102
 #define CLI_EXIT_NOSTART 127
@@ -61,6 +64,43 @@ int cli_resolve_task(const char *verb, tfs_store_t *store, const char *arg,
  * an exit code; on success *store is open and the caller closes it. */
 int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first,
                       tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+
+/* The tasks a verb acts on (cli/targets.c): the ids after its options
+ * (argv[first..]), resolved as cli_resolve_task() does, each once. With
+ * CLI_TASKS_NEWEST none means the newest task (a note on stderr names
+ * it); CLI_TASKS_MANY takes several; CLI_TASKS_ALL (the verb's --all,
+ * then no ids) takes every task that has not ended. Opens the store
+ * read-only; prints any error and returns an exit code; on success the
+ * caller frees t with cli_tasks_free(). */
+#define CLI_TASKS_NEWEST 1
+#define CLI_TASKS_MANY 2
+#define CLI_TASKS_ALL 4
+typedef struct {
+  tfs_store_t *store; /* NULL for a store that does not exist (no tasks) */
+  char (*ids)[TFS_ID_MAX + 1];
+  size_t n;
+} cli_tasks_t;
+int cli_open_tasks(const struct cli_opts *o, int argc, char **argv, int first, int flags,
+                   cli_tasks_t *t);
+void cli_tasks_free(cli_tasks_t *t);
+/* The newest task (the last made) into id_out, with a note on stderr
+ * ("VERB: note: WHAT the newest task: 3 (mx...)"); CLI_EXIT_NOTASK in a
+ * store without tasks (store NULL: one that does not exist). */
+int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
+                    char id_out[TFS_ID_MAX + 1]);
+/* After a wait interrupted by Ctrl-C (exit 130): if the task has not
+ * ended, says on stderr that it runs on and how to cancel it. */
+void cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id);
+/* cli_open_one_task(), where no task given means the newest. */
+int cli_open_task_or_newest(const struct cli_opts *o, int argc, char **argv, int first,
+                            tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);
+/* The exit code of a verb that acted on several tasks: the worst (highest)
+ * of theirs, so 0 only when every one was. */
+int cli_worst_code(int a, int b);
+/* Asks question on the terminal ("cancel 3 tasks?"): 1 for yes (or with
+ * yes set), 0 for anything else; -1 (a usage error said) when stdin is
+ * not a terminal to ask and yes is not set. */
+int cli_confirm(const char *verb, const char *question, int yes);
 
 /* A task that waits (queued with its supervisor): says on stderr where it
  * stands ("task X is queued: 3rd in queue build (2 of 2 running)"). */
@@ -167,21 +207,16 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
  * starts with ':'); prints the option and returns CLI_EXIT_USAGE. */
 int cli_bad_option(const char *verb, char **argv, int c);
 
-/* The one parser of durations, for every option that takes one (--timeout,
- * --min-uptime, --grace, ...): a number, whole or decimal, with a unit ms,
- * s, m, h or d; a bare number is seconds ("500ms", "10s", "1.5s", "5m",
- * "1h", "7d", "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
- * a duration ..." and returns CLI_EXIT_USAGE. */
+/* A duration option (--timeout, --min-uptime, --grace, --delay,
+ * --older-than ...) read by core's one parser, tfs_duration_parse ("500ms",
+ * "10s", "1.5s", "5m", "1h", "7d", "30"). Fills *ms_out and returns 0; on
+ * bad input reports "VERB: OPT wants a duration ..." and returns
+ * CLI_EXIT_USAGE. */
 int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out);
 
 /* Writes ms in the syntax the parser reads ("500ms", "1.5s", "10s", "5m",
  * "1h"); returns buf. */
 const char *cli_format_duration(int64_t ms, char *buf, size_t len);
-
-/* Parses a duration: a number with an optional unit ms, s, m or h ("500ms",
- * "10s", "5m", "1h"; a bare number is seconds) into milliseconds; returns
- * 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *ms_out);
 
 /* ---- text for a terminal (cli/escape.c) --------------------------------- */
 

@@ -17,7 +17,8 @@ static const char usage_text[] =
     "The store's defaults: a task started without --timeout or a --limit of its own\n"
     "gets these (taskfs run and the MCP server alike), and its record says so\n"
     "(\"from\": \"config\"). Keys: timeout, limit.mem, limit.cpu, limit.nofile,\n"
-    "limit.nproc, limit.fsize, limit.core (queue.QUEUE.KEY: for the queues to come).\n"
+    "limit.nproc, limit.fsize, limit.core, queue (the queue of a task started\n"
+    "without --queue; queue.QUEUE.KEY: for the queues to come).\n"
     "Values as taskfs run takes them: timeout = 10m, limit.mem = 2G, limit.cpu = 1h,\n"
     "limit.nofile = 4096; none for no limit. The file is <state>/config, one\n"
     "'key = value' a line ('#' starts a comment), replaced atomically.\n"
@@ -25,8 +26,9 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 1 (get) the key is not set, 100 usage (also an unknown key or\n"
-    "a bad value), 111 system failure (also a config file that does not read).\n";
+    "EXIT STATUS\n"
+    "  0 ok, 1 (get) the key is not set, 100 usage (also an unknown key or a bad\n"
+    "  value), 111 system failure (also a config file that does not read).\n";
 
 /* A bad key or value (usage) or a store whose file does not read or
  * write (system): the words on stderr, the exit code back. */

@@ -1,4 +1,4 @@
-/* taskfs logs [-n N] [-f] ID|KEY: prints a task's transcript byte for byte
+/* taskfs logs [-n N] [-f] [ID|KEY] (the newest without one): prints a task's transcript byte for byte
  * (binary output included), its last N lines, or follows it until the task
  * ends. Without -f the transcript is copied as it is (tfs_transcript_copy),
  * so nothing is lost or re-encoded; -f goes through cli_follow(), which
@@ -11,15 +11,17 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs logs [-n N] [-f] [--raw] [--state-dir DIR] [--foreign-store] ID|KEY\n"
+    "usage: taskfs logs [-n N] [-f] [--raw] [--state-dir DIR] [--foreign-store] [ID|KEY]\n"
     "\n"
     "Prints the task's transcript (its stdout and stderr, as captured) exactly;\n"
     "another user's (--foreign-store) with control bytes as \\xNN, unless --raw.\n"
+    "Without a task, the newest (a note on stderr names it).\n"
     "\n"
     "  -n, --lines N    only the last N lines (default: all)\n"
     "  -f, --follow     keep printing new lines until the task ends, then exit\n"
     "                   with the task's exit code (completed 0, failed: its code,\n"
-    "                   128+N for signal N, 127 never started; cancelled 130;\n"
+    "                   128+N for signal N, 127 never started, 103 not run as a\n"
+    "                   task it starts after did not complete; cancelled 130;\n"
     "                   lost 102)\n"
     "  --state-dir DIR  use the store in DIR\n"
     "  --raw            with --foreign-store: the bytes as they are, escapes too\n"
@@ -68,7 +70,7 @@ int cmd_logs(int argc, char **argv) {
   }
   if (c < 0)
     return o.code;
-  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
+  code = cli_open_task_or_newest(&o, argc, argv, optind, &store, id);
   if (code)
     goto out;
   /* A closed pipe is an ordinary end for a log printer: see EPIPE, not

@@ -1,4 +1,4 @@
-/* taskfs pause|resume ID, taskfs signal SIG ID: control requests through
+/* taskfs pause|resume ID..., taskfs signal SIG ID...: control requests through
  * the store (tfs_control_request), as a stop request is: the task's
  * supervisor, which knows its worker's process group from memory, acts on
  * them. Nothing here signals a PID. pause and resume wait briefly for the
@@ -15,14 +15,15 @@
 #define CONFIRM_MS 5000 /* how long pause and resume wait to see it done */
 
 static const char pause_usage[] =
-    "usage: taskfs pause [--free-slot] [--state-dir DIR] ID|KEY\n"
-    "       taskfs resume [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs pause [--free-slot] [--state-dir DIR] ID|KEY...\n"
+    "       taskfs resume [--state-dir DIR] ID|KEY...\n"
     "\n"
     "pause stops a running task's whole process tree (SIGSTOP) through its\n"
     "supervisor; the task reads paused and uses no CPU. resume continues it\n"
     "(SIGCONT). A paused task keeps its queue slot unless --free-slot gives it\n"
     "back (then resume waits for a slot, in turn with the other waiters).\n"
-    "A stop request ('taskfs cancel') ends a paused task too.\n"
+    "A stop request ('taskfs cancel') ends a paused task too. Several tasks are\n"
+    "done in turn.\n"
     "\n"
     "  --free-slot      pause: the task counts as not running for its queue's limit\n"
     "  --state-dir DIR  use the store in DIR\n"
@@ -30,24 +31,25 @@ static const char pause_usage[] =
     "\n"
     "EXIT STATUS\n"
     "  0 done (or requested, and said so), 100 usage (also: the task is not\n"
-    "  running, or not paused for resume), 101 no such task, 111 system failure.\n";
+    "  running, or not paused for resume), 101 no such task, 111 system failure;\n"
+    "  with several tasks the highest.\n";
 
 static const char signal_usage[] =
-    "usage: taskfs signal [--state-dir DIR] SIG ID|KEY\n"
+    "usage: taskfs signal [--state-dir DIR] SIG ID|KEY...\n"
     "\n"
     "Sends signal SIG to a running task's whole process tree through its\n"
     "supervisor: the worker's process group and every process it started.\n"
     "SIG is a name or number as kill(1) takes it: TERM, SIGUSR1, HUP, 10,\n"
     "RTMIN+2. The supervisor keeps supervising: if the signal ends the worker,\n"
     "the task ends as it says (failed, killed by signal ...), or is restarted by\n"
-    "its policy. To stop a task, use 'taskfs cancel'.\n"
+    "its policy. To stop a task, use 'taskfs cancel'. Several tasks each get it.\n"
     "\n"
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
     "EXIT STATUS\n"
     "  0 requested, 100 usage (an unknown signal, a task that is not running),\n"
-    "  101 no such task, 111 system failure.\n";
+    "  101 no such task, 111 system failure; with several tasks the highest.\n";
 
 static void who_am_i(char *buf, size_t len) {
   snprintf(buf, len, "cli pid %ld uid %ld", (long)getpid(), (long)getuid());
@@ -99,19 +101,21 @@ static int pause_or_resume(const char *verb, int argc, char **argv) {
   int pause = !strcmp(verb, "pause");
   cli_opts_t o = CLI_OPTS(verb, pause_usage, "", pause ? opts : NULL);
   tfs_control_t c = {.action = pause ? TFS_CONTROL_PAUSE : TFS_CONTROL_RESUME};
-  char id[TFS_ID_MAX + 1];
-  tfs_store_t *store;
+  cli_tasks_t t;
   int ch, code;
   while ((ch = cli_getopt(&o, argc, argv)) > 0)
     c.free_slot = 1;
   if (ch < 0)
     return o.code;
-  if ((code = cli_open_one_task(&o, argc, argv, optind, &store, id)))
+  if ((code = cli_open_tasks(&o, argc, argv, optind, CLI_TASKS_MANY, &t)))
     return code;
-  code = request(verb, store, id, &c);
-  if (!code)
-    code = confirm(verb, store, id, pause ? TFS_PAUSED : TFS_RUNNING);
-  tfs_store_close(store);
+  for (size_t i = 0; i < t.n; i++) {
+    int one = request(verb, t.store, t.ids[i], &c);
+    if (!one)
+      one = confirm(verb, t.store, t.ids[i], pause ? TFS_PAUSED : TFS_RUNNING);
+    code = cli_worst_code(code, one);
+  }
+  cli_tasks_free(&t);
   return code;
 }
 
@@ -125,8 +129,8 @@ int cmd_resume(int argc, char **argv) {
 
 int cmd_signal(int argc, char **argv) {
   cli_opts_t o = CLI_OPTS("signal", signal_usage, "", NULL);
-  char id[TFS_ID_MAX + 1], q[96], name[TFS_SIGNAME_MAX];
-  tfs_store_t *store;
+  char q[96], name[TFS_SIGNAME_MAX];
+  cli_tasks_t t;
   int ch, code;
   /* In order: "-9" or "-TERM" would read as options. */
   o.flags = CLI_OPT_IN_ORDER;
@@ -143,10 +147,14 @@ int cmd_signal(int argc, char **argv) {
                            "'%s' is not a signal: give a name or number as kill -l lists them "
                            "(TERM, SIGUSR1, HUP, 10, RTMIN+2)",
                            cli_quote(sig_arg, q, sizeof q));
-  if ((code = cli_open_one_task(&o, argc, argv, optind + 1, &store, id)))
+  if ((code = cli_open_tasks(&o, argc, argv, optind + 1, CLI_TASKS_MANY, &t)))
     return code;
-  if (!(code = request("signal", store, id, &c)))
-    printf("%s sent to the process tree of %s\n", tfs_signal_name(c.sig, name), id);
-  tfs_store_close(store);
+  for (size_t i = 0; i < t.n; i++) {
+    int one = request("signal", t.store, t.ids[i], &c);
+    if (!one)
+      printf("%s sent to the process tree of %s\n", tfs_signal_name(c.sig, name), t.ids[i]);
+    code = cli_worst_code(code, one);
+  }
+  cli_tasks_free(&t);
   return code ? code : cli_flush_stdout("signal", CLI_EXIT_OK);
 }

@@ -1,8 +1,9 @@
-/* taskfs queue set|pause|resume|ls: a queue's parallel limit and pause,
+/* taskfs queue set|pause|resume|rm|ls: a queue's parallel limit and pause,
  * and every queue as it is now. The queues themselves are core's
  * (include/taskfs/queue.h): no daemon holds them, each task's supervisor
  * takes its slot through the store, so this verb only writes settings
  * (tfs_queue_set, which wakes the waiters that may start) and reads. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ static const char usage_text[] =
     "usage: taskfs queue set NAME --parallel N|none [--state-dir DIR]\n"
     "       taskfs queue pause NAME [--state-dir DIR]\n"
     "       taskfs queue resume NAME [--state-dir DIR]\n"
+    "       taskfs queue rm NAME [--state-dir DIR]\n"
     "       taskfs queue ls [--json] [--state-dir DIR]\n"
     "\n"
     "Tasks started with 'taskfs run --queue NAME' run at most N at a time, in the\n"
@@ -27,14 +29,17 @@ static const char usage_text[] =
     "  pause NAME              no task of NAME starts until it is resumed (running\n"
     "                          ones go on; 'taskfs pause ID' stops one)\n"
     "  resume NAME             tasks of NAME start again\n"
+    "  rm NAME                 forget the queue and its settings (refused while a\n"
+    "                          task of it runs or waits)\n"
     "  ls [--json]             every queue: its limit, whether it is paused, how\n"
     "                          many of its tasks run and how many wait\n"
     "  --state-dir DIR         use the store in DIR\n"
     "  -h, --help              show this help\n"
     "\n"
     "EXIT STATUS\n"
-    "  0 ok, 100 usage (a bad name or limit), 101 no such queue (ls of one that\n"
-    "  does not exist is empty), 111 system failure.\n";
+    "  0 ok, 100 usage (a bad name or limit; rm of a queue in use), 101 no such\n"
+    "  queue (pause, resume, rm; ls of a store without queues is empty), 111 system\n"
+    "  failure.\n";
 
 void cli_say_queued(const char *verb, tfs_store_t *store, const tfs_record_t *rec) {
   char words[600];
@@ -67,7 +72,16 @@ static int parse_parallel(const char *arg, int *out) {
   return CLI_EXIT_OK;
 }
 
-/* set, pause, resume: one setting of one queue. */
+/* A queue that does not exist: 101. */
+static int no_queue(const char *verb, const char *name, tfs_store_t *store) {
+  cli_error(verb,
+            "no queue %s%s%s; 'taskfs queue ls' lists them, and 'taskfs queue set %s --parallel "
+            "N' or a task started with --queue %s makes it",
+            name, store ? " in " : "", store ? tfs_store_path(store) : "", name, name);
+  return CLI_EXIT_NOTASK;
+}
+
+/* set, pause, resume, rm: one queue. */
 static int queue_change(const char *sub, int argc, char **argv) {
   static const struct option opts[] = {{"parallel", required_argument, NULL, 'p'},
                                        {NULL, 0, NULL, 0}};
@@ -92,11 +106,28 @@ static int queue_change(const char *sub, int argc, char **argv) {
   if (parallel_arg && (code = parse_parallel(parallel_arg, &parallel)))
     return code;
   tfs_store_t *store;
-  if ((code = cli_open_store(&o, 1, &store)))
+  int set = !strcmp(sub, "set"), rm = !strcmp(sub, "rm");
+  /* Only set makes a queue (and the store): pause, resume and rm of a
+   * queue that does not exist change nothing. */
+  if ((code = cli_open_store(&o, set, &store)))
     return code;
+  if (!store)
+    return no_queue(verb, name, NULL);
   int paused = !strcmp(sub, "pause") ? 1 : !strcmp(sub, "resume") ? 0 : TFS_QUEUE_KEEP;
-  int err = tfs_queue_set(store, name, parallel, paused);
-  if (err)
+  int err = rm ? tfs_queue_remove(store, name) : tfs_queue_change(store, name, parallel, paused, set);
+  if (err == -ENOENT) {
+    code = no_queue(verb, name, store);
+    tfs_store_close(store);
+    return code;
+  }
+  if (err == -EBUSY)
+    cli_error(verb,
+              "queue %s has tasks that run or wait ('taskfs queue ls' counts them); cancel "
+              "them or let them end, then remove it",
+              name);
+  else if (rm && !err)
+    printf("queue %s removed\n", name);
+  else if (err)
     cli_error(verb, "cannot change queue %s in %s: %s", name, tfs_store_path(store),
               tfs_strerror(err));
   else if (paused == 1)
@@ -109,6 +140,8 @@ static int queue_change(const char *sub, int argc, char **argv) {
   else
     printf("queue %s has no limit\n", name);
   tfs_store_close(store);
+  if (err == -EBUSY)
+    return CLI_EXIT_USAGE;
   return err ? cli_exit_for(err) : cli_flush_stdout(verb, CLI_EXIT_OK);
 }
 
@@ -185,7 +218,7 @@ int cmd_queue(int argc, char **argv) {
   if (cli_hoist_state_dir(&argc, &argv))
     return CLI_EXIT_USAGE;
   if (argc < 2)
-    return cli_usage_error("queue", "what about queues? set, pause, resume or ls");
+    return cli_usage_error("queue", "what about queues? set, pause, resume, rm or ls");
   const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
     fputs(usage_text, stdout);
@@ -193,8 +226,10 @@ int cmd_queue(int argc, char **argv) {
   }
   if (!strcmp(sub, "ls"))
     return queue_ls(argc - 1, argv + 1);
-  if (!strcmp(sub, "set") || !strcmp(sub, "pause") || !strcmp(sub, "resume"))
+  if (!strcmp(sub, "set") || !strcmp(sub, "pause") || !strcmp(sub, "resume") ||
+      !strcmp(sub, "rm"))
     return queue_change(sub, argc - 1, argv + 1);
-  return cli_usage_error("queue", "unknown 'queue %s'; the queue verbs are set, pause, resume, ls",
+  return cli_usage_error("queue",
+                         "unknown 'queue %s'; the queue verbs are set, pause, resume, rm, ls",
                          cli_quote(sub, q, sizeof q));
 }

@@ -12,20 +12,22 @@
 #include "taskfs/supervise.h"
 
 static const char usage_text[] =
-    "usage: taskfs restart [--state-dir DIR] ID|KEY\n"
+    "usage: taskfs restart [--state-dir DIR] ID|KEY...\n"
     "\n"
     "Runs an ended task again as a new task: the same command, working directory,\n"
     "queue, stdin, restart policy and key (which then names the new task). Prints\n"
     "the new id. Environment values are never stored, only names: each name the\n"
     "task had gets the value it has in this shell (one that is not set here is\n"
-    "left out, and said so). A task that has not ended is refused.\n"
+    "left out, and said so). A task that has not ended is refused. Several tasks\n"
+    "are run again in turn, each new id on a line.\n"
     "\n"
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
     "EXIT STATUS\n"
     "  0 started, 100 usage (also: the task has not ended), 101 no such task,\n"
-    "  111 system failure, 127 the command could not start.\n";
+    "  111 system failure, 127 the command could not start; with several tasks the\n"
+    "  highest.\n";
 
 /* NAME=VALUE from this environment for each name of rec; says which were
  * taken and which are missing. */
@@ -45,9 +47,12 @@ static char **env_from_here(const tfs_record_t *rec, char ***names) {
       (*names)[n++] = strdup(rec->env_names[i]);
   }
   if (rec->env_count)
-    cli_error("restart", "note: environment values are not stored, only names; %s%s%s%s%s",
+    cli_error("restart", "note: environment values are not stored, only names; %s%s%s%s%s%s",
               taken[0] ? "taken from this shell: " : "", taken, taken[0] && missing[0] ? "; " : "",
-              missing[0] ? "not set here, so left out: " : "", missing);
+              missing[0] ? "not set here, so not carried: " : "", missing,
+              missing[0] ? " (set them in this shell, as in NAME=value taskfs restart ID, to "
+                           "carry them)"
+                         : "");
   return env;
 }
 
@@ -108,7 +113,7 @@ static int restart_task(tfs_store_t *store, const char *id) {
     code = CLI_EXIT_USAGE;
   } else if (st.not_started) {
     cli_error("restart", "%s", st.rec.reason ? st.rec.reason : "the command could not start");
-    code = CLI_EXIT_NOSTART;
+    code = tfs_record_skipped(&st.rec) ? CLI_EXIT_SKIPPED : CLI_EXIT_NOSTART;
   } else if (st.rec.state == TFS_QUEUED && st.rec.supervisor_pid > 0) {
     cli_say_queued("restart", store, &st.rec);
   }
@@ -121,17 +126,17 @@ static int restart_task(tfs_store_t *store, const char *id) {
 
 int cmd_restart(int argc, char **argv) {
   cli_opts_t o = CLI_OPTS("restart", usage_text, "", NULL);
-  char id[TFS_ID_MAX + 1];
-  tfs_store_t *store;
+  cli_tasks_t t;
   int c, code;
   while ((c = cli_getopt(&o, argc, argv)) > 0)
     ;
   if (c < 0)
     return o.code;
-  /* A writer's store: the new task is made in it. */
-  if ((code = cli_open_one_task(&o, argc, argv, optind, &store, id)))
+  /* A writer's store: the new tasks are made in it. */
+  if ((code = cli_open_tasks(&o, argc, argv, optind, CLI_TASKS_MANY, &t)))
     return code;
-  code = restart_task(store, id);
-  tfs_store_close(store);
+  for (size_t i = 0; i < t.n; i++)
+    code = cli_worst_code(code, restart_task(t.store, t.ids[i]));
+  cli_tasks_free(&t);
   return code ? code : cli_flush_stdout("restart", CLI_EXIT_OK);
 }

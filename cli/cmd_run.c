@@ -7,7 +7,7 @@
  * With --key the task is idempotent: the same key with the same command and
  * working directory names the existing task (nothing runs twice); --rerun
  * runs an ended keyed task again; a different command under a key is a
- * usage error. Environment values (--env NAME from this process's
+ * usage error, unless --replace (and the key's task has ended). Environment values (--env NAME from this process's
  * environment, --env-file FILE, or --env NAME=VALUE, which every local
  * user can read on this command line) travel to the supervisor in a
  * memfd, never on a command line or on disk; the record keeps their
@@ -39,6 +39,9 @@ static const char usage_text[] =
     "  --key K               idempotency key: if K already names a task with the\n"
     "                        same command and directory, print its id, run nothing\n"
     "  --rerun               with --key: run an ended task of that key again\n"
+    "  --replace             with --key: the same, also when the ended task of the\n"
+    "                        key ran another command (the key then names the new\n"
+    "                        task; the old one stays, by its number and id)\n"
     "  --cwd DIR             working directory (default: the current one)\n"
     "  --env NAME            give CMD the variable NAME with its value here\n"
     "                        (repeatable; values are never written to disk, only\n"
@@ -67,7 +70,7 @@ static const char usage_text[] =
     "                        stderr lines (lines written close together to both\n"
     "                        streams may then appear in another order)\n"
     "  --timeout DURATION    stop each worker run after DURATION (500ms, 90s, 10m,\n"
-    "                        1h; a bare number is seconds; none: no limit, also over\n"
+    "                        1h, 1d; a bare number is seconds; none: no limit, also over\n"
     "                        the store's default) as a stop request would; the task\n"
     "                        then ends failed with exit code 124\n"
     "  --limit NAME=VALUE,...  resource limits of the worker and its tree: mem=2G,\n"
@@ -83,21 +86,25 @@ static const char usage_text[] =
     "  --state-dir DIR       use the store in DIR\n"
     "  -h, --help            show this help\n"
     "\n"
-    "A duration D is a number with a unit: 500ms, 10s, 5m, 1h; a bare number is\n"
+    "A duration D is a number with a unit: 500ms, 10s, 5m, 1h, 7d; a bare number is\n"
     "seconds. When a limit ends the restarts, the task ends as its last worker\n"
     "did (exit 0: completed, else failed).\n"
     "\n"
     "EXIT STATUS\n"
     "  0 started (or already known under --key), 100 usage (also: the key names a\n"
-    "  different command), 111 system failure, 127 CMD could not start (not found,\n"
-    "  not executable, bad --cwd; the id is still printed). With --wait or\n"
+    "  different command), 101 no such task (--after names none), 111 system\n"
+    "  failure, 127 CMD could not start (not found, not executable, bad --cwd;\n"
+    "  the id is still printed), 103 not run: a task it starts after (--after)\n"
+    "  has not completed. With --wait or\n"
     "  --follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
-    "  signal N; 124 timed out; cancelled 130; lost 102). Defaults for --timeout\n"
+    "  signal N; 124 timed out; 103 not run: a task it starts after did not\n"
+    "  complete; cancelled 130; lost 102). Defaults for --timeout\n"
     "  and --limit come from the store's config ('taskfs config').\n";
 
 enum {
   OPT_KEY = 256,
   OPT_RERUN,
+  OPT_REPLACE,
   OPT_CWD,
   OPT_ENV,
   OPT_ENV_FILE,
@@ -317,6 +324,9 @@ static int run_option(run_args_t *a, int c, const char *arg) {
   case OPT_RERUN:
     a->spec.rerun = 1;
     return CLI_EXIT_OK;
+  case OPT_REPLACE:
+    a->spec.replace = 1;
+    return CLI_EXIT_OK;
   case OPT_CWD:
     a->cwd_arg = arg;
     return CLI_EXIT_OK;
@@ -396,8 +406,9 @@ static int run_operands(run_args_t *a, int argc, char **argv) {
     return cli_usage_error("run", "the command name is empty");
   if (a->wait && a->follow)
     return cli_usage_error("run", "--wait and --follow exclude each other (--follow also waits)");
-  if (a->spec.rerun && !a->spec.key)
-    return cli_usage_error("run", "--rerun only makes sense with --key");
+  if ((a->spec.rerun || a->spec.replace) && !a->spec.key)
+    return cli_usage_error("run", "--%s only makes sense with --key",
+                           a->spec.replace ? "replace" : "rerun");
   if (a->nopts && a->spec.engine != TFS_ENGINE_SLURM)
     return cli_usage_error("run", "--slurm-opt needs --on slurm");
   char why[512];
@@ -415,25 +426,40 @@ static int run_operands(run_args_t *a, int argc, char **argv) {
   return CLI_EXIT_OK;
 }
 
+/* A key that names a task of another command or directory: what to do,
+ * which depends on whether that task has ended. */
+static int key_conflict(tfs_store_t *store, const char *key) {
+  char other[TFS_ID_MAX + 1] = "?";
+  tfs_record_t rec;
+  tfs_key_lookup(store, key, other);
+  if (tfs_task_load(store, other, &rec) == 0 && tfs_state_terminal(rec.state))
+    cli_error("run",
+              "key '%s' names task %s, which ran a different command or directory and has "
+              "ended (%s); add --replace to run this command under the key (the old task "
+              "stays, by its id), or 'taskfs rm %s' forgets the old task, or use another key",
+              key, other, tfs_state_name(rec.state), key);
+  else
+    cli_error("run",
+              "key '%s' already names task %s, which runs a different command or directory and "
+              "has not ended; use another key, or stop it ('taskfs cancel %s') and then add "
+              "--replace",
+              key, other, key);
+  tfs_record_free(&rec);
+  return CLI_EXIT_USAGE;
+}
+
 /* Step one of tfs_task_start: creates the task, or finds the one its key
  * already names (adopting one stranded in queued: st->launch). */
 static int create_task(tfs_store_t *store, run_args_t *a, tfs_start_t *st) {
   a->why[0] = 0;
   int err = tfs_task_start_create(store, &a->spec, st);
-  if ((err == TFS_ELIMIT || err == TFS_ECONFIG) && a->why[0]) {
+  if ((err == TFS_ELIMIT || err == TFS_ECONFIG || err == TFS_EBADID) && a->why[0]) {
     /* A limit above the hard one, or the store's defaults: core's words. */
     cli_error("run", "%s", a->why);
-    return err == TFS_ELIMIT ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
+    return err == TFS_ECONFIG ? CLI_EXIT_SYSTEM : CLI_EXIT_USAGE;
   }
-  if (err == TFS_EKEYCONFLICT) {
-    char other[TFS_ID_MAX + 1] = "?";
-    tfs_key_lookup(store, a->spec.key, other);
-    cli_error("run",
-              "key '%s' already names task %s, which runs a different command or directory; "
-              "use another key (or 'taskfs show %s' to see it)",
-              a->spec.key, other, other);
-    return CLI_EXIT_USAGE;
-  }
+  if (err == TFS_EKEYCONFLICT)
+    return key_conflict(store, a->spec.key);
   if (err && st->id[0]) {
     printf("%s\n", st->id); /* made, but its record does not read back */
     cli_error("run", "cannot read the record of the new task %s: %s", st->id, tfs_strerror(err));
@@ -465,7 +491,7 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
   }
   if (st->not_started) {
     cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
-    return CLI_EXIT_NOSTART;
+    return tfs_record_skipped(&st->rec) ? CLI_EXIT_SKIPPED : CLI_EXIT_NOSTART;
   }
   /* Queued with a worker: an engine holds it (a pending Slurm job), which
    * is started as far as run is concerned; with only its supervisor it
@@ -512,6 +538,7 @@ int cmd_run(int argc, char **argv) {
   static const struct option opts[] = {
       {"key", required_argument, NULL, OPT_KEY},
       {"rerun", no_argument, NULL, OPT_RERUN},
+      {"replace", no_argument, NULL, OPT_REPLACE},
       {"cwd", required_argument, NULL, OPT_CWD},
       {"env", required_argument, NULL, OPT_ENV},
       {"env-file", required_argument, NULL, OPT_ENV_FILE},
@@ -554,6 +581,8 @@ int cmd_run(int argc, char **argv) {
     code = cli_follow(store, id, -1, STDOUT_FILENO);
   else if (a.wait)
     code = cli_wait_report("run", store, id, -1);
+  if (code == CLI_EXIT_CANCELLED && (a.follow || a.wait))
+    cli_say_runs_on("run", store, id);
 out:
   if (store)
     tfs_store_close(store);

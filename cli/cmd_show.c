@@ -1,4 +1,4 @@
-/* taskfs show ID|KEY: prints one task's record as indented JSON, with the
+/* taskfs show [ID|KEY] (the newest without one): prints one task's record as indented JSON, with the
  * lost state computed (a record that says running while nobody holds the
  * task lock reads lost). A corrupt record is reported with what is wrong
  * and what to do about it. */
@@ -11,10 +11,11 @@
 #include "cli/verbs.h"
 
 static const char usage_text[] =
-    "usage: taskfs show [--state-dir DIR] [--foreign-store] ID|KEY\n"
+    "usage: taskfs show [--state-dir DIR] [--foreign-store] [ID|KEY]\n"
     "\n"
     "Prints the task's record (record.json) as indented JSON. A task whose\n"
     "supervisor died without recording an end reads \"state\": \"lost\".\n"
+    "Without a task, the newest (a note on stderr names it).\n"
     "\n"
     "  --state-dir DIR  use the store in DIR\n"
     "  --foreign-store  read another user's store (root), changing nothing in it\n"
@@ -45,7 +46,7 @@ int cmd_show(int argc, char **argv) {
   }
   if (c < 0)
     return o.code;
-  code = cli_open_one_task(&o, argc, argv, optind, &store, id);
+  code = cli_open_task_or_newest(&o, argc, argv, optind, &store, id);
   if (code)
     return code;
   char why[320];

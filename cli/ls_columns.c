@@ -141,6 +141,7 @@ enum {
   C_STARTED,
   C_ENDED,
   C_REASON,
+  C_NUMBER,
   C_COUNT
 };
 
@@ -165,10 +166,15 @@ static const ls_col_t cols[C_COUNT] = {
     [C_STARTED] = {"started", "STARTED", 0, 8},
     [C_ENDED] = {"ended", "ENDED", 0, 8},
     [C_REASON] = {"reason", "REASON", 0, 6},
+    [C_NUMBER] = {"number", "#", 1, 1},
 };
 
 const ls_col_t *ls_column(int col) {
   return col >= 0 && col < C_COUNT ? &cols[col] : NULL;
+}
+
+const char *ls_column_name(unsigned i) {
+  return i < C_COUNT ? cols[i].name : "unknown";
 }
 
 int ls_column_is_command(int col) {
@@ -192,7 +198,7 @@ int ls_column_is_exit(int col) {
 }
 
 int ls_columns_default(int out[LS_COLS_MAX]) {
-  static const int def[] = {C_ID, C_STATE, C_STARTED, C_ENDED, C_EXIT, C_KEY, C_REASON, C_COMMAND};
+  static const int def[] = {C_NUMBER, C_ID, C_STATE, C_STARTED, C_ENDED, C_EXIT, C_KEY, C_REASON, C_COMMAND};
   int n = (int)(sizeof def / sizeof *def);
   memcpy(out, def, sizeof def);
   return n;
@@ -289,6 +295,12 @@ size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, cha
   case C_ID:
     snprintf(buf, len, "%s", rec->id);
     break;
+  case C_NUMBER:
+    if (rec->number > 0)
+      snprintf(buf, len, "%lld", (long long)rec->number);
+    else
+      snprintf(buf, len, "-");
+    break;
   case C_STATE:
     snprintf(buf, len, "%s", tfs_state_name(rec->state));
     break;
@@ -338,6 +350,6 @@ size_t ls_column_text(int col, const tfs_record_t *rec, const ls_ctx_t *ctx, cha
 }
 
 const char *ls_columns_names(void) {
-  return "id, state, started, ended, age, time, exit, key, reason, command, cpu, cpu-user, "
+  return "number, id, state, started, ended, age, time, exit, key, reason, command, cpu, cpu-user, "
          "cpu-sys, maxrss, treepeak, output, queued, restarts, timeout, limits";
 }

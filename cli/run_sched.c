@@ -12,6 +12,13 @@ int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
   char q[96];
   int64_t ms;
   int code;
+  if (c == CLI_OPT_DELAY || c == CLI_OPT_AT) {
+    /* One start time: the second option would silently replace the first. */
+    const char *opt = c == CLI_OPT_AT ? "--at" : "--delay";
+    if (sc->when && strcmp(sc->when, opt))
+      return cli_usage_error("run", "--delay and --at exclude each other: give one start time");
+    sc->when = opt;
+  }
   switch (c) {
   case CLI_OPT_QUEUE:
     if (!tfs_queue_name_valid(arg))
@@ -20,6 +27,9 @@ int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
                              "(not starting with '.'; no '/')",
                              cli_quote(arg, q, sizeof q), TFS_QUEUE_NAME_MAX);
     sc->queue = arg;
+    return CLI_EXIT_OK;
+  case CLI_OPT_NO_QUEUE:
+    sc->queue = ""; /* none, not the store's default */
     return CLI_EXIT_OK;
   case CLI_OPT_AFTER:
     if (sc->nafter + 1 >= sc->cap) {
@@ -62,6 +72,9 @@ static int resolve_after(tfs_store_t *store, const char *arg, const char *key,
                            "--after %s names the task being started (its own key); a "
                            "task cannot wait for itself",
                            cli_quote(arg, q, sizeof q));
+  /* "-" and "last": the newest task, as tsp -d waits for the last job. */
+  if (!strcmp(arg, "-") || !strcmp(arg, "last"))
+    return cli_newest_task("run", store, "--after", id);
   return cli_resolve_task("run", store, arg, id);
 }
 

@@ -13,6 +13,7 @@ enum {
   CLI_OPT_DELAY,
   CLI_OPT_AT,
   CLI_OPT_STDIN,
+  CLI_OPT_NO_QUEUE,
 };
 
 /* For run's option table. */
@@ -20,13 +21,18 @@ enum {
   {"queue", required_argument, NULL, CLI_OPT_QUEUE},                                               \
       {"after", required_argument, NULL, CLI_OPT_AFTER},                                           \
       {"delay", required_argument, NULL, CLI_OPT_DELAY},                                           \
-      {"at", required_argument, NULL, CLI_OPT_AT}, {"stdin", no_argument, NULL, CLI_OPT_STDIN}
+      {"at", required_argument, NULL, CLI_OPT_AT}, {"stdin", no_argument, NULL, CLI_OPT_STDIN},   \
+      {"no-queue", no_argument, NULL, CLI_OPT_NO_QUEUE}
 
 #define CLI_SCHED_USAGE                                                                            \
   "  --queue NAME          run in queue NAME: it starts when the queue has a free\n"             \
-  "                        slot ('taskfs queue set NAME --parallel N'), in order\n"            \
-  "  --after ID|KEY        start once that task completed (repeatable); if it\n"               \
-  "                        failed, was cancelled or lost, this one never runs\n"               \
+  "                        slot ('taskfs queue set NAME --parallel N'), in order;\n"           \
+  "                        without it, the store's default ('taskfs config set\n"             \
+  "                        queue NAME'), if any\n"                                             \
+  "  --no-queue            run at once, whatever the store's default queue\n"                  \
+  "  --after ID|KEY        start once that task completed (repeatable; - or last:\n"          \
+  "                        the newest task); if it failed, was cancelled or lost,\n"           \
+  "                        this one never runs\n"                                              \
   "  --delay DURATION      start no sooner than DURATION from now (10s, 5m, 1h)\n"            \
   "  --at TIME             start no sooner than TIME: HH:MM (local, the next one)\n"            \
   "                        or RFC 3339 (2026-12-01T18:00:00Z)\n"                                   \
@@ -38,6 +44,7 @@ typedef struct {
   size_t nafter, cap;
   char **ids; /* resolved, NULL-terminated */
   int64_t not_before_ms;
+  const char *when; /* "--delay" or "--at", whichever was given */
   int with_stdin;
 } cli_sched_t;
 

@@ -104,6 +104,16 @@ int tfs__schedule_spec(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_reco
     if (!tfs_queue_name_valid(spec->queue))
       return -EINVAL;
     snprintf(rec->queue, sizeof rec->queue, "%s", spec->queue);
+  } else if (!spec->queue) {
+    /* No queue given (NULL; "" is "none"): the store's default queue, so a
+     * tsp user gets one task at a time without --queue each time. */
+    char *q = NULL;
+    int err = tfs_config_get(store, "queue", &q, spec->why, spec->whylen);
+    if (err)
+      return err;
+    if (q)
+      snprintf(rec->queue, sizeof rec->queue, "%s", q);
+    free(q);
   }
   if (spec->not_before_ms < 0)
     return -EINVAL;

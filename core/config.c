@@ -5,7 +5,7 @@
  *   timeout = 30m
  *   limit.mem = 4G
  *
- * Keys: timeout and limit.NAME (TFS_CONFIG_KEYS); queue.QUEUE.KEY (a key
+ * Keys: timeout, limit.NAME and queue (TFS_CONFIG_KEYS); queue.QUEUE.KEY (a key
  * of the same set, for a named queue) is reserved for the queues to come:
  * accepted and kept, not applied yet. Values are checked with the parsers
  * taskfs run uses, when set and when read. A set keeps every other line
@@ -20,9 +20,10 @@
 #define CONFIG_FILE "config"
 #define CONFIG_MAX (64 * 1024)
 
-/* 1 if key names a limit of the file: "timeout" or "limit.NAME". */
+/* 1 if key names a setting of the file: "timeout", "limit.NAME", or
+ * "queue" (the queue of a task started without one). */
 static int plain_key(const char *key) {
-  if (!strcmp(key, "timeout"))
+  if (!strcmp(key, "timeout") || !strcmp(key, "queue"))
     return 1;
   return !strncmp(key, "limit.", 6) && tfs_limit_lookup(key + 6, strlen(key + 6)) >= 0;
 }
@@ -51,6 +52,21 @@ int tfs_config_check(const char *key, const char *value, char *why, size_t whyle
   }
   if (!value)
     return 0;
+  if (!strcmp(key, "queue")) {
+    if (tfs_queue_name_valid(value))
+      return 0;
+    if (why && whylen)
+      snprintf(why, whylen,
+               "queue = %.64s: not a queue name (1 to %d of A-Z a-z 0-9 . _ : -, not starting "
+               "with '.')",
+               value, TFS_QUEUE_NAME_MAX);
+    return TFS_ECONFIG;
+  }
+  if (!strcmp(base, "queue")) {
+    if (why && whylen)
+      snprintf(why, whylen, "unknown key '%.64s': a queue has no default queue", key);
+    return TFS_ECONFIG;
+  }
   int64_t v;
   char msg[512] = "";
   int err = !strcmp(base, "timeout")

@@ -23,6 +23,8 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
   const char *key = spec->key && spec->key[0] ? spec->key : NULL;
   if (key && !tfs_key_valid(key))
     return TFS_EBADID;
+  if (key && (err = tfs__key_shadows(store, key, spec->why, spec->whylen)))
+    return err;
   if (spec->cwd) {
     if (spec->cwd[0] != '/')
       return -EINVAL;
@@ -100,8 +102,10 @@ int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out
     goto out;
   }
   if (key) {
-    err = tfs__create_keyed(store, &rec, spec->rerun, id_out, existed);
-  } else if ((err = tfs_task_save(store, &rec))) {
+    err = tfs__create_keyed(store, &rec, (spec->rerun || spec->replace ? TFS__KEY_RERUN : 0) |
+                                                 (spec->replace ? TFS__KEY_REPLACE : 0),
+                             id_out, existed);
+  } else if ((err = tfs__save_new(store, &rec))) {
     tfs__rm_tree_at(store->tasks_fd, rec.id);
   } else {
     snprintf(id_out, TFS_ID_MAX + 1, "%s", rec.id);

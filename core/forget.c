@@ -59,8 +59,10 @@ static int remove_ended(tfs_store_t *store, const char *id) {
    * a task without its key, for which a second task of the same key could
    * be made. */
   err = tfs__rm_task(store, id);
-  if (!err)
+  if (!err) {
     drop_key(store, &rec, id);
+    tfs__number_drop(store, rec.number, id);
+  }
   tfs_record_free(&rec);
   return err;
 }
@@ -156,6 +158,7 @@ int tfs__sweep_litter(tfs_store_t *store) {
   sweep_temps(store->fd);
   sweep_temps(store->keys_fd);
   sweep_keys(store);
+  tfs__number_sweep(store);
   sweep_gone(store);
   return 0;
 }

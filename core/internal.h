@@ -54,6 +54,13 @@ int tfs__open_in_task(tfs_store_t *store, const char *id, const char *name, int 
  * that take a path (inotify). */
 int tfs__task_path(const tfs_store_t *store, const char *id, char *buf, size_t len);
 
+/* Transcript reading shared by core/transcript.c and transcript_tail.c:
+ * the transcript open for reading with its stat (fd -1 and a zero stat
+ * when the task has written nothing yet), and where the last n lines of
+ * [0, size) start, a final line without its newline counting as one. */
+int tfs__transcript_open_read(tfs_store_t *store, const char *id, int *fd, struct stat *st);
+int tfs__tail_start(int fd, off_t size, int64_t n, off_t *start);
+
 /* The reader's piece size: a line longer than this is delivered in pieces
  * (partial = 2 for each non-final piece). */
 #define TFS__PIECE_MAX (1 << 20)
@@ -132,6 +139,9 @@ void tfs__keys_unlock(int fd);
 int tfs__lock_or_close(int fd);
 int tfs__dir_lock(int dirfd);
 
+/* Reads a file holding "<id>\n" (a key's, a number's): 0 and the id,
+ * TFS_ENOTASK if absent, TFS_ECORRUPT if it holds anything else. */
+int tfs__read_id_file(int dirfd, const char *name, char id_out[TFS_ID_MAX + 1]);
 /* Reads a key file: 0 and the id, TFS_ENOTASK if absent. */
 int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
 
@@ -198,8 +208,28 @@ int tfs__flock_wait(int fd, int op);
  * TFS_ENOTASK, a cycle TFS_ECYCLE). core/after.c. */
 int tfs__schedule_spec(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_record_t *rec);
 
-/* tfs_task_create() for a keyed task whose dir and record are made. */
-int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+/* Task numbers (core/number.c): gives rec the next free number, its
+ * numbers/<n> linked to rec->id (the task dir exists already); drops the
+ * name of number n if it still names id (a forgotten task); removes the
+ * names of tasks whose dir is gone (prune's sweep). */
+int tfs__number_assign(tfs_store_t *store, tfs_record_t *rec);
+void tfs__number_drop(tfs_store_t *store, int64_t n, const char *id);
+void tfs__number_sweep(tfs_store_t *store);
+/* The first save of a new task: its number, then its record (the number
+ * dropped again if the save fails). */
+int tfs__save_new(tfs_store_t *store, tfs_record_t *rec);
+
+/* 0 if key may name a new task; TFS_EBADID with why in words if it would
+ * hide a task number (digits only), an id (an id's shape) or the start of
+ * an existing task's id (core/resolve.c). */
+int tfs__key_shadows(tfs_store_t *store, const char *key, char *why, size_t whylen);
+
+/* tfs_task_create() for a keyed task whose dir and record are made. how:
+ * TFS__KEY_RERUN takes the key over from an ended task of the same
+ * command, TFS__KEY_REPLACE from one of another command too. */
+#define TFS__KEY_RERUN 1
+#define TFS__KEY_REPLACE 2
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int how, char id_out[TFS_ID_MAX + 1],
                       int *existed);
 
 /* Ids as a flat array of 16-byte slots (15 chars and a NUL). */

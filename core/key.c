@@ -12,15 +12,10 @@
 
 /* ---- keys -------------------------------------------------------------------- */
 
-int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]) {
+int tfs__read_id_file(int dirfd, const char *name, char id_out[TFS_ID_MAX + 1]) {
   char *text;
   size_t len;
-  if (!tfs_key_valid(key))
-    return TFS_EBADID;
-  int err = tfs__usable(store);
-  if (err)
-    return err;
-  err = tfs__read_small(store->keys_fd, key, 256, &text, &len);
+  int err = tfs__read_small(dirfd, name, 256, &text, &len);
   if (err == -ENOENT)
     return TFS_ENOTASK;
   if (err)
@@ -32,6 +27,15 @@ int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_
     snprintf(id_out, TFS_ID_MAX + 1, "%s", text);
   free(text);
   return err;
+}
+
+int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]) {
+  if (!tfs_key_valid(key))
+    return TFS_EBADID;
+  int err = tfs__usable(store);
+  if (err)
+    return err;
+  return tfs__read_id_file(store->keys_fd, key, id_out);
 }
 
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]) {
@@ -55,6 +59,11 @@ int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_
   }
   if (!tfs_key_valid(id_or_key))
     return TFS_EBADID;
+  /* A bare number is the task with that number; a key of digits only
+   * (made before numbers) is still found when no task has the number. */
+  int64_t n;
+  if (tfs_number_parse(id_or_key, &n) && (err = tfs_number_lookup(store, n, id_out)) != TFS_ENOTASK)
+    return err;
   return tfs__key_read(store, id_or_key, id_out);
 }
 
@@ -144,7 +153,7 @@ enum { KEY_EXISTING, KEY_CONFLICT, KEY_REPLACE, KEY_RETRY };
 /* Decides what to do about a key that someone else holds. Waits (bounded)
  * for the holder's record: the holder links the key before it writes its
  * record. */
-static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char *key, int rerun,
+static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char *key, int how,
                        char holder[TFS_ID_MAX + 1]) {
   tfs_record_t other;
   int err = tfs__key_read(store, key, holder);
@@ -171,9 +180,10 @@ static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char 
   if (err)
     return err;
   int decision;
+  int ended = tfs_state_terminal(other.state);
   if (!same_command(mine, &other))
-    decision = KEY_CONFLICT;
-  else if (rerun && tfs_state_terminal(other.state))
+    decision = (how & TFS__KEY_REPLACE) && ended ? KEY_REPLACE : KEY_CONFLICT;
+  else if ((how & TFS__KEY_RERUN) && ended)
     decision = KEY_REPLACE;
   else
     decision = KEY_EXISTING;
@@ -181,21 +191,21 @@ static int key_examine(tfs_store_t *store, const tfs_record_t *mine, const char 
   return decision;
 }
 
-int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_out[TFS_ID_MAX + 1],
+int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int how, char id_out[TFS_ID_MAX + 1],
                       int *existed) {
   char holder[TFS_ID_MAX + 1];
   int saved = 0, err = 0;
   for (int attempt = 0; attempt < 64; attempt++) {
     err = key_link(store, rec->key, rec->id);
     if (err == 0) {
-      if (!saved && (err = tfs_task_save(store, rec)))
+      if (!saved && (err = tfs__save_new(store, rec)))
         break;
       snprintf(id_out, TFS_ID_MAX + 1, "%s", rec->id);
       return 0;
     }
     if (err != -EEXIST)
       break;
-    int d = key_examine(store, rec, rec->key, rerun, holder);
+    int d = key_examine(store, rec, rec->key, how, holder);
     if (d < 0) {
       err = d;
       break;
@@ -207,6 +217,7 @@ int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_
       break;
     }
     if (d == KEY_EXISTING) {
+      tfs__number_drop(store, rec->number, rec->id);
       tfs__rm_tree_at(store->tasks_fd, rec->id);
       snprintf(id_out, TFS_ID_MAX + 1, "%s", holder);
       if (existed)
@@ -216,7 +227,7 @@ int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_
     /* KEY_REPLACE: our record goes first, so the key never names a task
      * without one. */
     if (!saved) {
-      if ((err = tfs_task_save(store, rec)))
+      if ((err = tfs__save_new(store, rec)))
         break;
       saved = 1;
     }
@@ -230,6 +241,7 @@ int tfs__create_keyed(tfs_store_t *store, tfs_record_t *rec, int rerun, char id_
   }
   if (err == -EEXIST || err == -EAGAIN)
     err = -EAGAIN; /* lost 64 races in a row: give up rather than spin */
+  tfs__number_drop(store, rec->number, rec->id);
   tfs__rm_tree_at(store->tasks_fd, rec->id);
   return err;
 }

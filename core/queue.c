@@ -362,11 +362,15 @@ int tfs_queue_list(tfs_store_t *store, tfs_queue_info_t **out, size_t *n) {
 }
 
 int tfs_queue_set(tfs_store_t *store, const char *name, int parallel, int paused) {
+  return tfs_queue_change(store, name, parallel, paused, 1);
+}
+
+int tfs_queue_change(tfs_store_t *store, const char *name, int parallel, int paused, int create) {
   if (parallel != TFS_QUEUE_KEEP && (parallel < 0 || parallel > TFS_QUEUE_PARALLEL_MAX))
     return -EINVAL;
-  int qfd TFS_AUTOCLOSE = tfs__queue_open(store, name, 1);
+  int qfd TFS_AUTOCLOSE = tfs__queue_open(store, name, create);
   if (qfd < 0)
-    return qfd;
+    return qfd == TFS_ESYMLINK ? -ENOENT : qfd;
   int lk = tfs__queue_lock(store, qfd), p, z;
   if (lk < 0)
     return lk;
@@ -378,6 +382,45 @@ int tfs_queue_set(tfs_store_t *store, const char *name, int parallel, int paused
                          paused == TFS_QUEUE_KEEP ? z : paused != 0);
   close(lk);
   return err ? err : tfs_queue_kick(store, name);
+}
+
+int tfs_queue_remove(tfs_store_t *store, const char *name) {
+  char gone[TFS_QUEUE_NAME_MAX + 32], rnd[7];
+  tfs__idbuf_t *live = NULL;
+  size_t nlive = 0;
+  int parallel = 0, paused, running = 0, taken;
+  int err = tfs__writable(store);
+  if (err)
+    return err;
+  int qs TFS_AUTOCLOSE = tfs__dir_checked(store, store->fd, TFS__QUEUES_DIR, 0);
+  if (qs < 0)
+    return qs == TFS_ESYMLINK ? -ENOENT : qs;
+  int qfd TFS_AUTOCLOSE = tfs__dir_checked(store, qs, name, 0);
+  if (qfd < 0)
+    return qfd == TFS_ESYMLINK ? -ENOENT : qfd;
+  /* Under the queue's lock no seat is taken or given back: a queue with
+   * no slot held and no waiter can go. A task started later in it makes
+   * the queue again, without a limit. */
+  int lk = tfs__queue_lock(store, qfd);
+  if (lk < 0)
+    return lk;
+  if (tfs__queue_settings(qfd, &parallel, &paused))
+    parallel = 0; /* settings that do not parse go with the queue */
+  if (!(err = tfs__queue_slots(qfd, parallel, 0, &running, &taken)) &&
+      !(err = tfs__queue_live(store, qfd, &live, &nlive)) && (running || nlive))
+    err = -EBUSY;
+  free(live);
+  if (!err && !(err = tfs__random_base36(rnd, 6))) {
+    rnd[6] = '\0';
+    /* Out of the queues' names first, so the name goes at once. */
+    snprintf(gone, sizeof gone, ".gone.%s.%s", name, rnd);
+    if (renameat(qs, name, qs, gone))
+      err = -errno;
+    else
+      err = tfs__rm_tree_at(qs, gone);
+  }
+  close(lk);
+  return err;
 }
 
 /* Rings the live waiters of the queue, oldest first, at most max (< 0:

@@ -563,6 +563,8 @@ char *tfs_record_dump(const tfs_record_t *rec) {
   str(&w, rec->id);
   key(&w, "key");
   str(&w, rec->key[0] ? rec->key : NULL);
+  key(&w, "number");
+  num_or_null(&w, rec->number > 0, rec->number);
   dump_command(&w, rec);
   dump_schedule(&w, rec);
   dump_outcome(&w, rec);

@@ -245,7 +245,8 @@ static int parse_identity(perr_t *p, int j, tfs_record_t *rec) {
     return ok < 0 ? -ENOMEM : bad(p, "id", "expected a task id");
   if ((v = opt(p, j, "key")) >= 0 && (ok = check_str(p, v, is_key, rec->key)) <= 0)
     return ok < 0 ? -ENOMEM : bad(p, "key", "expected a task key or null");
-  return 0;
+  /* The task number: optional (records from before numbers have none). */
+  return get_int(p, j, "number", 1, INT64_MAX, &rec->number);
 }
 
 /* command, cwd (their exact bytes when given) and env. */

@@ -8,8 +8,8 @@
 /* A prefix of an id's shape: [0-9a-z], with '-' only where an id has it. */
 static int prefix_shape(const char *s) {
   size_t n = strlen(s);
-  if (n < TFS_ID_PREFIX_MIN || n >= 15)
-    return 0;
+  if (n < TFS_ID_PREFIX_MIN || n >= 15 || tfs_is_decimal(s))
+    return 0; /* a bare number is a task number, never an id prefix */
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
     int ok = i == 8 ? c == '-' : (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
@@ -73,6 +73,42 @@ int tfs_task_resolve_prefix(tfs_store_t *store, const char *arg, char id_out[TFS
     if (cands && ncands && list_cands(ids, lo, end, max_cands, cands, ncands))
       err = -ENOMEM;
   }
+  free(ids);
+  return err;
+}
+
+int tfs__key_shadows(tfs_store_t *store, const char *key, char *why, size_t whylen) {
+  char w[200];
+  if (!why || !whylen) {
+    why = w;
+    whylen = sizeof w;
+  }
+  if (tfs_is_decimal(key)) {
+    snprintf(why, whylen,
+             "key '%s' is only digits, which name a task by its number ('taskfs logs 3'); "
+             "use a key with a letter in it",
+             key);
+    return TFS_EBADID;
+  }
+  if (tfs_id_valid(key)) {
+    snprintf(why, whylen, "key '%s' has the shape of a task id; use a key that does not", key);
+    return TFS_EBADID;
+  }
+  if (!prefix_shape(key))
+    return 0;
+  tfs__idbuf_t *ids;
+  size_t n, len = strlen(key);
+  int err = tfs__collect_ids(store, &ids, &n, 0);
+  if (err)
+    return err;
+  for (size_t i = 0; i < n && !err; i++)
+    if (!strncmp(ids[i], key, len)) {
+      snprintf(why, whylen,
+               "key '%s' is the start of the id of task %s, which the key would hide; use "
+               "another key",
+               key, ids[i]);
+      err = TFS_EBADID;
+    }
   free(ids);
   return err;
 }

@@ -88,6 +88,90 @@ static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mc
   }
 }
 
+/* ---- the lines, read on the thread pool --------------------------------- */
+
+struct mcp_tail {
+  mcp_scan_t *sc;     /* while queued or on the pool */
+  int gone;           /* the read let go: the scan's end frees it */
+  int ready;          /* out holds the lines */
+  int keep_partial;   /* what they were read with (the task had ended) */
+  tfs_store_t *store; /* the thread's own handle */
+  char id[TFS_ID_MAX + 1];
+  mcp_read_t ra; /* tail_lines and since_line only */
+  out_lines_t out;
+  void (*tell)(void *arg);
+  void *arg;
+};
+
+static void tail_destroy(mcp_tail_t *t) {
+  free(t->out.v);
+  tfs_store_close(t->store);
+  free(t);
+}
+
+static void tail_run(void *arg) {
+  mcp_tail_t *t = arg;
+  tfs_record_t rec = {0};
+  snprintf(rec.id, sizeof rec.id, "%s", t->id);
+  collect_output(t->store, &rec, &t->ra, &t->out);
+}
+
+static void tail_done(void *arg, int err) {
+  mcp_tail_t *t = arg;
+  t->sc = NULL;
+  if (t->gone) {
+    tail_destroy(t);
+    return;
+  }
+  t->ready = 1;
+  t->tell(t->arg);
+}
+
+int mcp_output_prepare(mcp_server_t *srv, mcp_read_t *ra, const tfs_record_t *rec,
+                       void (*tell)(void *arg), void *arg) {
+  int keep_partial = tfs_state_terminal(rec->state);
+  mcp_tail_t *t = ra->tail;
+  if (ra->tail_lines <= 0)
+    return 0;
+  if (t && t->sc)
+    return 1;
+  if (t && t->ready && t->keep_partial == keep_partial)
+    return 0;
+  /* None yet, or read before the task ended (its last line without a
+   * newline was left out): read them (again). */
+  mcp_output_tail_free(t);
+  ra->tail = t = calloc(1, sizeof *t);
+  if (!t || tfs_store_reopen(mcp_store(srv), &t->store)) {
+    free(t);
+    ra->tail = NULL;
+    return 0;
+  }
+  snprintf(t->id, sizeof t->id, "%s", rec->id);
+  t->keep_partial = t->out.keep_partial = keep_partial;
+  t->ra.tail_lines = ra->tail_lines;
+  t->ra.since_line = ra->since_line;
+  t->tell = tell;
+  t->arg = arg;
+  t->sc = mcp_scan_submit(srv, tail_run, tail_done, t);
+  if (!t->sc) {
+    tail_destroy(t);
+    ra->tail = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+void mcp_output_tail_free(mcp_tail_t *t) {
+  if (!t)
+    return;
+  if (!t->sc) {
+    tail_destroy(t);
+    return;
+  }
+  t->gone = 1;
+  mcp_scan_cancel(t->sc); /* its end frees t, maybe right here */
+}
+
 /* The important lines shown: the first keep picks of the triage, each in
  * "first" (the lead, its context, the first K) or "last" (the last K), in
  * line order; "lead" names the lead's line. None in a page: the page is
@@ -325,7 +409,14 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
   int terminal = tfs_state_terminal(rec->state);
   int paging = ra->since_line >= 0;
   out_lines_t out = {.keep_partial = terminal};
-  collect_output(mcp_store(srv), rec, ra, &out);
+  mcp_tail_t *ready = ra->tail;
+  if (ready && ready->ready && ready->keep_partial == terminal) {
+    out = ready->out; /* read on the pool (mcp_output_prepare) */
+    ready->out = (out_lines_t){0};
+    ready->ready = 0;
+  } else {
+    collect_output(mcp_store(srv), rec, ra, &out);
+  }
   /* The picks that can fit at all: half the bound (the text goes out
    * twice, as text and as structured content), less for a page. */
   shown_t sh = {.imp = &rec->important, .lead_cut = LINE_CUT};

@@ -37,6 +37,7 @@ json_t *mcp_record_compact(const tfs_record_t *rec) {
   }
   json_object_set_new(o, "taskId", json_string(rec->id));
   json_object_set_new(o, "taskKey", rec->key[0] ? json_string(rec->key) : json_null());
+  json_object_set_new(o, "number", rec->number > 0 ? json_integer(rec->number) : json_null());
   json_object_set_new(o, "state", json_string(tfs_state_name(rec->state)));
   json_object_set_new(o, "command", argv);
   json_object_set_new(o, "cwd", str_or_null(rec->cwd));

@@ -62,6 +62,7 @@ static json_t *list_entry(const tfs_record_t *rec, tfs_queue_positions_t *pos) {
       tfs_time_format(rec->created_ms, when), "durationMs",
       duration >= 0 ? json_integer(duration) : json_null(), "lines", (json_int_t)rec->lines);
   mcp_usage_fields(e, rec);
+  json_object_set_new(e, "number", rec->number > 0 ? json_integer(rec->number) : json_null());
   free(cwd);
   /* Its queue and, while it waits for a slot, its place (computed now). */
   int at = tfs_queue_position(pos, rec);

@@ -261,7 +261,7 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
   };
   sa->why[0] = 0;
   int err = tfs_task_start_create(store, &spec, st);
-  if ((err == TFS_ELIMIT || err == TFS_ECONFIG) && sa->why[0]) {
+  if ((err == TFS_ELIMIT || err == TFS_ECONFIG || err == TFS_EBADID) && sa->why[0]) {
     snprintf(msg, msglen, "%s", sa->why);
     return -1;
   }

@@ -78,8 +78,13 @@ mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *ta
   /* Without a follower (the task cannot be read) nothing is scanned. A
    * line finished while the call began is not new (only lines after it
    * count). */
-  if (tfs_follower_open(mcp_store(srv), task_id, last_n, &u->fol) == 0 && last_n == 0)
+  if (last_n < 0 && after > 0) {
+    /* After sinceLine: from the line index's checkpoint before it, not
+     * from line 1 (the lines up to it are skipped, not matched). */
+    tfs_follower_open_line(mcp_store(srv), task_id, after + 1, &u->fol);
+  } else if (tfs_follower_open(mcp_store(srv), task_id, last_n, &u->fol) == 0 && last_n == 0) {
     tfs_follower_next(u->fol, 0, skip_line, NULL);
+  }
   return u;
 }
 

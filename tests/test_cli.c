@@ -45,7 +45,7 @@ static void teardown(void) {
   if (store)
     tfs_store_close(store);
   store = NULL;
-  tu_rmrf(tmp);
+  tu_cleanup_dir(tmp);
   free(tmp);
   free(state);
 }
@@ -306,12 +306,13 @@ Test(cli, usage_errors_exit_100_with_a_message) {
       {"ls --limit many", "--limit wants a whole number"},
       {"ls --state sleeping", "queued, running, paused, completed, failed, cancelled, lost"},
       {"ls extra", "unexpected argument"},
-      {"show", "which task?"},
+      {"pause", "which task?"},
       {"show a b", "one task at a time"},
       {"logs -n -3 abc", "-n wants a whole number"},
       {"logs -n", "needs a value"},
-      {"logs", "which task?"},
-      {"cancel", "which task?"},
+      {"restart", "which task?"},
+      {"wait --all abc", "exclude each other"},
+      {"cancel -y abc", "only makes sense with --all"},
       {"cancel --timeout 5 abc", "only makes sense with --wait"},
       {"cancel --wait --timeout soon abc", "--timeout wants a duration"},
       {"prune", "give --keep N"},
@@ -400,7 +401,7 @@ Test(cli, ls_text_json_and_state_filter) {
   char *out, *err;
   cr_assert_eq(run(&out, &err, "ls --state-dir '%s'", state), 0, "%s", err);
   /* Header, then oldest first. */
-  cr_expect(!strncmp(out, "ID", 2), "no header: %s", out);
+  cr_expect(!strncmp(out, "# ID", 4), "no header: %s", out);
   char *pa = strstr(out, a), *pb = strstr(out, b), *pc = strstr(out, c);
   cr_assert(pa && pb && pc, "missing tasks: %s", out);
   cr_expect(pa < pb && pb < pc, "not oldest first: %s", out);
@@ -830,7 +831,7 @@ Test(cli, path_resolves_without_creating) {
 Test(cli, read_only_verbs_on_a_missing_store_create_nothing) {
   char *out, *err;
   cr_expect_eq(run(&out, &err, "ls --state-dir '%s'", state), 0, "%s", err);
-  cr_expect(!strncmp(out, "ID", 2), "%s", out);
+  cr_expect(!strncmp(out, "# ID", 4), "%s", out);
   cr_expect(!strchr(out, '\n') || !strchr(strchr(out, '\n') + 1, '\n'), "rows: %s", out);
   free(out);
   free(err);

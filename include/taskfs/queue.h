@@ -71,6 +71,12 @@ int tfs_queue_tasks(tfs_store_t *store, const char *name, char ***running, size_
  * (tfs_queue_kick). */
 #define TFS_QUEUE_KEEP (-1)
 int tfs_queue_set(tfs_store_t *store, const char *name, int parallel, int paused);
+/* tfs_queue_set(); without create, a queue that does not exist is -ENOENT
+ * and is not made (pause and resume of a queue). */
+int tfs_queue_change(tfs_store_t *store, const char *name, int parallel, int paused, int create);
+/* Removes a queue (its settings with it): -ENOENT if there is none,
+ * -EBUSY while a task holds or waits for one of its slots. */
+int tfs_queue_remove(tfs_store_t *store, const char *name);
 /* Rings the doorbells of the oldest waiters of the queue, as many as it
  * has free slots (all of them while it has no limit): whoever frees a slot
  * or raises the limit calls it. */

@@ -71,6 +71,9 @@ int64_t tfs_now_ms(void);
  * buf must hold TFS_TIME_BUF bytes. */
 #define TFS_TIME_BUF 32
 char *tfs_time_format(int64_t ms, char buf[TFS_TIME_BUF]);
+/* ms as the local time, to the second, the way people read it and --at
+ * is written: "2026-12-01 18:04:05". Returns buf. */
+char *tfs_time_format_local(int64_t ms, char buf[TFS_TIME_BUF]);
 int tfs_time_parse(const char *s, int64_t *ms);
 
 /* Returns a malloc'ed, NUL-terminated copy of s[0..len) that is valid UTF-8:
@@ -265,6 +268,7 @@ typedef struct {
 typedef struct {
   char id[TFS_ID_MAX + 1];
   char key[TFS_KEY_MAX + 1]; /* "" if none */
+  int64_t number;            /* the store-local task number (1, 2, ...); 0: none (older records) */
   char **argv;               /* NULL-terminated */
   int argc;
   char *cwd;
@@ -339,6 +343,11 @@ typedef struct {
  * restart no, min_uptime 1000 ms, max_restarts -1 (no limit),
  * max_quick_restarts 5, grace 5000 ms, K 20). */
 void tfs_record_init(tfs_record_t *rec);
+/* The reason of a task that never ran because a task it starts after
+ * (--after) did not complete begins with this; tfs_record_skipped() says
+ * 1 for such a task (failed, no worker ever started). */
+#define TFS_REASON_NOT_RUN "not run: "
+int tfs_record_skipped(const tfs_record_t *rec);
 void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
  * message in err (if not NULL) when the JSON is not a valid v1 record. */
@@ -487,7 +496,11 @@ typedef struct {
   tfs_stderr_t stderr_mode; /* 0: merged, the default */
   int rerun;                /* with a key whose task has ended: make a new task
                                and point the key at it */
-  const char *queue;        /* NULL or "": no queue (runs at once) */
+  int replace;              /* rerun, also when the ended task of the key ran
+                               another command or directory (else
+                               TFS_EKEYCONFLICT); the old task stays */
+  const char *queue;        /* NULL: the store's default (config "queue"), if any;
+                               "": no queue (runs at once) */
   char *const *after;       /* NULL-terminated ids it starts after, or NULL */
   int64_t not_before_ms;    /* 0: no earliest start */
   int with_stdin;           /* the worker's stdin is fed by tfs_stdin_write() */
@@ -510,7 +523,8 @@ typedef struct {
  *  - the key names a task with the same argv and cwd: its id is returned and
  *    *existed = 1, unless that task has ended and spec->rerun is set, in
  *    which case a new task is made and the key now names it (*existed = 0).
- *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT.
+ *  - the key names a task with a different argv or cwd: TFS_EKEYCONFLICT,
+ *    unless that task has ended and spec->replace is set: then as rerun.
  * When N processes race on one key, exactly one creates the task. */
 int tfs_task_create(tfs_store_t *store, const tfs_task_spec_t *spec, char id_out[TFS_ID_MAX + 1],
                     int *existed);
@@ -530,7 +544,16 @@ int tfs_cwd_check(const char *cwd, char *why, size_t whylen);
 
 /* Looks a key up: fills id_out, or TFS_ENOTASK. */
 int tfs_key_lookup(tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]);
-/* Accepts an id or a key (ids are tried first). */
+/* Task numbers (core/number.c): every task gets one at creation, 1, 2,
+ * 3, ..., never reused while it exists. tfs_number_parse: 1 and *out if s
+ * is a bare decimal number without a leading zero; tfs_is_decimal: 1 if s
+ * is only digits (a bare number, never an id prefix or a new key).
+ * tfs_number_lookup: the id of the task with number n, or TFS_ENOTASK. */
+int tfs_number_parse(const char *s, int64_t *out);
+int tfs_is_decimal(const char *s);
+int tfs_number_lookup(tfs_store_t *store, int64_t n, char id_out[TFS_ID_MAX + 1]);
+/* Accepts an id, a task number (a bare decimal: the number, else a key
+ * of only digits from before numbers) or a key (ids are tried first). */
 int tfs_task_resolve(tfs_store_t *store, const char *id_or_key, char id_out[TFS_ID_MAX + 1]);
 /* tfs_task_resolve(), then a unique prefix of an id, of at least
  * TFS_ID_PREFIX_MIN characters (a user types "mx45bwq6"): TFS_EAMBIGUOUS
@@ -546,11 +569,13 @@ int tfs_task_resolve_prefix(tfs_store_t *store, const char *arg, char id_out[TFS
  * tfs_key_lookup() then tfs_task_stat() tell. */
 int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n);
 
-/* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
+/* Saves rec atomically (temp file, rename: no reader ever sees half a
+ * record); a record of an ended task also durably (the temp file fsynced
+ * before the rename, the directory after it), so that it survives a power
+ * loss. Earlier states are not fsynced: after a crash the task reads lost
+ * whatever the record said (docs/faults.md). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
-/* The same with TFS_SAVE_NOSYNC: atomic, visible at once, but not fsynced,
- * for a state a crash makes moot anyway (a supervisor's wait: after a
- * crash the task reads lost whatever the record said). */
+/* The same with TFS_SAVE_NOSYNC: never fsynced, even for an end. */
 #define TFS_SAVE_NOSYNC 1u
 int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
@@ -765,9 +790,11 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
  * line: with last_n = 0 and a line still being written, it starts at that
  * line, delivered whole once completed, or flushed after it grew (flushed
  * as it was at the open, it was none of the last 0 lines). A partial line
- * is held back unless flush_partial (use it once the task has ended), so
- * the first call after opening delivers last_n - 1 lines while the last is
- * incomplete. A file that shrank is read again from the start; a file that
+ * is held back unless flush_partial: 1 delivers it as a final line
+ * (partial = 1; use it once the task has ended), 2 as a piece of the line
+ * (partial = 2) whose rest comes later under the same number (a prompt the
+ * supervisor wrote while the task runs). So with 0 the first call after
+ * opening delivers last_n - 1 lines while the last is incomplete. A file that shrank is read again from the start; a file that
  * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
@@ -778,6 +805,11 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
  * still being written (it is not handed out when completed). An offset
  * past the end is the end. Lines keep their numbers from the start. */
 int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_follower_t **out);
+/* A follower from line lineno (>= 1; untilPattern after sinceLine): lines
+ * before it are counted, not handed out, from the line index's checkpoint
+ * at or before it, so opening costs at most an interval, not the file. */
+int tfs_follower_open_line(tfs_store_t *store, const char *id, int64_t lineno,
+                           tfs_follower_t **out);
 /* During a callback of tfs_follower_next(): the byte offset just after the
  * line (or piece) handed out, its '\n' included; between calls: where the
  * next call starts. What a reader gives tfs_follower_open_at() to go on. */
@@ -786,7 +818,8 @@ off_t tfs_follower_line_end(const tfs_follower_t *f);
  * tfs_store_reopen() made, or the one it was reopened from): a follower
  * holds no fd of its handle, only where it stands, so one opened on a
  * thread pool with the thread's own handle (the open counts the lines
- * before its start, a read of the whole file) goes on with the loop's,
+ * before its start: the line index, then up to an interval of the file,
+ * or the whole file where a rebuild of the index is due) goes on with the loop's,
  * and the thread's handle can be closed. */
 void tfs_follower_rebind(tfs_follower_t *f, tfs_store_t *store);
 void tfs_follower_close(tfs_follower_t *f);
@@ -897,6 +930,7 @@ typedef enum {
   TFS_FILE_SPACE_RESERVE,  /* room kept for the final record on a full disk */
   TFS_FILE_CONTROL,        /* appended control requests: pause, resume, signal */
   TFS_FILE_STDIN,          /* FIFO the supervisor feeds to the worker's stdin */
+  TFS_FILE_LINEIDX,        /* checkpoints of the transcript's lines (taskfs/lineidx.h) */
   TFS_FILE_ANSWER,         /* the answer's bounds a face was asked for (MCP tasks/result) */
   TFS_FILE_COUNT
 } tfs_task_file_t;
@@ -944,5 +978,6 @@ const char *tfs_view_name(tfs_view_t which);
 
 #include "taskfs/triage.h"
 #include "taskfs/queue.h"
+#include "taskfs/lineidx.h"
 
 #endif /* TASKFS_TASKFS_H */

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TASKFS_BIN, stopAll } from './helpers.mjs';
+import { endProcs } from '../mcp-shared/store.mjs';
 
 // Spawns the server with raw pipes; collects stdout lines as parsed JSON.
 function rawServer(t) {
@@ -29,7 +30,7 @@ function rawServer(t) {
     }
   });
   const exited = new Promise((res) => child.on('exit', (code, signal) => res({ code, signal })));
-  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); rmSync(dir, { recursive: true, force: true }); });
+  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); await endProcs(dir); rmSync(dir, { recursive: true, force: true }); });
   return {
     dir, child, messages, exited, stderr: () => stderr,
     send(obj) {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { startServe } from '../mcp-shared/serve.mjs';
-import { serverEnvOf } from '../mcp-shared/store.mjs';
+import { endProcs, serverEnvOf } from '../mcp-shared/store.mjs';
 
 const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
 // The test programs of tests/tools/ (make test-web builds them).
@@ -35,6 +35,7 @@ async function setup(t, extraEnv = {}) {
           execFileSync(TASKFS_BIN, ['cancel', '--wait', '--state-dir', dir, x.id], { env });
     } catch { /* best effort */ }
     await srv.stop();
+    await endProcs(dir);
     rmSync(dir, { recursive: true, force: true });
     // An ASan/UBSan build reports on its stderr (and at its exit: leaks).
     assert.doesNotMatch(srv.stderr(), /Sanitizer|runtime error/);
