@@ -117,6 +117,31 @@ static int announce(const line_t *l) {
   return blanks <= 1;
 }
 
+/* The numbered header over a failure's report, which names what failed:
+ * PHPUnit's "1) App\\Tests\\InvoiceTest::testTotal" after "There was 1
+ * failure:", ExUnit's "  1) test total/1 applies it (Shop.CartTest)",
+ * RSpec's "  1) Order#total applies the coupon", mocha's "  1) Cart". */
+static int numbered_header(const line_t *l, size_t p) {
+  size_t i = p;
+  while (i < l->n && i - p < 4 && is_digit(l->s[i]))
+    i++;
+  return i > p && match(l, i, ") ") && i + 2 < l->n && !is_blank(l->s[i + 2]);
+}
+
+/* shellcheck's "In scripts/x.sh line 9:" above the quoted line and its
+ * SC codes. */
+static int in_file_line(const line_t *l, size_t p) {
+  if (!match(l, p, "In ") || l->s[l->n - 1] != ':')
+    return 0;
+  const unsigned char *w = memmem(l->s + p, l->n - p, " line ", 6);
+  if (!w)
+    return 0;
+  size_t i = (size_t)(w - l->s) + 6, d = i;
+  while (i < l->n && is_digit(l->s[i]))
+    i++;
+  return i > d && i + 1 == l->n;
+}
+
 int tfs__context_form(const char *line, size_t len) {
   line_t l;
   unsigned char plain[TFS__CLASSIFY_SCAN];
@@ -149,6 +174,10 @@ int tfs__context_form(const char *line, size_t len) {
   int bare = bare_location(&l);
   if (bare)
     return bare;
+  if (numbered_header(&l, p))
+    return TFS__CX_HEADER;
+  if (in_file_line(&l, p))
+    return TFS__CX_LOCATION;
   if (match(&l, p, "In file included") || match(&l, p, "on ") ||
       ((memmem(l.s + p, l.n - p, ": In ", 5) || memmem(l.s + p, l.n - p, ": in function", 13)) &&
        l.s[l.n - 1] == ':'))

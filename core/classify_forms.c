@@ -265,6 +265,22 @@ static void first_word(const line_t *l, size_t end, first_word_t *w) {
             ((dot && dot < i && !is_digit(l->s[dot])) || (slash && slash < i));
 }
 
+/* What an Elixir stack frame has after its "lib/a.ex:12: ": "(test)", or
+ * the function "Shop.Cart.total/1" (one word ending in /ARITY). */
+static int elixir_frame(const line_t *l, size_t m) {
+  size_t i = m;
+  while (i < l->n && !is_blank(l->s[i]))
+    i++;
+  if (i != l->n)
+    return 0;
+  if (l->s[m] == '(' && l->s[l->n - 1] == ')')
+    return 1;
+  size_t d = l->n;
+  while (d > m && is_digit(l->s[d - 1]))
+    d--;
+  return d < l->n && d > m + 1 && l->s[d - 1] == '/' && memchr(l->s + m, '.', d - m);
+}
+
 /* The message after "a.c:12:5: " or "a.c:12:5 - " (tsc). What it says is a
  * diagnostic's kind: error unless it names another one. */
 static int located_kind(line_t *l, size_t colon) {
@@ -288,6 +304,8 @@ static int located_kind(line_t *l, size_t colon) {
   if (match(l, m, "note") || match(l, m, "remark") || match(l, m, "in ") ||
       match(l, m, "required from") || match(l, m, "In "))
     return TFS_LINE_PLAIN; /* a note, a pytest frame "a.py:3: in f" */
+  if (elixir_frame(l, m))
+    return TFS_LINE_PLAIN;
   if (match(l, m, "warning") || match(l, m, "Warning"))
     return TFS_LINE_WARNING;
   l->located = 1;

@@ -199,6 +199,10 @@ static int test_markers(line_t *l, size_t p) {
     /* pytest "FAILED tests/x.py::t - AssertionError: ...". */
     if (match(l, p, "FAILED "))
       return ranked(l, TFS_LINE_FAILURE, TFS__RANK_HEADING);
+    /* RSpec: "Failure/Error: expect(order.total).to eq(90)", the failing
+     * expectation, under its numbered header. */
+    if (match(l, p, "Failure/Error:"))
+      return ranked(l, TFS_LINE_FAILURE, TFS__RANK_CAUSE);
     break;
   case 'E':
     /* unittest "ERROR: test_x (m.C.test_x)". */

@@ -292,6 +292,7 @@ enum {
   TFS__CX_LIBFRAME,  /* a frame in a library, the runtime or the test framework */
   TFS__CX_FRAMES,    /* the heading of a trace ("goroutine 1 [running]:", "Stack Trace:") */
   TFS__CX_HINT,      /* advice of the tool ("note: run with RUST_BACKTRACE=1") */
+  TFS__CX_HEADER,    /* a numbered failure header naming the test: "1) Suite::test_x" */
 };
 int tfs__context_form(const char *line, size_t len);
 

@@ -103,10 +103,16 @@ static int before_context(tfs_important_t *imp, tracker_t *t, int64_t lead) {
     int form = tfs__context_form(r->raw, r->len);
     if (form == TFS__CX_EMPTY)
       continue;
-    if (form == TFS__CX_LOCATION || form == TFS__CX_PLACE) {
+    if (form == TFS__CX_LOCATION || form == TFS__CX_PLACE || form == TFS__CX_HEADER) {
       int err = add_context(imp, r->line, r->raw, r->len);
       for (size_t j = 0; j < nb && !err; j++)
         err = add_context(imp, between[j]->line, between[j]->raw, between[j]->len);
+      /* The failure header right above the location names the test
+       * ("1) test total/1 ... (Shop.CartTest)" over "test/cart_test.exs:14"). */
+      ring_line_t *up = newest(t, i + 1);
+      if (!err && form != TFS__CX_HEADER && up && up->line == r->line - 1 &&
+          (up->rank == TFS__RANK_HEADING || tfs__context_form(up->raw, up->len) == TFS__CX_HEADER))
+        err = add_context(imp, up->line, up->raw, up->len);
       return err;
     }
     if (nb == 0 && r->rank == TFS__RANK_HEADING)

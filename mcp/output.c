@@ -293,9 +293,10 @@ static const char *const last_members[] = {"reason", NULL};
  * tail (down to TAIL_KEPT_PLAIN lines, to TAIL_KEPT when there are
  * important lines to show), the important lines the triage put last, long
  * strings down to LONG_KEEP, then the figures, the rest of the tail, the
- * strings down to SHORT_KEEP, the context from its end, every string, the
- * minor members; the lead line is cut (never below LEAD_MIN bytes and an
- * ellipsis) only then, and goes only when even that does not fit. */
+ * strings down to SHORT_KEEP, the context from its end, the minor members;
+ * the lead line is cut (never below LEAD_MIN bytes and an ellipsis) only
+ * then, then the strings left (the reason), and the lead goes only when
+ * even that does not fit. */
 static int trim_step(trim_t *t, size_t over) {
   shown_t *sh = t->shown;
   size_t ntail = json_array_size(t->tail);
@@ -327,8 +328,6 @@ static int trim_step(trim_t *t, size_t over) {
     sh->keep--; /* the context, from its end */
     return 2;
   }
-  if (mcp_shorten(t->o, all_fields, over, 0, t->shortened))
-    return 3;
   if (mcp_shorten_drop(t->o, minor)) {
     t->left_out++;
     return 3;
@@ -341,6 +340,8 @@ static int trim_step(trim_t *t, size_t over) {
     sh->lead_cut = sh->lead_cut > LEAD_MIN + cut ? sh->lead_cut - cut : LEAD_MIN;
     return 3;
   }
+  if (mcp_shorten(t->o, all_fields, over, 0, t->shortened))
+    return 3;
   if (mcp_shorten_drop(t->o, last_members)) {
     t->left_out++;
     return 3;

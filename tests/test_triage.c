@@ -187,6 +187,63 @@ Test(lead, bounded_context) {
 
 /* ---- the order of a small answer ------------------------------------------- */
 
+/* The numbered header that names what failed, above the first error or
+ * above its location, is the lead's context (issue 29): PHPUnit, ExUnit,
+ * RSpec, shellcheck. Whose text holds each wanted piece. */
+static void header_case(const char *text, int64_t lead, const char *lead_text, const char *header) {
+  tfs_important_t imp;
+  cr_assert_eq(tfs_important_init(&imp, 20), 0);
+  feed(&imp, 1, text);
+  cr_assert_eq(imp.lead.line, lead, "lead at %lld, not %lld: %s", (long long)imp.lead.line,
+               (long long)lead, imp.lead.text ? imp.lead.text : "(none)");
+  cr_assert(strstr(imp.lead.text, lead_text), "lead: %s", imp.lead.text);
+  cr_assert(strstr(context(&imp), header), "context: %s", context(&imp));
+  tfs_important_free(&imp);
+}
+
+Test(lead, the_failure_header_names_what_failed) {
+  header_case("There was 1 failure:\n"
+              "\n"
+              "1) App\\Tests\\InvoiceTest::testTotalIncludesVat\n"
+              "Failed asserting that 119.0 is identical to 120.0.\n"
+              "\n"
+              "/home/ci/invoice/tests/InvoiceTest.php:42\n"
+              "\n"
+              "FAILURES!\n",
+              4, "Failed asserting that 119.0", "3:1) App\\Tests\\InvoiceTest::testTotalIncludesVat");
+  header_case("  1) test total/1 applies the member discount (Shop.CartTest)\n"
+              "     test/shop/cart_test.exs:14\n"
+              "     Assertion with == failed\n"
+              "     code:  assert Cart.total(cart) == 90\n"
+              "     left:  100\n"
+              "     right: 90\n"
+              "     stacktrace:\n"
+              "       test/shop/cart_test.exs:17: (test)\n",
+              3, "Assertion with == failed",
+              "1:  1) test total/1 applies the member discount (Shop.CartTest)");
+  header_case("Failures:\n"
+              "\n"
+              "  1) Order#total applies the coupon before tax\n"
+              "     Failure/Error: expect(order.total).to eq(90)\n"
+              "\n"
+              "       expected: 90\n"
+              "            got: 100\n",
+              4, "Failure/Error: expect(order.total)", "3:  1) Order#total applies the coupon");
+  header_case("\n"
+              "In scripts/release.sh line 9:\n"
+              "if [ \"$1\" = \"--dry-run\" ]; then\n"
+              "^-- SC1046 (error): Couldn't find 'fi' for this 'if'.\n",
+              4, "SC1046 (error)", "2:In scripts/release.sh line 9:");
+  /* An Elixir frame is not an error of its own: the assertion stays the lead. */
+  static const char *const frames[] = {
+      "       test/shop/cart_test.exs:17: (test)",
+      "       (shop 0.1.0) lib/shop/cart.ex:23: Shop.Cart.total/1",
+      "lib/shop/cart.ex:23: Shop.Cart.total/1",
+  };
+  for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++)
+    cr_assert_eq(tfs_classify_line(frames[i], strlen(frames[i])), TFS_LINE_PLAIN, "%s", frames[i]);
+}
+
 Test(triage, lead_context_then_by_what_lines_are) {
   tfs_important_t imp;
   cr_assert_eq(tfs_important_init(&imp, 20), 0);
