@@ -99,7 +99,7 @@ static int is_temp_name(const char *name) {
 
 /* Removes the temp files in dir older than TFS__CREATING_GRACE_MS (one
  * younger may be a writer's, mid-write). */
-static void sweep_temps(int dirfd) {
+void tfs__sweep_temps(int dirfd) {
   DIR *d = tfs__dir_open(dirfd);
   struct dirent *e;
   struct stat st;
@@ -155,8 +155,8 @@ int tfs__sweep_litter(tfs_store_t *store) {
   int err = tfs__writable(store);
   if (err)
     return err;
-  sweep_temps(store->fd);
-  sweep_temps(store->keys_fd);
+  tfs__sweep_temps(store->fd);
+  tfs__sweep_temps(store->keys_fd);
   sweep_keys(store);
   tfs__number_sweep(store);
   sweep_gone(store);

@@ -179,6 +179,9 @@ int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
  * task dir, and task dirs a killed remover left half removed. Every prune
  * ends with it. */
 int tfs__sweep_litter(tfs_store_t *store);
+/* Removes dir's temp files of atomic writes older than the creating grace:
+ * what a writer killed before its rename or link left. */
+void tfs__sweep_temps(int dirfd);
 
 /* A task dir without record.json younger than this is being created. */
 #define TFS__CREATING_GRACE_MS 5000

@@ -122,7 +122,8 @@ void tfs__number_drop(tfs_store_t *store, int64_t n, const char *id) {
 }
 
 /* Removes the numbers that name no task directory: a creator that failed
- * or died after taking its number. Under the lock no creator is between
+ * or died after taking its number, and the temp files of creators killed
+ * mid-write (of a number or of the counter). Under the lock no creator is between
  * its link and its dir (the dir comes first), so such a number is stale. */
 void tfs__number_sweep(tfs_store_t *store) {
   char id[TFS_ID_MAX + 1];
@@ -131,6 +132,7 @@ void tfs__number_sweep(tfs_store_t *store) {
   int dfd TFS_AUTOCLOSE = numbers_dir(store, 0);
   if (dfd < 0)
     return;
+  tfs__sweep_temps(dfd);
   DIR *d = tfs__dir_open(dfd);
   if (!d)
     return;
