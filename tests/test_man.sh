@@ -3,8 +3,9 @@
 # when mandoc is installed, none from its linter; and taskfs(1) cannot
 # drift from the binary: every verb `taskfs --help` lists has its section
 # (".Ss VERB") and that section names each of the verb's options, as the
-# verb's own option table has them (`taskfs __complete VERB -`). TASKFS_BIN
-# names the binary.
+# verb's own option table has them (`taskfs __complete VERB -`) and every
+# exit code its --help gives; DURATIONS names the duration parser's units.
+# TASKFS_BIN names the binary.
 set -eu
 top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
@@ -59,6 +60,16 @@ for u in $bin_units; do
   code=0
   "$bin" prune --older-than "1$u" --state-dir "$tmp/nostore" >/dev/null 2>&1 || code=$?
   check "the duration unit $u parses" test "$code" = 0
+done
+# Every exit code a verb's --help gives is in its man section, or in the
+# page's EXIT STATUS (the task's own codes, which the sections refer to).
+codes() { grep -o '\b1[0-9][0-9]\b' | sort -u; }
+global=$(awk '/^\.Sh EXIT STATUS/ { on = 1; next } /^\.Sh / { on = 0 } on' man/taskfs.1 | codes)
+for v in $verbs; do
+  sec=$(section "$v" | codes)
+  for c in $("$bin" "$v" --help | sed -n '/^EXIT STATUS/,$p' | codes); do
+    check "taskfs.1 ($v) gives exit $c as its --help does" sh -c 'printf "%s\n" $1 | grep -qx "$2"' sh "$sec $global" "$c"
+  done
 done
 check "taskfs.1 documents the common options" \
   sh -c "grep -q 'It Fl -state-dir' man/taskfs.1 && grep -q 'It Fl -foreign-store' man/taskfs.1"
