@@ -343,6 +343,11 @@ typedef struct {
  * restart no, min_uptime 1000 ms, max_restarts -1 (no limit),
  * max_quick_restarts 5, grace 5000 ms, K 20). */
 void tfs_record_init(tfs_record_t *rec);
+/* The reason of a task that never ran because a task it starts after
+ * (--after) did not complete begins with this; tfs_record_skipped() says
+ * 1 for such a task (failed, no worker ever started). */
+#define TFS_REASON_NOT_RUN "not run: "
+int tfs_record_skipped(const tfs_record_t *rec);
 void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
  * message in err (if not NULL) when the JSON is not a valid v1 record. */
