@@ -127,26 +127,98 @@ static void full(tfs_record_t *r) {
 /* The variants: each takes one part of full() away or to an edge. */
 static void variant(tfs_record_t *r, int v) {
   switch (v) {
-  case 0: break;
-  case 1: r->key[0] = '\0'; r->number = 0; break;
-  case 2: r->queue[0] = '\0'; tfs_strv_free(r->after); r->after = NULL; r->nafter = 0; break;
-  case 3: r->not_before_ms = 0; r->with_stdin = 0; r->exit_code = -1; r->signal = 0; break;
-  case 4: free(r->reason); r->reason = NULL; r->created_ms = r->started_ms = r->ended_ms = 0; break;
-  case 5: r->supervisor_pid = 0; r->creator_pid = 0; r->worker_pid = 0; break;
-  case 6: free(r->supervisor_exe); r->supervisor_exe = NULL; r->creator_boot[0] = '\0'; break;
-  case 7: r->max_restarts = -1; r->nexits = 0; r->restart = TFS_RESTART_ALWAYS; break;
-  case 8: tfs_limits_free(&r->limits); tfs_limits_init(&r->limits); break;
-  case 9: r->limits.timeout_ms = 0; r->limits.timeout_from = TFS_FROM_NONE; break;
-  case 10: free(r->cancel_by); r->cancel_by = NULL; break;
-  case 11: free(r->cancel_by); r->cancel_by = NULL; r->cancel_ms = 0; break;
-  case 12: r->lost_bytes = 0; r->usage.tree_peak_kb = -1; break;
-  case 13: tfs_important_free(&r->important); tfs_important_init(&r->important, 3); break;
-  case 14: free(r->exec.job_id); r->exec.job_id = NULL; break;
-  case 15: free(r->exec.job_id); free(r->exec.job_name); r->exec.job_id = r->exec.job_name = NULL; break;
-  case 16: tfs_strv_free(r->exec.options); r->exec.options = NULL; r->exec.engine = TFS_ENGINE_LOCAL; break;
-  case 17: r->exec.queue_wait_ms = -1; r->nexits = TFS_LAST_EXITS; break;
-  case 18: free(r->cwd); r->cwd = NULL; tfs_strv_free(r->env_names); r->env_names = NULL; break;
-  case 19: r->state = TFS_RUNNING; r->signal = 0; r->stderr_mode = TFS_STDERR_SPLIT; break;
+  case 0:
+    break;
+  case 1:
+    r->key[0] = '\0';
+    r->number = 0;
+    break;
+  case 2:
+    r->queue[0] = '\0';
+    tfs_strv_free(r->after);
+    r->after = NULL;
+    r->nafter = 0;
+    break;
+  case 3:
+    r->not_before_ms = 0;
+    r->with_stdin = 0;
+    r->exit_code = -1;
+    r->signal = 0;
+    break;
+  case 4:
+    free(r->reason);
+    r->reason = NULL;
+    r->created_ms = r->started_ms = r->ended_ms = 0;
+    break;
+  case 5:
+    r->supervisor_pid = 0;
+    r->creator_pid = 0;
+    r->worker_pid = 0;
+    break;
+  case 6:
+    free(r->supervisor_exe);
+    r->supervisor_exe = NULL;
+    r->creator_boot[0] = '\0';
+    break;
+  case 7:
+    r->max_restarts = -1;
+    r->nexits = 0;
+    r->restart = TFS_RESTART_ALWAYS;
+    break;
+  case 8:
+    tfs_limits_free(&r->limits);
+    tfs_limits_init(&r->limits);
+    break;
+  case 9:
+    r->limits.timeout_ms = 0;
+    r->limits.timeout_from = TFS_FROM_NONE;
+    break;
+  case 10:
+    free(r->cancel_by);
+    r->cancel_by = NULL;
+    break;
+  case 11:
+    free(r->cancel_by);
+    r->cancel_by = NULL;
+    r->cancel_ms = 0;
+    break;
+  case 12:
+    r->lost_bytes = 0;
+    r->usage.tree_peak_kb = -1;
+    break;
+  case 13:
+    tfs_important_free(&r->important);
+    tfs_important_init(&r->important, 3);
+    break;
+  case 14:
+    free(r->exec.job_id);
+    r->exec.job_id = NULL;
+    break;
+  case 15:
+    free(r->exec.job_id);
+    free(r->exec.job_name);
+    r->exec.job_id = r->exec.job_name = NULL;
+    break;
+  case 16:
+    tfs_strv_free(r->exec.options);
+    r->exec.options = NULL;
+    r->exec.engine = TFS_ENGINE_LOCAL;
+    break;
+  case 17:
+    r->exec.queue_wait_ms = -1;
+    r->nexits = TFS_LAST_EXITS;
+    break;
+  case 18:
+    free(r->cwd);
+    r->cwd = NULL;
+    tfs_strv_free(r->env_names);
+    r->env_names = NULL;
+    break;
+  case 19:
+    r->state = TFS_RUNNING;
+    r->signal = 0;
+    r->stderr_mode = TFS_STDERR_SPLIT;
+    break;
   }
 }
 #define NVARIANTS 20
@@ -184,9 +256,20 @@ static void emit(out_t *o, const char *name, const char *text, size_t len) {
  * of other types and edges, then removed: what the reader accepts and
  * refuses, field by field. */
 static void mutants(out_t *o, int v, const char *dump) {
-  static const char *const alt[] = {"null", "\"x\"", "0", "-1", "1", "true", "{}", "[]",
-                                    "1.5", "99999999999999999999", "\"2026-01-02T03:04:05.006Z\"",
-                                    "\"mi4x7k2p-3fz9qa\"", "[\"a\"]", "{\"b64\": \"eA==\"}"};
+  static const char *const alt[] = {"null",
+                                    "\"x\"",
+                                    "0",
+                                    "-1",
+                                    "1",
+                                    "true",
+                                    "{}",
+                                    "[]",
+                                    "1.5",
+                                    "99999999999999999999",
+                                    "\"2026-01-02T03:04:05.006Z\"",
+                                    "\"mi4x7k2p-3fz9qa\"",
+                                    "[\"a\"]",
+                                    "{\"b64\": \"eA==\"}"};
   size_t n = strlen(dump), at = 0;
   int line = 0;
   while (at < n) {
