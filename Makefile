@@ -58,7 +58,15 @@ FACES_SO :=
 endif
 all: $(BIN) $(SUPBIN) $(FACES_SO) $(UNITS)
 
-$(BUILD)/%.o: %.c
+# Objects are rebuilt when the flags change (a build dir made before
+# -fPIC, which taskfs-faces.so needs, or with other OPT): the flags are
+# kept in $(BUILD)/.flags, rewritten only when they differ.
+FLAGS_STAMP := $(BUILD)/.flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS)' >$@
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 

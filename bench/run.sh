@@ -1014,7 +1014,7 @@ row11_capture() {
   n=$(stat -c %s "$f")
   tt=$(calc "$n / 1048576 / ($(med "$W/r11c.$kind.tfs") / 1e9)" 0)
   tc=$(calc "$n / 1048576 / ($(med "$W/r11c.$kind.cat") / 1e9)" 0)
-  row "11" "capture: $3, $(mib "$n") MiB from \`dd if=cached bs=64k\`" "$tt MiB/s" "dd | cat > file $tc MiB/s" "$(calc "$tt / $tc" 2)×" "≥ 0.9×" "$(verdict "$tt >= 0.9 * $tc")"
+  row "11" "capture: $3, $(mib "$n") MiB from \`dd if=cached bs=64k\`" "$tt MiB/s" "dd \\| cat > file $tc MiB/s" "$(calc "$tt / $tc" 2)×" "≥ 0.9×" "$(verdict "$tt >= 0.9 * $tc")"
 }
 
 row11_mount() {

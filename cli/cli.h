@@ -15,7 +15,10 @@
 
 /* How `wait`, `logs -f` and `run --wait/--follow` report a task's end:
  * completed 0; failed: the worker's exit code (at least 1), 128+N if killed
- * by signal N, 127 if it could not start; cancelled 130; lost 102. */
+ * by signal N, 127 if it could not start, 103 if it never ran because a
+ * task it starts after (--after) did not complete; cancelled 130; lost
+ * 102. */
+#define CLI_EXIT_SKIPPED 103
 #define CLI_EXIT_CANCELLED 130
 #define CLI_EXIT_LOST 102
 #define CLI_EXIT_NOSTART 127
@@ -85,6 +88,9 @@ void cli_tasks_free(cli_tasks_t *t);
  * store without tasks (store NULL: one that does not exist). */
 int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
                     char id_out[TFS_ID_MAX + 1]);
+/* After a wait interrupted by Ctrl-C (exit 130): if the task has not
+ * ended, says on stderr that it runs on and how to cancel it. */
+void cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id);
 /* cli_open_one_task(), where no task given means the newest. */
 int cli_open_task_or_newest(const struct cli_opts *o, int argc, char **argv, int first,
                             tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);

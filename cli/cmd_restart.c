@@ -47,9 +47,12 @@ static char **env_from_here(const tfs_record_t *rec, char ***names) {
       (*names)[n++] = strdup(rec->env_names[i]);
   }
   if (rec->env_count)
-    cli_error("restart", "note: environment values are not stored, only names; %s%s%s%s%s",
+    cli_error("restart", "note: environment values are not stored, only names; %s%s%s%s%s%s",
               taken[0] ? "taken from this shell: " : "", taken, taken[0] && missing[0] ? "; " : "",
-              missing[0] ? "not set here, so left out: " : "", missing);
+              missing[0] ? "not set here, so not carried: " : "", missing,
+              missing[0] ? " (set them in this shell, as in NAME=value taskfs restart ID, to "
+                           "carry them)"
+                         : "");
   return env;
 }
 
@@ -110,7 +113,7 @@ static int restart_task(tfs_store_t *store, const char *id) {
     code = CLI_EXIT_USAGE;
   } else if (st.not_started) {
     cli_error("restart", "%s", st.rec.reason ? st.rec.reason : "the command could not start");
-    code = CLI_EXIT_NOSTART;
+    code = tfs_record_skipped(&st.rec) ? CLI_EXIT_SKIPPED : CLI_EXIT_NOSTART;
   } else if (st.rec.state == TFS_QUEUED && st.rec.supervisor_pid > 0) {
     cli_say_queued("restart", store, &st.rec);
   }

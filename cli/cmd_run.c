@@ -92,10 +92,13 @@ static const char usage_text[] =
     "\n"
     "EXIT STATUS\n"
     "  0 started (or already known under --key), 100 usage (also: the key names a\n"
-    "  different command), 111 system failure, 127 CMD could not start (not found,\n"
-    "  not executable, bad --cwd; the id is still printed). With --wait or\n"
+    "  different command), 101 no such task (--after names none), 111 system\n"
+    "  failure, 127 CMD could not start (not found, not executable, bad --cwd;\n"
+    "  the id is still printed), 103 not run: a task it starts after (--after)\n"
+    "  has not completed. With --wait or\n"
     "  --follow: the task's exit code (completed 0, failed: its code, 128+N for\n"
-    "  signal N; 124 timed out; cancelled 130; lost 102). Defaults for --timeout\n"
+    "  signal N; 124 timed out; 103 not run: a task it starts after did not\n"
+    "  complete; cancelled 130; lost 102). Defaults for --timeout\n"
     "  and --limit come from the store's config ('taskfs config').\n";
 
 enum {
@@ -488,7 +491,7 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
   }
   if (st->not_started) {
     cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
-    return CLI_EXIT_NOSTART;
+    return tfs_record_skipped(&st->rec) ? CLI_EXIT_SKIPPED : CLI_EXIT_NOSTART;
   }
   /* Queued with a worker: an engine holds it (a pending Slurm job), which
    * is started as far as run is concerned; with only its supervisor it
@@ -578,6 +581,8 @@ int cmd_run(int argc, char **argv) {
     code = cli_follow(store, id, -1, STDOUT_FILENO);
   else if (a.wait)
     code = cli_wait_report("run", store, id, -1);
+  if (code == CLI_EXIT_CANCELLED && (a.follow || a.wait))
+    cli_say_runs_on("run", store, id);
 out:
   if (store)
     tfs_store_close(store);

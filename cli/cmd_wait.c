@@ -28,7 +28,9 @@ static const char usage_text[] =
     "\n"
     "EXIT STATUS\n"
     "  The task's: completed 0; failed: its exit code, 128+N if killed by signal N,\n"
-    "  127 if it could not start; cancelled 130; lost 102 (its supervisor died).\n"
+    "  127 if it could not start, 103 if it never ran because a task it starts\n"
+    "  after (--after) did not complete; cancelled 130; lost 102 (its supervisor\n"
+    "  died).\n"
     "  With several tasks the highest of their codes (0 only if all completed).\n"
     "  124 --timeout ran out, 100 usage, 101 no such task, 111 system failure.\n";
 
@@ -60,6 +62,8 @@ int cmd_wait(int argc, char **argv) {
     int64_t left = deadline < 0 ? -1 : deadline - tfs_now_ms();
     int one = cli_wait_report("wait", t.store, t.ids[i], left < 0 && deadline >= 0 ? 0 : left);
     code = cli_worst_code(code, one);
+    if (one == CLI_EXIT_CANCELLED)
+      cli_say_runs_on("wait", t.store, t.ids[i]);
     if (one == CLI_EXIT_TIMEOUT || one == CLI_EXIT_CANCELLED || one == CLI_EXIT_SYSTEM)
       break; /* out of time, interrupted, or the store fails: stop waiting */
   }

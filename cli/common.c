@@ -227,6 +227,8 @@ int cli_exit_for_record(const tfs_record_t *rec) {
       return 128 + (rec->signal & 127);
     if (rec->exit_code >= 1)
       return rec->exit_code > 255 ? 255 : rec->exit_code;
+    if (tfs_record_skipped(rec))
+      return CLI_EXIT_SKIPPED;
     if (rec->worker_pid <= 0 && rec->nexits == 0)
       return CLI_EXIT_NOSTART;
     return 1;

@@ -145,3 +145,19 @@ int cli_confirm(const char *verb, const char *question, int yes) {
     return 0;
   return line[0] == 'y' || line[0] == 'Y';
 }
+
+void cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id) {
+  char name[32];
+  tfs_record_t rec;
+  if (tfs_task_load(store, id, &rec) == 0 && !tfs_state_terminal(rec.state)) {
+    if (rec.number > 0)
+      snprintf(name, sizeof name, "%lld", (long long)rec.number);
+    else
+      snprintf(name, sizeof name, "%s", id);
+    cli_error(verb,
+              "interrupted: only the waiting stopped; task %s (%s) is %s and runs on. 'taskfs "
+              "cancel %s' stops it, 'taskfs wait %s' waits again",
+              name, id, tfs_state_name(rec.state), name, name);
+  }
+  tfs_record_free(&rec);
+}

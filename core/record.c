@@ -161,3 +161,8 @@ int tfs_record_set_reason(tfs_record_t *rec, const char *fmt, ...) {
   rec->reason = s;
   return 0;
 }
+
+int tfs_record_skipped(const tfs_record_t *rec) {
+  return rec->state == TFS_FAILED && rec->worker_pid <= 0 && rec->nexits == 0 && rec->reason &&
+         !strncmp(rec->reason, TFS_REASON_NOT_RUN, strlen(TFS_REASON_NOT_RUN));
+}

@@ -279,6 +279,14 @@ static tfs_follower_t *follower_new(tfs_store_t *store, const char *id) {
  * it was at the open, it is none of the last 0 lines and is skipped:
  * old_end remembers that size. */
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out) {
+  return tfs_follower_open_upto(store, id, last_n, -1, out);
+}
+
+/* The transcript is taken to end at upto (when it is longer): a follower
+ * opened later, on a thread pool, starts where one opened when upto was
+ * the size would have started. */
+int tfs_follower_open_upto(tfs_store_t *store, const char *id, int64_t last_n, off_t upto,
+                           tfs_follower_t **out) {
   struct stat st;
   *out = NULL;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
@@ -289,6 +297,8 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
     return -ENOMEM;
   int fd TFS_AUTOCLOSE = -1;
   int err = last_n >= 0 ? tfs__transcript_open_read(store, id, &fd, &st) : 0;
+  if (!err && fd >= 0 && upto >= 0 && upto < st.st_size)
+    st.st_size = upto;
   if (!err && fd >= 0) {
     off_t start;
     err = tfs__tail_start(fd, st.st_size, last_n > 0 ? last_n : 1, &start);

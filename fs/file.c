@@ -57,8 +57,9 @@ static int open_allowed(fuse_req_t req, mnt_t *m, node_t t, int kind, int acc) {
                                 : 0;
   if (acc != O_RDONLY && (!writable || fuse_req_ctx(req)->uid != m->uid))
     return -EACCES;
-  /* stdin is only written: what the task reads is its own. */
-  if (t == N_TASK && kind == K_STDIN && acc != O_WRONLY)
+  /* stdin is written, or read as empty (a recursive grep opens it): what
+   * the task reads is its own. Both at once is refused. */
+  if (t == N_TASK && kind == K_STDIN && acc == O_RDWR)
     return -EACCES;
   return 0;
 }

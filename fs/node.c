@@ -17,7 +17,7 @@ const fs_task_file_t fs_task_files[FS_NTASKFILES] = {
     [TFS_VIEW_CANCEL] = {K_CANCEL, 0600, TFS_FILE_CANCEL},
     [TFS_VIEW_OWNER] = {K_TOWNER, 0400, TFS_FILE_RECORD},
     [TFS_VIEW_CONTROL] = {K_CONTROL, 0600, TFS_FILE_CONTROL},
-    [TFS_VIEW_STDIN] = {K_STDIN, 0200, TFS_FILE_STDIN},
+    [TFS_VIEW_STDIN] = {K_STDIN, 0600, TFS_FILE_STDIN},
 };
 
 static const fs_task_file_t *task_file(int kind) {

@@ -165,6 +165,12 @@ int fs_render(mnt_t *m, node_t t, size_t idx, int kind, char **out, size_t *len)
     return render_cancel(s, id, out, len);
   case K_CONTROL:
     return render_control(s, id, out, len);
+  case K_STDIN:
+    /* What goes to the task is its own: read, stdin is empty (so that
+     * `grep -r` over the mount passes it by). */
+    *out = NULL;
+    *len = 0;
+    return 0;
   }
   return -EINVAL;
 }

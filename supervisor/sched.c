@@ -177,7 +177,7 @@ static int wait_deps(sup_sched_t *ss) {
       continue;
     }
     if (r == TFS_EFINISHED) {
-      sup_finish(s, TFS_FAILED, "not run: it starts after task %s, which %s", d, why);
+      sup_finish(s, TFS_FAILED, TFS_REASON_NOT_RUN "it starts after task %s, which %s", d, why);
       return 0;
     }
     if (r < 0) {

@@ -9,10 +9,11 @@
 # mark, before the suite: notes the test directories that exist already
 # (/tmp/taskfs-*, /dev/shm/taskfs-*), so that check knows which ones the
 # suite made. check, after it; it looks for:
-#   - processes of the suite: any process running a binary of the tree
-#     ROOT (taskfs and its supervisors, servers and mounts, the test
-#     programs), any process carrying the suite's TASKFS_TEST_RUN in its
-#     environment, and every descendant of those (the tasks);
+#   - processes of the suite: any process started since mark that runs a
+#     binary of the tree ROOT (taskfs and its supervisors, servers and
+#     mounts, the test programs) or carries the suite's TASKFS_TEST_RUN in
+#     its environment, and every descendant of those (the tasks); a mount
+#     or a server of this tree that ran before (make run) is not touched;
 #   - mounts under a test directory the suite made whose daemon is dead
 #     or was one of those processes;
 #   - test users (tfst*, taskfs-t*: tests/hardening/users.h,
@@ -30,8 +31,12 @@ test_dirs() {
   for d in /tmp/taskfs-* /dev/shm/taskfs-*; do [ -e "$d" ] && echo "$d"; done
 }
 
+# Now, in clock ticks since boot: the start time /proc/PID/stat gives.
+ticks() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", $1 * hz }' /proc/uptime; }
+
 if [ "$what" = mark ]; then
   test_dirs >"$mark"
+  ticks >"$mark.start"
   exit 0
 fi
 [ "$what" = check ] || { echo "usage: leftovers.sh mark|check MARKFILE [ROOT]" >&2; exit 100; }
@@ -47,7 +52,8 @@ self_pg=$(stat_field $$ 3)
 # its children, nor its ancestors (make, the recipe's shell), which carry
 # TASKFS_TEST_RUN too. One perl over /proc (perl-base is in every Debian):
 # a command per process takes seconds on a loaded machine.
-procs=$(ROOT=$root RUN=$run SELF=$$ perl -e '
+since=$(cat "$mark.start" 2>/dev/null || echo 0)
+procs=$(ROOT=$root RUN=$run SELF=$$ SINCE=$since perl -e '
   my (%ppid, %seed);
   for my $d (glob "/proc/[0-9]*") {
     my ($p) = $d =~ m{(\d+)$};
@@ -58,6 +64,7 @@ procs=$(ROOT=$root RUN=$run SELF=$$ perl -e '
     my @f = split / /, $st;
     next if $f[0] eq "Z";
     $ppid{$p} = $f[1];
+    next if $f[19] < $ENV{SINCE}; # started before the suite
     my $exe = readlink("$d/exe") // "";
     if (index($exe, "$ENV{ROOT}/") == 0) { $seed{$p} = 1; next; }
     next unless $ENV{RUN} ne "" && open(my $e, "<", "$d/environ");

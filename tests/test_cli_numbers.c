@@ -295,3 +295,52 @@ Test(clinum, queue_pause_of_no_queue_and_queue_rm) {
   free(out);
   cr_assert_eq(sh(NULL, NULL, "$T queue rm q"), 101);
 }
+
+Test(clinum, restart_takes_env_names_from_here_and_says_which_it_could_not) {
+  char *out = NULL, *err = NULL;
+  cr_assert_eq(sh(NULL, NULL,
+                  "FOO=one BAR=two $T run --wait --env FOO --env BAR -- sh -c 'echo \"$FOO $BAR\"' "
+                  ">/dev/null"),
+               0);
+  cr_assert_eq(sh(NULL, &err, "unset BAR; FOO=three $T restart 1 >/dev/null && $T wait 2"), 0);
+  cr_assert(strstr(err, "taken from this shell: FOO") && strstr(err, "not carried: BAR") &&
+                strstr(err, "set them in this shell"),
+            "%s", err);
+  free(err);
+  cr_assert_eq(sh(&out, NULL, "$T logs 2"), 0);
+  cr_assert_str_eq(out, "three \n");
+  free(out);
+}
+
+Test(clinum, a_task_skipped_for_a_failed_dependency_has_its_own_exit_code) {
+  char *err = NULL;
+  /* The dependency fails after the task was queued behind it... */
+  cr_assert_eq(sh(NULL, NULL,
+                  "$T run -- sh -c 'sleep 1; exit 1' >/dev/null; "
+                  "$T run --after 1 -- true >/dev/null"),
+               0);
+  cr_assert_eq(sh(NULL, &err, "$T wait 2"), 103);
+  cr_assert(strstr(err, "not run"), "%s", err);
+  free(err);
+  /* ... or before it was started. */
+  cr_assert_eq(sh(NULL, &err, "$T run --after 1 -- true >/dev/null"), 103);
+  free(err);
+  cr_assert_eq(sh(NULL, NULL, "$T wait 3"), 103);
+  /* A command that cannot start keeps 127. */
+  cr_assert_eq(sh(NULL, NULL, "$T run -- /nonexistent/cmd >/dev/null; $T wait 4"), 127);
+}
+
+Test(clinum, an_interrupted_run_wait_says_the_task_runs_on) {
+  char *out = NULL, *err = NULL;
+  cr_assert_eq(sh(&out, &err,
+                  "$T run --wait -- sleep 600 >/dev/null 2>\"$TASKFS_STATE_DIR.err\" & p=$!; "
+                  "until $T show 1 2>/dev/null | grep -q '\"running\"'; do sleep 0.05; done; "
+                  "kill -TERM $p; wait $p; echo $?; cat \"$TASKFS_STATE_DIR.err\""),
+               0);
+  cr_assert(!strncmp(out, "130\n", 4), "%s", out);
+  cr_assert(strstr(out, "runs on") && strstr(out, "taskfs cancel 1"), "%s", out);
+  free(out);
+  free(err);
+  cr_assert_eq(sh(&out, NULL, "$T show 1 | grep -c '\"running\"'"), 0);
+  free(out);
+}

@@ -231,6 +231,10 @@ Test(qmount, stdin_is_there_for_a_task_that_has_one) {
   cr_assert_neq(access(path, F_OK), 0, "a task without stdin has no stdin file");
   snprintf(path, sizeof path, "%s/tasks/%s/stdin", mnt, a);
   cr_assert_eq(access(path, F_OK), 0);
+  /* A recursive grep passes it by: readable, and empty (grep exits 1 for
+   * no match, 2 for an error such as EACCES). */
+  cr_assert_eq(sh(NULL, "test -r '%s' && test \"$(cat '%s')\" = ''", path, path), 0);
+  cr_assert_eq(sh(NULL, "grep -r no-such-text-anywhere '%s/tasks/%s' >/dev/null", mnt, a), 1);
   cr_assert_eq(sh(NULL, "echo hello > '%s'", path), 0);
   cr_assert_eq(sh(NULL, "printf 'a\\nb\\n' > '%s'", path), 0);
   char tx[PATH_MAX];

@@ -285,7 +285,7 @@ Test(run, help_and_usage_errors) {
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --env 1BAD=x -- true"), 100);
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --follow -- true"), 100);
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --bogus -- true"), 100);
-  cr_assert_eq(sx_taskfs(NULL, NULL, "wait"), 100);
+  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --all x"), 100);
   cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout soon x"), 100);
   /* Every duration option reads the same syntax, and refuses the same. */
   const char *bad[] = {"run --grace 5x -- true",      "run --min-uptime -1 -- true",

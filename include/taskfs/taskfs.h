@@ -343,6 +343,11 @@ typedef struct {
  * restart no, min_uptime 1000 ms, max_restarts -1 (no limit),
  * max_quick_restarts 5, grace 5000 ms, K 20). */
 void tfs_record_init(tfs_record_t *rec);
+/* The reason of a task that never ran because a task it starts after
+ * (--after) did not complete begins with this; tfs_record_skipped() says
+ * 1 for such a task (failed, no worker ever started). */
+#define TFS_REASON_NOT_RUN "not run: "
+int tfs_record_skipped(const tfs_record_t *rec);
 void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
  * message in err (if not NULL) when the JSON is not a valid v1 record. */
@@ -793,6 +798,11 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
  * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
+/* The same, with the transcript taken to end at upto (upto < 0: no end):
+ * where a follower opened when the size was upto starts (what a face that
+ * opens it later, on a thread pool, needs). */
+int tfs_follower_open_upto(tfs_store_t *store, const char *id, int64_t last_n, off_t upto,
+                           tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
 /* A follower from a byte offset (a reader that reconnects where it
  * stopped): it starts at the first line that starts at or after offset,
