@@ -142,8 +142,7 @@ static void same_fields(const json_t *j, const rf_field_t *table, const char *ba
       CHECK(json_is_boolean(v) && json_is_true(v) == !!int_at(f, at));
       break;
     case RF_ENUM:
-      CHECK(json_is_string(v) &&
-            !strcmp(f->name_of((int)int_at(f, at)), json_string_value(v)));
+      CHECK(json_is_string(v) && !strcmp(f->name_of((int)int_at(f, at)), json_string_value(v)));
       break;
     case RF_OBJ:
       CHECK(json_is_object(v));
@@ -177,8 +176,7 @@ static void judge(const char *text, size_t len, verdict_t *out, tfs_record_t *ke
 }
 
 static void same_verdict(const verdict_t *a, const verdict_t *b) {
-  if (a->rc != b->rc || strcmp(a->err, b->err) ||
-      (a->dump && strcmp(a->dump, b->dump))) {
+  if (a->rc != b->rc || strcmp(a->err, b->err) || (a->dump && strcmp(a->dump, b->dump))) {
     fprintf(stderr, "text: %d %s\ncanonical: %d %s\n%s\n%s\n", a->rc, a->err, b->rc, b->err,
             a->dump ? a->dump : "", b->dump ? b->dump : "");
     abort();
