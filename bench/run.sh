@@ -37,7 +37,7 @@ case "$BUILD" in /*) BDIR=$BUILD ;; *) BDIR=$ROOT/$BUILD ;; esac
 TASKFS=${TASKFS_BIN:-$BDIR/taskfs}
 BT=$BDIR/bench/bt
 GEN=$BDIR/bench/tfsgen
-ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8 9 10}
+ROWS=${BENCH_ROWS:-1 2 3 4 5 6 7 8 9 10 11 12}
 
 if [ "$MODE" = full ]; then
   RUNS=5                  # runs per throughput / listing figure (median)
@@ -59,6 +59,12 @@ if [ "$MODE" = full ]; then
   HTTP_CLIENTS=64         # concurrent keep-alive clients (row 9)
   HTTP_CALLS=50           # calls per client per run
   HTTP_IDLE=1000          # idle connections (row 10)
+  R11_STARTS=100          # row 11: detached starts per subject
+  R11_QN=200              # row 11: tasks through the queue
+  R11_QRUNS=3
+  R11_CAP=$((400 * 1024 * 1024)) # row 11: capture and mount bytes
+  R11_PROMPTS=10
+  R11_SLURM=20
   OUT=${BENCH_OUT:-$ROOT/bench/results.md}
 else
   RUNS=5
@@ -80,6 +86,12 @@ else
   HTTP_CLIENTS=8
   HTTP_CALLS=5
   HTTP_IDLE=100
+  R11_STARTS=10
+  R11_QN=20
+  R11_QRUNS=1
+  R11_CAP=$((8 * 1024 * 1024))
+  R11_PROMPTS=2
+  R11_SLURM=2
   OUT=${BENCH_OUT:-$BDIR/bench/results-quick.md}
 fi
 export BT_TIMEOUT_S=600
@@ -871,6 +883,245 @@ row10() {
     "the same request with no idle connection: p50 $(calc "$(jget "$W/r10.json" "j.firstByte.none.p50")" 2) ms, p99 $(calc $fn 2) ms" \
     "first byte p50 $(calc "$fb50 / $fn50" 2)×, p99 $(calc "$fb / $fn" 2)×" "idle connections cost memory only (first byte p50 ≤ 1.5× + 0.5 ms; the p99 of 200 samples is the machine's noise)" "$(verdict "$fb50 <= 1.5 * $fn50 + 0.5")"
   cmd "row 10: \`node bench/mcp/http.mjs idle\` in \`unshare -n\`: $HTTP_IDLE TCP connections to \`taskfs serve\`, each makes one keep-alive request (\`GET /favicon.ico\`) and stays open; VmRSS of the server before and with them; first byte of 200 \`tools/list\` POSTs (2026-07-28, a fresh connection each) with none open and beside them, p50/p99."
+}
+
+# ---- row 12: the tools' definitions ---------------------------------------------
+
+# A size, not a timing: what a host puts into the model's context on every
+# turn for the five tools (the tools/list answer), in both revisions.
+row12() {
+  local s
+  new_store s12
+  s=$S
+  log "row 12: tools/list size"
+  node "$ROOT/bench/mcp/tools_size.mjs" "$TASKFS" "$s" >"$W/r12.json" || die "tools/list did not answer"
+  local lb mb
+  lb=$(jget "$W/r12.json" "j.legacy.bytes")
+  mb=$(jget "$W/r12.json" "j.modern.bytes")
+  row "12" "tools/list size, the 5 tools' definitions (what every model turn carries)" \
+    "2025-11-25: $lb bytes; 2026-07-28: $mb bytes" "— (a size; 33383 bytes before issue 29)" \
+    "$(calc "$lb / 8192" 2)× and $(calc "$mb / 8192" 2)× the goal" "≤ 8192 bytes in both revisions" \
+    "$(verdict "$lb <= 8192 && $mb <= 8192")"
+  cmd "row 12: \`node bench/mcp/tools_size.mjs\`: JSON-RPC lines to \`taskfs mcp --state-dir S\` (initialize then tools/list for 2025-11-25; tools/list with the request _meta for 2026-07-28); the figure is the bytes of the answer's line."
+}
+
+# ---- row 11: the machine's speed (issue 28) ---------------------------------
+# Each figure of issue 28 against its baseline in the same run: detached
+# starts against `tsp true`, a queue at parallel 2 against `tsp -S 2`,
+# capture of a cached file read by `dd bs=64k` against `dd | cat > file`
+# (one pipe hop: the floor of any capture over a pipe), a cat of a running
+# task's transcript through the mount against the backing file, Slurm
+# against `srun -u` (when a test cluster starts), and how soon a prompt
+# without a newline reaches the transcript.
+
+row11_start() {
+  local s=$1 i
+  : >"$W/r11s.tfs"
+  : >"$W/r11s.tsp"
+  tsp true >/dev/null
+  sleep 0.2
+  tsp -C
+  for i in $(seq "$R11_STARTS"); do
+    if [ $((i % 2)) = 1 ]; then
+      "$BT" time "$W/r11s.tfs" -- "$TASKFS" run --state-dir "$s" -- true >/dev/null 2>"$W/run.err" || die "taskfs run -- true failed: $(cat "$W/run.err")"
+      "$BT" time "$W/r11s.tsp" -- tsp true >/dev/null || die "tsp true failed"
+    else
+      "$BT" time "$W/r11s.tsp" -- tsp true >/dev/null || die "tsp true failed"
+      "$BT" time "$W/r11s.tfs" -- "$TASKFS" run --state-dir "$s" -- true >/dev/null 2>"$W/run.err" || die "taskfs run -- true failed: $(cat "$W/run.err")"
+    fi
+  done
+  tsp -w >/dev/null 2>&1
+  tsp -C
+  rm -f "$W"/tmp/ts-out.*
+  local t p
+  t=$(calc "$(med "$W/r11s.tfs") / 1e6" 2)
+  p=$(calc "$(med "$W/r11s.tsp") / 1e6" 2)
+  row "11" "start: $R11_STARTS detached \`taskfs run -- true\` (median each)" "$t ms (p99 $(calc "$(p99 "$W/r11s.tfs") / 1e6" 2) ms)" \
+    "tsp true $p ms" "$(calc "$t / $p" 2)× tsp" "≤ 3× tsp" "$(verdict "$t <= 3 * $p")"
+  cmd "row 11 start: \`taskfs run --state-dir S -- true\` (returns once CMD runs) vs \`tsp true\` (server up), $R11_STARTS each alternating, \`bt time\` each; median."
+}
+
+row11_queue() {
+  local s=$W/s11q r t0 t1 i
+  : >"$W/r11q.tfs"
+  : >"$W/r11q.tsp"
+  STORES+=("$s")
+  for r in $(seq "$R11_QRUNS"); do
+    # taskfs: every run returns once its supervisor holds the task, so the
+    # queue is empty exactly when all ran.
+    rm -rf "$s"
+    mkdir -p "$s"
+    "$TASKFS" queue set --state-dir "$s" bench --parallel 2 >/dev/null || die "taskfs queue set failed"
+    t0=$("$BT" now)
+    for ((i = 0; i < R11_QN; i++)); do "$TASKFS" run --state-dir "$s" --queue bench -- true >/dev/null 2>&1 || die "run --queue failed"; done
+    for _ in $(seq 3000); do
+      "$TASKFS" queue ls --state-dir "$s" --json | grep -q '"running": 0, "waiting": 0' && break
+      sleep 0.01
+    done
+    t1=$("$BT" now)
+    echo $((t1 - t0)) >>"$W/r11q.tfs"
+    [ "$("$GEN" pids "$s" | awk '$2=="completed"' | wc -l)" -ge "$R11_QN" ] || die "row 11 queue: not every task completed"
+    tsp -K >/dev/null 2>&1
+    tsp -S 2
+    t0=$("$BT" now)
+    for ((i = 0; i < R11_QN; i++)); do tsp true >/dev/null; done
+    while tsp | grep -qE ' (running|queued) '; do sleep 0.01; done
+    t1=$("$BT" now)
+    echo $((t1 - t0)) >>"$W/r11q.tsp"
+    tsp -C
+    rm -f "$W"/tmp/ts-out.*
+    tsp -S 1
+  done
+  local t p
+  t=$(calc "$(med "$W/r11q.tfs") / 1e9" 3)
+  p=$(calc "$(med "$W/r11q.tsp") / 1e9" 3)
+  row "11" "queue: $R11_QN \`true\` at parallel 2, until the last ended" "$t s" "tsp -S 2: $p s" "$(calc "$t / $p" 2)× tsp" "≤ 2× tsp" "$(verdict "$t <= 2 * $p")"
+  cmd "row 11 queue: \`taskfs queue set bench --parallel 2\`, $R11_QN × \`taskfs run --queue bench -- true\`, until \`queue ls\` shows none running or waiting, vs \`tsp -S 2\`, $R11_QN × \`tsp true\`, until none running or queued; $R11_QRUNS rounds; median."
+}
+
+# row11_capture KIND FILE: `taskfs run --wait -- dd if=FILE bs=64k` vs
+# `sh -c 'dd if=FILE bs=64k | cat > OUT'`, RUNS each, alternating.
+row11_capture() {
+  local kind=$1 f=$2 s=$W/s11c r id size subj order
+  mkdir -p "$s"
+  STORES+=("$s")
+  : >"$W/r11c.$kind.tfs"
+  : >"$W/r11c.$kind.cat"
+  cat "$f" >/dev/null
+  for r in $(seq "$RUNS"); do
+    if [ $((r % 2)) = 1 ]; then order="tfs cat"; else order="cat tfs"; fi
+    for subj in $order; do
+      sync -f "$W" 2>/dev/null || sync
+      case $subj in
+      tfs)
+        "$BT" time "$W/r11c.$kind.tfs" -- "$TASKFS" run --state-dir "$s" --wait -- dd if="$f" bs=64k status=none >"$W/id" 2>"$W/run.err" ||
+          die "taskfs run --wait dd ($kind) failed: $(cat "$W/run.err")"
+        id=$(head -n 1 "$W/id")
+        size=$(stat -c %s "$s/tasks/$id/transcript") || die "task $id has no transcript"
+        forget_finished "$s"
+        rm -rf "${s:?}/tasks/$id"
+        ;;
+      cat)
+        "$BT" time "$W/r11c.$kind.cat" -- sh -c "dd if='$f' bs=64k status=none | cat > '$W/cat.out'" || die "the dd | cat baseline failed"
+        size=$(stat -c %s "$W/cat.out")
+        rm -f "$W/cat.out"
+        ;;
+      esac
+      [ "$size" = "$(stat -c %s "$f")" ] || die "row 11 capture $subj ($kind) captured $size bytes, expected $(stat -c %s "$f")"
+    done
+  done
+  local n tt tc
+  n=$(stat -c %s "$f")
+  tt=$(calc "$n / 1048576 / ($(med "$W/r11c.$kind.tfs") / 1e9)" 0)
+  tc=$(calc "$n / 1048576 / ($(med "$W/r11c.$kind.cat") / 1e9)" 0)
+  row "11" "capture: $3, $(mib "$n") MiB from \`dd if=cached bs=64k\`" "$tt MiB/s" "dd \\| cat > file $tc MiB/s" "$(calc "$tt / $tc" 2)×" "≥ 0.9×" "$(verdict "$tt >= 0.9 * $tc")"
+}
+
+row11_mount() {
+  local s=$W/s11m m=$W/m11 mpid run
+  mkdir -p "$s"
+  STORES+=("$s")
+  run=$("$TASKFS" run --state-dir "$s" -- sh -c "yes $LONG_ARG | head -c $R11_CAP; sleep 100000" 2>"$W/run.err") ||
+    die "taskfs run failed: $(cat "$W/run.err")"
+  run=$(echo "$run" | head -n 1)
+  "$BT" waitsize "$s/tasks/$run/transcript" "$R11_CAP" 60000 || die "the running task did not write its transcript"
+  mount_store "$s" "$m"
+  mpid=$MPID
+  [ "$(stat -c %s "$m/tasks/$run/transcript")" = "$R11_CAP" ] || die "the mount reports the wrong size of a running task's transcript"
+  cmp -s "$m/tasks/$run/transcript" "$s/tasks/$run/transcript" || die "cat through the mount differs from the backing file"
+  row2_pair "$m/tasks/$run/transcript" "$s/tasks/$run/transcript" "$W/r11m"
+  local rm rf
+  rm=$(calc "$R11_CAP / 1048576 / ($(med "$W/r11m.mnt") / 1e9)" 0)
+  rf=$(calc "$R11_CAP / 1048576 / ($(med "$W/r11m.file") / 1e9)" 0)
+  row "11" "mount: warm \`cat\` of a running task's $(mib $R11_CAP) MiB transcript" "$rm MiB/s" "cat of the backing file $rf MiB/s" \
+    "$(calc "$rm / $rf" 2)×" "≥ 0.8×" "$(verdict "$rm >= 0.8 * $rf")"
+  cmd "row 11 mount: \`cat MNT/tasks/ID/transcript\` of a running \`sh -c 'yes <4095 x> | head -c $R11_CAP; sleep 100000'\` vs \`cat\` of its backing file, both warm, $RUNS each alternating; median."
+  "$TASKFS" cancel --state-dir "$s" "$run" >/dev/null 2>&1
+  task_wait "$s" "$run" 130
+  unmount_store "$m" "$mpid"
+}
+
+# The prompt: how long after `run` returns (the command is running and
+# prints at once) the bytes of `printf 'Continue? '` are in the transcript,
+# against tsp's output file (the task writes it directly).
+row11_prompt() {
+  local s=$W/s11p i id t0 t1 f
+  mkdir -p "$s"
+  STORES+=("$s")
+  : >"$W/r11p.tfs"
+  : >"$W/r11p.tsp"
+  for i in $(seq "$R11_PROMPTS"); do
+    id=$("$TASKFS" run --state-dir "$s" -- sh -c "printf 'Continue? '; sleep 30" 2>"$W/run.err") || die "taskfs run failed: $(cat "$W/run.err")"
+    t0=$("$BT" now)
+    id=$(echo "$id" | head -n 1)
+    if "$BT" waitsize "$s/tasks/$id/transcript" 10 3000; then
+      t1=$("$BT" now)
+      echo $((t1 - t0)) >>"$W/r11p.tfs"
+    else
+      echo 3000000000 >>"$W/r11p.tfs"
+    fi
+    "$TASKFS" cancel --state-dir "$s" "$id" >/dev/null 2>&1
+    id=$(tsp sh -c "printf 'Continue? '; sleep 30")
+    t0=$("$BT" now)
+    f=$(tsp -o "$id")
+    "$BT" waitsize "$f" 10 3000 || die "tsp never wrote the prompt"
+    t1=$("$BT" now)
+    echo $((t1 - t0)) >>"$W/r11p.tsp"
+    tsp -k "$id" >/dev/null 2>&1
+  done
+  tsp -w >/dev/null 2>&1
+  tsp -C
+  local t p
+  t=$(calc "$(med "$W/r11p.tfs") / 1e6" 1)
+  p=$(calc "$(med "$W/r11p.tsp") / 1e6" 1)
+  row "11" "a prompt without a newline (\`printf 'Continue? '; sleep 30\`): in the transcript after" "$t ms (median of $R11_PROMPTS; 3000 = not within 3 s)" \
+    "tsp output file $p ms" "+$(calc "$t - $p" 1) ms" "≤ 100 ms" "$(verdict "$t <= 100")"
+  cmd "row 11 prompt: \`taskfs run -- sh -c \"printf 'Continue? '; sleep 30\"\`, then \`bt waitsize transcript 10\` from when run returned, vs the same through \`tsp\` on its output file; $R11_PROMPTS each."
+}
+
+row11_slurm() {
+  local cl env_line i t0 t1
+  if ! env_line=$("$ROOT/tests/slurm/cluster.sh" start 2>/dev/null); then
+    note "Row 11 Slurm: no test cluster could start here (tests/slurm/cluster.sh); not measured."
+    return 0
+  fi
+  cl=$(eval "$env_line"; echo "$TFS_SLURM_DIR")
+  : >"$W/r11u.tfs"
+  : >"$W/r11u.srun"
+  (
+    eval "$env_line"
+    export TASKFS_STATE_DIR=$W/s11u
+    cd "$W" || exit 1
+    for i in $(seq "$R11_SLURM"); do
+      "$BT" time "$W/r11u.srun" -- srun -u --quiet echo hi </dev/null >/dev/null 2>&1
+      "$BT" time "$W/r11u.tfs" -- "$TASKFS" run --on slurm --follow -- echo hi </dev/null >/dev/null 2>&1
+    done
+  )
+  "$ROOT/tests/slurm/cluster.sh" stop "$cl" >/dev/null 2>&1
+  local t p
+  t=$(calc "$(med "$W/r11u.tfs") / 1e6" 1)
+  p=$(calc "$(med "$W/r11u.srun") / 1e6" 1)
+  row "11" "Slurm: \`taskfs run --on slurm --follow -- echo hi\`, total" "$t ms" "srun -u echo hi $p ms" "$(calc "$t / $p" 2)×" "≤ 1.2×" "$(verdict "$t <= 1.2 * $p")"
+  cmd "row 11 Slurm: on the one-node test cluster (tests/slurm/cluster.sh), \`taskfs run --on slurm --follow -- echo hi\` vs \`srun -u echo hi\`, $R11_SLURM each alternating, \`bt time\`; median."
+}
+
+row11() {
+  new_store s11
+  log "row 11: issue 28 (start, queue, capture, mount, prompt, Slurm)"
+  case " ${ROW11_PARTS:-start queue capture mount prompt slurm} " in *" start "*) row11_start "$S" ;; esac
+  case " ${ROW11_PARTS:-start queue capture mount prompt slurm} " in *" queue "*) row11_queue ;; esac
+  case " ${ROW11_PARTS:-start queue capture mount prompt slurm} " in *" capture "*)
+    yes "$LINE80" | head -c "$R11_CAP" >"$W/lines80.bin"
+    head -c "$R11_CAP" /dev/urandom >"$W/random11.bin"
+    row11_capture line80 "$W/lines80.bin" "80-byte lines"
+    row11_capture random "$W/random11.bin" "random bytes"
+    rm -f "$W/lines80.bin" "$W/random11.bin"
+    cmd "row 11 capture: \`taskfs run --state-dir S --wait -- dd if=F bs=64k\` vs \`sh -c 'dd if=F bs=64k | cat > OUT'\` (F in the page cache: 80-byte lines, or /dev/urandom bytes), after \`sync -f\`, $RUNS each alternating; throughput from the median."
+    ;;
+  esac
+  case " ${ROW11_PARTS:-start queue capture mount prompt slurm} " in *" mount "*) row11_mount ;; esac
+  case " ${ROW11_PARTS:-start queue capture mount prompt slurm} " in *" prompt "*) row11_prompt ;; esac
+  case " ${ROW11_PARTS:-start queue capture mount prompt slurm} " in *" slurm "*) row11_slurm ;; esac
 }
 
 # ---- run the rows, print the table, write the results ---------------------------

@@ -208,21 +208,16 @@ int cli_usage_error(const char *verb, const char *fmt, ...) __attribute__((forma
  * starts with ':'); prints the option and returns CLI_EXIT_USAGE. */
 int cli_bad_option(const char *verb, char **argv, int c);
 
-/* The one parser of durations, for every option that takes one (--timeout,
- * --min-uptime, --grace, ...): a number, whole or decimal, with a unit ms,
- * s, m, h or d; a bare number is seconds ("500ms", "10s", "1.5s", "5m",
- * "1h", "7d", "30"). Fills *ms_out and returns 0; on bad input reports "VERB: OPT wants
- * a duration ..." and returns CLI_EXIT_USAGE. */
+/* A duration option (--timeout, --min-uptime, --grace, --delay,
+ * --older-than ...) read by core's one parser, tfs_duration_parse ("500ms",
+ * "10s", "1.5s", "5m", "1h", "7d", "30"). Fills *ms_out and returns 0; on
+ * bad input reports "VERB: OPT wants a duration ..." and returns
+ * CLI_EXIT_USAGE. */
 int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out);
 
 /* Writes ms in the syntax the parser reads ("500ms", "1.5s", "10s", "5m",
  * "1h"); returns buf. */
 const char *cli_format_duration(int64_t ms, char *buf, size_t len);
-
-/* Parses a duration: a number with an optional unit ms, s, m or h ("500ms",
- * "10s", "5m", "1h"; a bare number is seconds) into milliseconds; returns
- * 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *ms_out);
 
 /* ---- text for a terminal (cli/escape.c) --------------------------------- */
 

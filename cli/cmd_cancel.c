@@ -24,7 +24,7 @@ static const char usage_text[] =
     "                      and needs -y when stdin is not one\n"
     "  -y, --yes           --all: do not ask\n"
     "  -w, --wait          wait until the tasks have ended and print their final state\n"
-    "  --timeout DURATION  with --wait: give up after DURATION (500ms, 10s, 5m, 1h;\n"
+    "  --timeout DURATION  with --wait: give up after DURATION (500ms, 10s, 5m, 1d;\n"
     "                      a bare number is seconds), exit 124\n"
     "  --state-dir DIR     use the store in DIR\n"
     "  -h, --help          show this help\n"

@@ -21,15 +21,20 @@
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/ls_columns.h"
+#include "cli/ls_view.h"
 #include "cli/verbs.h"
+#include "taskfs/text.h"
 
 #define MAX_OPERANDS 8 /* per usage line */
 #define MAX_USAGES 8
 
 typedef struct {
+  const char *verb;      /* the verb on the line, or NULL */
   const char *cur;       /* the word being completed (after any "--NAME=") */
   const char *state_dir; /* --state-dir given on the line, or NULL */
   char prefix[64];       /* "--NAME=" when CUR is "--NAME=VALUE", else "" */
@@ -62,7 +67,8 @@ static int help_line(const char *usage, const char *name, char *spec_rest, size_
     for (hit = strstr(p, needle); hit && hit < end; hit = strstr(hit + 1, needle)) {
       char after = hit[strlen(needle)];
       if ((hit == p || hit[-1] == ' ' || hit[-1] == '|') &&
-          (after == ' ' || after == ',' || after == '|' || after == '=' || after == '\n' || !after))
+          (after == ' ' || after == ',' || after == '|' || after == '=' || after == '[' ||
+           after == '\n' || !after))
         break;
     }
     if (!hit || hit >= end)
@@ -174,11 +180,89 @@ static const char *state_at(unsigned i) {
   return tfs_state_name((tfs_state_t)i);
 }
 
-/* Options whose values are core's names. */
+static const char *signal_at(unsigned i) {
+  static char buf[TFS_SIGNAME_MAX];
+  if (i + 1 >= 32) /* the standard signals; real-time ones are typed */
+    return "unknown";
+  tfs_signal_name((int)i + 1, buf);
+  return strncmp(buf, "SIG", 3) ? buf : buf + 3; /* "TERM", as kill(1) takes it */
+}
+
+/* Options (and operands: "SIG") whose values are names that core and the
+ * verbs own: read from their tables, never copied here. */
 static const struct {
   const char *option;
   const char *(*name)(unsigned i); /* "unknown" past the last */
-} named[] = {{"restart", restart_at}, {"stderr", stderr_at}, {"state", state_at}};
+} named[] = {{"restart", restart_at},   {"stderr", stderr_at},      {"state", state_at},
+             {"color", cli_color_name}, {"colour", cli_color_name}, {"columns", ls_column_name},
+             {"SIG", signal_at}};
+
+/* 1 if word is one of the comma list list[0..len) (already given). */
+static int in_list(const char *list, size_t len, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = list; p < list + len;) {
+    size_t w = strcspn(p, ",");
+    if (w == n && !strncmp(p, word, n))
+      return 1;
+    p += w + 1;
+  }
+  return 0;
+}
+
+/* The help text of option name in usage: its line and the lines under it
+ * that continue it (indented, not an option's), into buf. */
+static void help_block(const char *usage, const char *name, char *buf, size_t len) {
+  char rest[128], desc[160];
+  buf[0] = 0;
+  if (help_line(usage, name, rest, sizeof rest, desc, sizeof desc))
+    return;
+  const char *at = strstr(usage, desc);
+  size_t n = 0;
+  for (const char *l = at; l && *l && n + 1 < len;
+       l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    const char *p = l;
+    while (*p == ' ')
+      p++;
+    if (l != at && (p - l < 8 || *p == '-' || *p == '\n'))
+      break;
+    size_t w = strcspn(p, "\n");
+    n += (size_t)snprintf(buf + n, len - n, "%.*s ", (int)w, p);
+    if (n >= len)
+      break;
+  }
+}
+
+/* Names the verb's help of option (or operand) `which` lists as words,
+ * when it lists any: `prune --state` takes only the states of ended
+ * tasks, and its help says which. */
+static int help_lists(const char *block, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = strstr(block, word); p; p = strstr(p + 1, word))
+    if ((p == block || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n]) &&
+        p[n] != '-')
+      return 1;
+  return 0;
+}
+
+/* Offers the names of named[i] for the word being completed, a comma list
+ * too ("S[,S...]": the word after the last comma, never one given). */
+static void offer_named(const comp_t *c, const cli_opts_t *o, size_t i) {
+  char block[1024] = "", text[256];
+  const char *comma = strrchr(c->cur, ',');
+  size_t keep = comma ? (size_t)(comma - c->cur) + 1 : 0;
+  int filter = 0;
+  if (o)
+    help_block(o->usage, named[i].option, block, sizeof block);
+  for (unsigned k = 0; block[0] && strcmp(named[i].name(k), "unknown"); k++)
+    filter |= help_lists(block, named[i].name(k));
+  for (unsigned k = 0; strcmp(named[i].name(k), "unknown"); k++) {
+    const char *w = named[i].name(k);
+    if ((filter && !help_lists(block, w)) || in_list(c->cur, keep, w))
+      continue;
+    snprintf(text, sizeof text, "%.*s%s", (int)keep, c->cur, w);
+    offer(c, text, "");
+  }
+}
 
 /* A task's id and key, described by its state and command, escaped
  * (cli_escape): a description holds no control byte, tab or newline. */
@@ -209,9 +293,33 @@ static void offer_tasks(const comp_t *c) {
   tfs_store_close(store);
 }
 
+/* The store's queues, by name (run --queue, queue set|pause|resume). */
+static void offer_queues(const comp_t *c) {
+  cli_opts_t o = {.verb = "__complete", .state_dir = c->state_dir};
+  tfs_store_t *store = NULL;
+  tfs_queue_info_t *q = NULL;
+  size_t n = 0;
+  if (cli_open_store(&o, 0, &store) || !store)
+    return;
+  if (tfs_queue_list(store, &q, &n) == 0)
+    for (size_t i = 0; i < n; i++)
+      offer(c, q[i].name, q[i].paused ? "paused" : "");
+  free(q);
+  tfs_store_close(store);
+}
+
 /* Directive for a value or operand of kind `kind` (a metavar or a
  * synopsis word), offering what it names; returns the directive. */
 static const char *offer_kind(const comp_t *c, const char *kind) {
+  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+    if (!strcmp(kind, named[i].option)) { /* signal's SIG */
+      offer_named(c, NULL, i);
+      return ":";
+    }
+  if (!strcmp(kind, "NAME") && c->verb && !strcmp(c->verb, "queue")) {
+    offer_queues(c);
+    return ":";
+  }
   if (strstr(kind, "ID")) {
     offer_tasks(c);
     return ":";
@@ -227,17 +335,13 @@ static const char *offer_kind(const comp_t *c, const char *kind) {
 static const char *offer_value(const comp_t *c, const cli_opts_t *o, const struct option *op) {
   char mv[64];
   metavar(o->usage, op->name, mv, sizeof mv);
-  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-    if (strcmp(op->name, named[i].option))
-      continue;
-    /* "S[,S...]": complete the word after the last comma. */
-    const char *comma = strrchr(c->cur, ',');
-    size_t keep = comma ? (size_t)(comma - c->cur) + 1 : 0;
-    for (unsigned k = 0; strcmp(named[i].name(k), "unknown"); k++) {
-      char text[128];
-      snprintf(text, sizeof text, "%.*s%s", (int)keep, c->cur, named[i].name(k));
-      offer(c, text, "");
+  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+    if (!strcmp(op->name, named[i].option)) {
+      offer_named(c, o, i);
+      return ":";
     }
+  if (!strcmp(op->name, "queue")) { /* run --queue NAME */
+    offer_queues(c);
     return ":";
   }
   return offer_kind(c, mv);
@@ -325,6 +429,8 @@ static const struct option *read_words(comp_t *c, const cli_opts_t *o, char **wo
           c->state_dir = w + 3 + len;
         else if (!w[2 + len] && op->has_arg == required_argument)
           pending = op;
+        else if (!w[2 + len] && op->has_arg == optional_argument && i == n - 1)
+          pending = op; /* `ls --color ''`: the value as a word of its own */
       }
     } else {
       /* Short options: the first that takes a value takes the rest. */
@@ -346,6 +452,7 @@ static const struct option *read_words(comp_t *c, const cli_opts_t *o, char **wo
 static void complete_verb(comp_t *c, const cli_verb_t *v, char **words, int n, int base) {
   cli_opts_t o;
   memset(&o, 0, sizeof o);
+  c->verb = v->name;
   cli_describe = &o;
   char *argv[] = {(char *)v->name, NULL};
   v->fn(1, argv);
@@ -361,7 +468,7 @@ static void complete_verb(comp_t *c, const cli_verb_t *v, char **words, int n, i
     size_t len = strcspn(c->cur + 2, "=");
     for (const struct option *op = o.all; op->name; op++)
       if (strlen(op->name) == len && !strncmp(op->name, c->cur + 2, len) &&
-          op->has_arg == required_argument && len + 4 <= sizeof c->prefix)
+          op->has_arg != no_argument && len + 4 <= sizeof c->prefix)
         pending = op;
     if (pending) {
       snprintf(c->prefix, sizeof c->prefix, "%.*s", (int)len + 3, c->cur);

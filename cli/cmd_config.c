@@ -26,8 +26,9 @@ static const char usage_text[] =
     "  --state-dir DIR  use the store in DIR\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Exit codes: 0 ok, 1 (get) the key is not set, 100 usage (also an unknown key or\n"
-    "a bad value), 111 system failure (also a config file that does not read).\n";
+    "EXIT STATUS\n"
+    "  0 ok, 1 (get) the key is not set, 100 usage (also an unknown key or a bad\n"
+    "  value), 111 system failure (also a config file that does not read).\n";
 
 /* A bad key or value (usage) or a store whose file does not read or
  * write (system): the words on stderr, the exit code back. */

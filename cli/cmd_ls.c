@@ -18,7 +18,7 @@
 
 static const char usage_text[] =
     "usage: taskfs ls [--json] [--columns C[,C...]] [--state S[,S...]] [--limit N]\n"
-    "                 [--all] [--time] [--color=auto|always|never] [--state-dir DIR]\n"
+    "                 [--all] [--time] [--color[=auto|always|never]] [--state-dir DIR]\n"
     "                 [--foreign-store]\n"
     "\n"
     "Lists tasks, oldest first (the newest at the bottom). Columns: ID, STATE,\n"
@@ -38,8 +38,9 @@ static const char usage_text[] =
     "  --state S        only tasks in state S: queued, running, paused, completed,\n"
     "                   failed, cancelled, lost (repeat it or use commas)\n"
     "  --time           STARTED and ENDED as local times (2026-12-01 18:04:05)\n"
-    "  --color=WHEN     colour the states: auto (on a terminal, unless NO_COLOR is\n"
-    "                   set; the default), always or never\n"
+    "  --color[=WHEN]   colour the states: auto (on a terminal, unless NO_COLOR is\n"
+    "                   set; the default), always (also --color alone) or never;\n"
+    "                   --colour is the same\n"
     "  --limit N        only the newest N tasks (after --state), still oldest first\n"
     "  --all            every task (the default; cancels an earlier --limit)\n"
     "  --state-dir DIR  use the store in DIR\n"
@@ -290,6 +291,8 @@ static int ls_option(listing_t *l, int c, const char *arg) {
     l->ctx.absolute = 1;
     break;
   case 'K':
+    if (!arg) /* --color alone is always, as in GNU ls */
+      arg = "always";
     if (cli_color_parse(arg, &l->color))
       return cli_usage_error("ls", "--color is auto, always or never, not '%s'",
                              cli_quote(arg, q, sizeof q));
@@ -355,8 +358,8 @@ int cmd_ls(int argc, char **argv) {
       {"all", no_argument, NULL, 'a'},
       {"columns", required_argument, NULL, 'c'},
       {"time", no_argument, NULL, 't'},
-      {"color", required_argument, NULL, 'K'},
-      {"colour", required_argument, NULL, 'K'},
+      {"color", optional_argument, NULL, 'K'},
+      {"colour", optional_argument, NULL, 'K'},
       {NULL, 0, NULL, 0},
   };
   cli_opts_t o = CLI_OPTS_READ("ls", usage_text, "", opts);
@@ -364,9 +367,16 @@ int cmd_ls(int argc, char **argv) {
   l.ncols = ls_columns_default(l.cols);
   tfs_store_t *store = NULL;
   int c, code;
-  while ((c = cli_getopt(&o, argc, argv)) > 0)
-    if ((code = ls_option(&l, c, optarg)))
+  while ((c = cli_getopt(&o, argc, argv)) > 0) {
+    const char *arg = optarg;
+    int mode;
+    /* `--color WHEN` as a separate word, as taskfs always read it: ls takes
+     * no operand that could be mistaken for it. */
+    if (c == 'K' && !arg && optind < argc && !cli_color_parse(argv[optind], &mode))
+      arg = argv[optind++];
+    if ((code = ls_option(&l, c, arg)))
       return code;
+  }
   if (c < 0)
     return o.code;
   if ((code = cli_no_operands("ls", argc, argv, "('taskfs show ID' shows one task)")))

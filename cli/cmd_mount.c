@@ -17,26 +17,43 @@
 #include "cli/verbs.h"
 #include "taskfs/mount.h"
 
-static const char usage_text[] =
-    "usage: taskfs mount [--state-dir DIR] [--foreground|-f] [--allow-other] [MOUNTPOINT]\n"
-    "\n"
-    "Mounts the store as files: MOUNTPOINT/tasks/<id>/{record.json,transcript,cancel,owner},\n"
-    "MOUNTPOINT/by-key/<key>, MOUNTPOINT/owner. The default mount point is\n"
-    "$XDG_RUNTIME_DIR/taskfs, else $HOME/taskfs (created if missing). Runs in the\n"
-    "background (logging to syslog) unless --foreground (logging to stderr).\n"
-    "A dead taskfs mount left on MOUNTPOINT (its mount process was killed) is\n"
-    "cleared first. Unmount with 'taskfs umount MOUNTPOINT'.\n"
-    "\n"
-    "  -f, --foreground  serve in this process until unmounted or signalled\n"
-    "  --allow-other     let other users in (needs user_allow_other in\n"
-    "                    /etc/fuse.conf unless run by root)\n"
-    "  --state-dir DIR   mount the store in DIR\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "EXIT STATUS\n"
-    "  0 mounted (--foreground: unmounted cleanly), 100 usage (also: MOUNTPOINT\n"
-    "  does not exist or is not a directory), 111 the mount failed (a live mount is\n"
-    "  already there, no usable /dev/fuse, no fusermount3, ...).\n";
+/* The help; the files of a task's directory are named by core's list of
+ * views (tfs_view_name), the one the mount serves, so the help cannot
+ * miss one (tests/test_cli_terminal.sh compares it with a real mount). */
+static const char *usage_text(void) {
+  static char text[2048];
+  char views[256] = "";
+  size_t n = 0;
+  for (int v = 0; v < TFS_VIEW_COUNT && n < sizeof views; v++)
+    n += (size_t)snprintf(views + n, sizeof views - n, "%s%s", v ? ", " : "",
+                          tfs_view_name((tfs_view_t)v));
+  snprintf(text, sizeof text,
+           "usage: taskfs mount [--state-dir DIR] [--foreground|-f] [--allow-other] "
+           "[MOUNTPOINT]\n"
+           "\n"
+           "Mounts the store as files: MOUNTPOINT/owner, MOUNTPOINT/by-key/<key>,\n"
+           "MOUNTPOINT/queues/<name>/{parallel,paused,tasks}, and MOUNTPOINT/tasks/<id>/\n"
+           "with %s\n"
+           "(stdin only for a task run with --stdin; see taskfs-mount(5)). The default\n"
+           "mount point is $XDG_RUNTIME_DIR/taskfs, else $HOME/taskfs (created if\n"
+           "missing). Runs in the background (logging to syslog) unless --foreground\n"
+           "(logging to stderr). A dead taskfs mount left on MOUNTPOINT (its mount\n"
+           "process was killed) is cleared first. Unmount with 'taskfs umount\n"
+           "[MOUNTPOINT]'.\n"
+           "\n"
+           "  -f, --foreground  serve in this process until unmounted or signalled\n"
+           "  --allow-other     let other users in (needs user_allow_other in\n"
+           "                    /etc/fuse.conf unless run by root)\n"
+           "  --state-dir DIR   mount the store in DIR\n"
+           "  -h, --help        show this help\n"
+           "\n"
+           "EXIT STATUS\n"
+           "  0 mounted (--foreground: unmounted cleanly), 100 usage (also: MOUNTPOINT\n"
+           "  does not exist or is not a directory), 111 the mount failed (a live mount is\n"
+           "  already there, no usable /dev/fuse, no fusermount3, ...).\n",
+           views);
+  return text;
+}
 
 /* Makes path absolute against the current directory (the daemon chdirs to
  * /), without requiring it to exist. */
@@ -135,7 +152,7 @@ int cmd_mount(int argc, char **argv) {
   static const struct option opts[] = {{"foreground", no_argument, NULL, 'f'},
                                        {"allow-other", no_argument, NULL, 'a'},
                                        {NULL, 0, NULL, 0}};
-  cli_opts_t o = CLI_OPTS("mount", usage_text, "f", opts);
+  cli_opts_t o = CLI_OPTS("mount", usage_text(), "f", opts);
   o.flags = CLI_OPT_IN_ORDER;
   char state_abs[PATH_MAX], mnt_abs[PATH_MAX];
   int foreground = 0, allow_other = 0, c;

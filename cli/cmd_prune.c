@@ -74,8 +74,11 @@ int cmd_prune(int argc, char **argv) {
     else if (c == 'o' &&
              (rc = cli_duration_opt("prune", "--older-than", optarg, &po.older_than_ms)))
       return rc;
-    else if (c == 'o' && !po.older_than_ms)
-      return cli_usage_error("prune", "--older-than wants an age above 0, like 30m, 12h or 7d");
+    else if (c == 'o' && (!po.older_than_ms || !tfs_duration_has_unit(optarg)))
+      return cli_usage_error("prune",
+                             "--older-than wants an age above 0 with its unit (" TFS_DURATION_UNITS
+                             "), like 30m, 12h or 7d: '%s' could be seconds or days",
+                             cli_quote(optarg, q, sizeof q));
   }
   if (c < 0)
     return o.code;

@@ -171,51 +171,13 @@ int cli_parse_i64(const char *s, int64_t *out) {
   return 0;
 }
 
-/* Durations, one syntax for every option that takes one: a number, whole
- * or decimal, and a unit: ms, s, m, h or d; a bare number is seconds
- * ("500ms", "10s", "1.5s", "5m", "1h", "7d", "30", "0.5"). Rounds down to whole
- * milliseconds; returns 0 or -1 (negative, empty, junk, overflow). */
-static int parse_duration(const char *s, int64_t *ms_out) {
-  static const struct {
-    const char *name;
-    int64_t ms;
-  } units[] = {{"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
-  int64_t whole = 0, frac = 0, scale = 1;
-  const char *p = s;
-  int digits = 0;
-  if (!s)
-    return -1;
-  for (; *p >= '0' && *p <= '9'; p++, digits++) {
-    if (whole > (INT64_MAX - 9) / 10)
-      return -1;
-    whole = whole * 10 + (*p - '0');
-  }
-  if (*p == '.')
-    for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-      if (scale < 1000000000) { /* digits past the ninth cannot matter */
-        frac = frac * 10 + (*p - '0');
-        scale *= 10;
-      }
-  if (!digits)
-    return -1;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(p, units[i].name))
-      continue;
-    if (whole > INT64_MAX / units[i].ms - 1)
-      return -1;
-    *ms_out = whole * units[i].ms + frac * units[i].ms / scale;
-    return 0;
-  }
-  return -1;
-}
-
 int cli_duration_opt(const char *verb, const char *opt, const char *arg, int64_t *ms_out) {
   char q[96];
-  if (!parse_duration(arg, ms_out))
+  if (!tfs_duration_parse(arg, ms_out))
     return CLI_EXIT_OK;
   return cli_usage_error(verb,
-                         "%s wants a duration like 500ms, 10s, 5m or 1h (a bare number is "
-                         "seconds), not '%s'",
+                         "%s wants a duration: a number with a unit " TFS_DURATION_UNITS
+                         " (a bare number is seconds), like 500ms, 10s, 5m, 1h or 7d; not '%s'",
                          opt, cli_quote(arg, q, sizeof q));
 }
 
@@ -235,13 +197,6 @@ const char *cli_format_duration(int64_t ms, char *buf, size_t len) {
     snprintf(buf + n, len - (size_t)n, "s");
   }
   return buf;
-}
-
-/* The duration grammar is core's (tfs_duration_parse: "500ms", "10s",
- * "5m", "1h", a bare number is seconds), shared with the store's config
- * and the MCP server. */
-int cli_parse_duration(const char *s, int64_t *ms_out) {
-  return tfs_duration_parse(s, ms_out) ? -1 : 0;
 }
 
 int cli_exit_for(int err) {

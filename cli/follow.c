@@ -160,7 +160,9 @@ static int follow_round(follow_t *fl, tfs_store_t *store, const char *id) {
     return cli_exit_for(rc);
   }
   int ended = tfs_state_terminal(rec.state);
-  int64_t n = tfs_follower_next(fl->f, ended, follow_line, fl->o);
+  /* While it runs, a line without its newline is shown as far as it is
+   * written (a prompt: the supervisor writes one after a short quiet). */
+  int64_t n = tfs_follower_next(fl->f, ended ? 1 : 2, follow_line, fl->o);
   int code = -1;
   out_flush(fl->o);
   if (fl->o->err) {

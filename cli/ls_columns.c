@@ -173,6 +173,10 @@ const ls_col_t *ls_column(int col) {
   return col >= 0 && col < C_COUNT ? &cols[col] : NULL;
 }
 
+const char *ls_column_name(unsigned i) {
+  return i < C_COUNT ? cols[i].name : "unknown";
+}
+
 int ls_column_is_command(int col) {
   return col == C_COMMAND;
 }

@@ -36,6 +36,9 @@ int ls_column_is_exit(int col);
 int ls_columns_default(int out[LS_COLS_MAX]);
 /* "id,state,cpu" into out; the count, or -1 with the bad name in bad. */
 int ls_columns_parse(const char *arg, int out[LS_COLS_MAX], char *bad, size_t badlen);
+/* The name of column i for --columns, "unknown" past the last (the
+ * completions offer them). */
+const char *ls_column_name(unsigned i);
 /* Every name, for messages and the help. */
 const char *ls_columns_names(void);
 /* The bytes column col's text for rec may need (a command or a reason

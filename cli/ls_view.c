@@ -10,16 +10,20 @@
 
 #include "cli/ls_view.h"
 
+/* The words of --color, indexed by CLI_COLOR_*. */
+static const char *const color_names[] = {"auto", "always", "never"};
+
+const char *cli_color_name(unsigned i) {
+  return i < sizeof color_names / sizeof *color_names ? color_names[i] : "unknown";
+}
+
 int cli_color_parse(const char *arg, int *mode) {
-  if (!strcmp(arg, "auto"))
-    *mode = CLI_COLOR_AUTO;
-  else if (!strcmp(arg, "always"))
-    *mode = CLI_COLOR_ALWAYS;
-  else if (!strcmp(arg, "never"))
-    *mode = CLI_COLOR_NEVER;
-  else
-    return -1;
-  return 0;
+  for (unsigned i = 0; i < sizeof color_names / sizeof *color_names; i++)
+    if (!strcmp(arg, color_names[i])) {
+      *mode = (int)i;
+      return 0;
+    }
+  return -1;
 }
 
 /* auto: on a terminal, unless NO_COLOR is set to anything (no-color.org);
@@ -95,10 +99,8 @@ void cli_fmt_when(int64_t ms, int64_t now, int absolute, char *buf, size_t len) 
     return;
   }
   if (absolute) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+    char t[TFS_TIME_BUF];
+    snprintf(buf, len, "%s", tfs_time_format_local(ms, t));
     return;
   }
   int64_t s = now > ms ? (now - ms) / 1000 : 0;

@@ -12,6 +12,9 @@ enum { CLI_COLOR_AUTO = 0, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER };
 
 /* --color=auto|always|never; 0 or -1. */
 int cli_color_parse(const char *arg, int *mode);
+/* The word of mode i ("auto", "always", "never"), "unknown" past the last:
+ * what the completions offer. */
+const char *cli_color_name(unsigned i);
 /* Whether to colour what goes to fd. */
 int cli_color_on(int mode, int fd);
 /* The terminal's width, 0 when fd is no terminal. */

@@ -38,7 +38,7 @@ static const verb_t verbs[] = {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: taskfs VERB [OPTIONS] [ARGS]\n"
-               "       taskfs --help | -h | help\n"
+               "       taskfs --help | -h | help [VERB]\n"
                "       taskfs --version | -V | version\n\n"
                "Durable tasks: every task lives in a store on disk, readable and stoppable\n"
                "from any process.\n\nverbs:\n");
@@ -47,7 +47,7 @@ static void usage(FILE *out) {
       fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
   fprintf(out,
           "\nEvery verb takes --help; all but umount take --state-dir DIR. 'taskfs VERB\n"
-          "--help' describes a verb.\n\n"
+          "--help' (or 'taskfs help VERB') describes a verb.\n\n"
           "EXIT STATUS\n"
           "  0 ok, 100 usage, 101 no such task, 111 system failure, 124 a --timeout ran\n"
           "  out; verbs that wait for a task exit with its code (see 'taskfs wait --help').\n");
@@ -106,6 +106,15 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return CLI_EXIT_USAGE;
+  }
+  /* `taskfs help VERB` is `taskfs VERB --help`. */
+  if (!strcmp(argv[1], "help") && argc > 2) {
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+      if (verbs[i].summary && !strcmp(argv[2], verbs[i].name)) {
+        char *args[] = {argv[2], "--help", NULL};
+        return verbs[i].fn(2, args);
+      }
+    return unknown_verb(argv[2]);
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);

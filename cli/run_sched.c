@@ -12,6 +12,13 @@ int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
   char q[96];
   int64_t ms;
   int code;
+  if (c == CLI_OPT_DELAY || c == CLI_OPT_AT) {
+    /* One start time: the second option would silently replace the first. */
+    const char *opt = c == CLI_OPT_AT ? "--at" : "--delay";
+    if (sc->when && strcmp(sc->when, opt))
+      return cli_usage_error("run", "--delay and --at exclude each other: give one start time");
+    sc->when = opt;
+  }
   switch (c) {
   case CLI_OPT_QUEUE:
     if (!tfs_queue_name_valid(arg))

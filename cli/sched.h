@@ -44,6 +44,7 @@ typedef struct {
   size_t nafter, cap;
   char **ids; /* resolved, NULL-terminated */
   int64_t not_before_ms;
+  const char *when; /* "--delay" or "--at", whichever was given */
   int with_stdin;
 } cli_sched_t;
 

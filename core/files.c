@@ -20,6 +20,8 @@ static const char *const file_names[TFS_FILE_COUNT] = {
     [TFS_FILE_SPACE_RESERVE] = "space-reserve",
     [TFS_FILE_CONTROL] = "control",
     [TFS_FILE_STDIN] = "stdin",
+    [TFS_FILE_LINEIDX] = "lines.idx",
+    [TFS_FILE_ANSWER] = "answer.json",
 };
 
 static const char *const view_names[TFS_VIEW_COUNT] = {

@@ -54,6 +54,13 @@ int tfs__open_in_task(tfs_store_t *store, const char *id, const char *name, int 
  * that take a path (inotify). */
 int tfs__task_path(const tfs_store_t *store, const char *id, char *buf, size_t len);
 
+/* Transcript reading shared by core/transcript.c and transcript_tail.c:
+ * the transcript open for reading with its stat (fd -1 and a zero stat
+ * when the task has written nothing yet), and where the last n lines of
+ * [0, size) start, a final line without its newline counting as one. */
+int tfs__transcript_open_read(tfs_store_t *store, const char *id, int *fd, struct stat *st);
+int tfs__tail_start(int fd, off_t size, int64_t n, off_t *start);
+
 /* The reader's piece size: a line longer than this is delivered in pieces
  * (partial = 2 for each non-final piece). */
 #define TFS__PIECE_MAX (1 << 20)

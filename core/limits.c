@@ -69,8 +69,8 @@ int tfs_limits_copy(tfs_limits_t *dst, const tfs_limits_t *src) {
 static const char *const wants[TFS_LIMIT_COUNT] = {
     "a size: a whole number of bytes with an optional K, M, G or T (powers of 1024), like 512M "
     "or 2G",
-    "a CPU time: a number with an optional unit ms, s, m or h (a bare number is seconds), at "
-    "least 1s, like 90s or 10m",
+    "a CPU time: a number with an optional unit " TFS_DURATION_UNITS " (a bare number is "
+    "seconds), at least 1s, like 90s or 10m",
     "a whole number of open files, at least 1",
     "a whole number of processes, at least 1",
     "a size: a whole number of bytes with an optional K, M, G or T (powers of 1024), like 10G",
@@ -168,10 +168,11 @@ int tfs_timeout_parse(const char *text, int64_t *ms, char *why, size_t whylen) {
   if (tfs_duration_parse(text, ms) == 0 && *ms > 0)
     return 0;
   if (why && whylen)
-    snprintf(why, whylen,
-             "timeout '%.64s': a timeout is a duration above 0 with an optional unit ms, s, m or "
-             "h (a bare number is seconds), like 90s or 10m; or none",
-             text ? text : "");
+    snprintf(
+        why, whylen,
+        "timeout '%.64s': a timeout is a duration above 0 with an optional unit " TFS_DURATION_UNITS
+        " (a bare number is seconds), like 90s, 10m or 1d; or none",
+        text ? text : "");
   return TFS_ELIMIT;
 }
 

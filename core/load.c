@@ -194,9 +194,15 @@ int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned fl
   if (!text)
     return -ENOMEM;
   size_t len = strlen(text);
+  /* Only an end is fsynced (the file before the rename, then the task
+   * directory after it): that is what must survive a power loss. Every
+   * earlier state is moot after one (the supervisor is gone: the task
+   * reads lost whatever the record said), so those saves are atomic and
+   * visible at once but leave the disk to its own pace. */
+  int sync = tfs_state_terminal(rec->state) && !(flags & TFS_SAVE_NOSYNC);
   err = len > TFS_RECORD_MAX ? -EFBIG
         : tfs__write_atomic_flags(dfd, TFS__FILE(RECORD), text, len,
-                                  flags & TFS_SAVE_NOSYNC ? TFS__WRITE_NOSYNC : 0, NULL);
+                                  sync ? 0 : TFS__WRITE_NOSYNC, NULL);
   free(text);
   return err;
 }

@@ -272,6 +272,12 @@ void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char 
                c->info.parallel);
     else
       snprintf(buf, len, "%s in queue %s", nth, rec->queue);
+  } else if (!tfs_state_terminal(rec->state) && rec->reason && rec->not_before_ms > 0 &&
+             !strncmp(rec->reason, "waiting until ", 14)) {
+    /* The supervisor's words carry UTC (a record is read everywhere); a
+     * reader is shown its own local time, as --at is written. */
+    char t[TFS_TIME_BUF];
+    snprintf(buf, len, "waiting until %s", tfs_time_format_local(rec->not_before_ms, t));
   } else if (!tfs_state_terminal(rec->state) && rec->reason) {
     snprintf(buf, len, "%s", rec->reason);
   }

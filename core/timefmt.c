@@ -132,3 +132,11 @@ void tfs__sleep_ms(int ms) {
   while (nanosleep(&ts, &ts) && errno == EINTR)
     ;
 }
+
+char *tfs_time_format_local(int64_t ms, char buf[TFS_TIME_BUF]) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  if (!localtime_r(&t, &tm) || !strftime(buf, TFS_TIME_BUF, "%Y-%m-%d %H:%M:%S", &tm))
+    return tfs_time_format(ms, buf);
+  return buf;
+}

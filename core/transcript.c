@@ -5,7 +5,6 @@
 #include "core/internal.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,7 +128,10 @@ static void add_bytes(scan_t *s, const char *p, size_t n) {
 }
 
 static int scan_run(scan_t *s) {
+  tfs_cancel_t *cancel = tfs_scan_cancel_get();
   while (!s->stopped && s->off < s->end) {
+    if (cancel && *cancel)
+      return -ECANCELED;
     size_t want = s->end - s->off > READ_BUF ? READ_BUF : (size_t)(s->end - s->off);
     ssize_t r = pread(s->fd, s->buf, want, s->off);
     if (r < 0) {
@@ -184,6 +186,17 @@ static void scan_flush(scan_t *s) {
   s->seg_start = s->end;
 }
 
+/* Hands out what the open last line holds so far as a piece (partial = 2,
+ * the line's number kept): its rest follows as the same line. */
+static void scan_piece(scan_t *s) {
+  if (s->stopped || s->lineno < s->skip_below || s->acclen == 0)
+    return;
+  emit(s, s->acc, s->acclen, 2);
+  s->seg_start += (off_t)s->acclen;
+  s->acclen = 0;
+  s->midline = 1;
+}
+
 int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_line,
                             int64_t max_lines, tfs_line_cb cb, void *arg) {
   struct stat st;
@@ -200,10 +213,17 @@ int64_t tfs_transcript_read(tfs_store_t *store, const char *id, int64_t from_lin
     return TFS_ECORRUPT;
   if (max_lines == 0)
     return 0;
-  int err = scan_init(&s, fd, 0, st.st_size, 1, cb, arg);
+  /* From the line index's checkpoint at or before from_line: at most an
+   * interval is read before it, not the whole file. */
+  off_t at;
+  int64_t at_line;
+  from_line = from_line < 1 ? 1 : from_line;
+  int err = tfs_lineidx_seek(store, id, fd, &st, from_line, &at, &at_line, tfs_scan_cancel_get());
+  if (!err)
+    err = scan_init(&s, fd, at, st.st_size, at_line, cb, arg);
   if (err)
     return err;
-  s.skip_below = from_line < 1 ? 1 : from_line;
+  s.skip_below = from_line;
   s.max_lines = max_lines;
   err = scan_run(&s);
   if (!err)
@@ -229,209 +249,11 @@ struct tfs_follower {
   off_t old_end; /* last_n = 0 inside a line: the size then (see open) */
 };
 
-/* Where the last n lines of [0, size) start, a final line without its
- * newline counting as one (tail(1)): found by reading backwards from the
- * end in blocks, so a huge file is not read for its tail. n = 0: the end. */
-static int tail_start(int fd, off_t size, int64_t n, off_t *start) {
-  char last;
-  *start = size;
-  if (n <= 0 || size == 0)
-    return 0;
-  if (pread(fd, &last, 1, size - 1) != 1)
-    return -EIO;
-  /* A trailing newline ends the last line; it does not start a new one. */
-  off_t pos = last == '\n' ? size - 1 : size;
-  char *buf = malloc(READ_BUF);
-  if (!buf)
-    return -ENOMEM;
-  int64_t seen = 0;
-  *start = 0;
-  while (pos > 0) {
-    size_t len = pos > READ_BUF ? READ_BUF : (size_t)pos;
-    ssize_t r = pread(fd, buf, len, pos - (off_t)len);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r != (ssize_t)len) {
-      free(buf);
-      return r < 0 ? -errno : -EIO; /* shrank under us */
-    }
-    pos -= (off_t)len;
-    size_t left = len;
-    char *nl;
-    while ((nl = memrchr(buf, '\n', left))) {
-      /* The n-th newline from the end ends the line before our first. */
-      left = (size_t)(nl - buf);
-      if (++seen == n) {
-        *start = pos + (off_t)left + 1;
-        free(buf);
-        return 0;
-      }
-    }
-  }
-  free(buf);
-  return 0;
-}
-
-/* Counts the newlines in [0, end): the line number of the tail's first
- * line. A sequential memchr pass with constant memory. */
-static int count_lines(int fd, off_t end, int64_t *count) {
-  char *buf = malloc(READ_BUF);
-  if (!buf)
-    return -ENOMEM;
-  int64_t c = 0;
-  for (off_t pos = 0; pos < end;) {
-    size_t len = end - pos > READ_BUF ? READ_BUF : (size_t)(end - pos);
-    ssize_t r = pread(fd, buf, len, pos);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      free(buf);
-      return r < 0 ? -errno : -EIO;
-    }
-    for (char *p = buf, *e = buf + r; (p = memchr(p, '\n', (size_t)(e - p))); p++)
-      c++;
-    pos += r;
-  }
-  free(buf);
-  *count = c;
-  return 0;
-}
-
-/* Opens the transcript for reading with its size: 0 and fd -1 when the
- * task has written nothing yet. */
-static int open_read(tfs_store_t *store, const char *id, int *fd, struct stat *st) {
-  *fd = tfs_task_file_open(store, id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
-  if (*fd == -ENOENT) {
-    *fd = -1;
-    memset(st, 0, sizeof *st);
-    return 0;
-  }
-  if (*fd < 0)
-    return *fd;
-  return fstat(*fd, st) ? -errno : 0;
-}
-
-int tfs_transcript_tail(tfs_store_t *store, const char *id, int64_t n, off_t *offset,
-                        int64_t *first_lineno, off_t *size) {
-  struct stat st;
-  int fd TFS_AUTOCLOSE = -1;
-  int64_t before = 0;
-  off_t start = 0;
-  *offset = 0;
-  *first_lineno = 1;
-  if (size)
-    *size = 0;
-  int err = open_read(store, id, &fd, &st);
-  if (err || fd < 0)
-    return err;
-  if (n >= 0 && (err = tail_start(fd, st.st_size, n, &start)))
-    return err;
-  if ((err = count_lines(fd, start, &before)))
-    return err;
-  *offset = start;
-  *first_lineno = before + 1;
-  if (size)
-    *size = st.st_size;
-  return 0;
-}
-
-/* Reads the last max bytes and one more: the byte before the window says
- * whether the window starts a line. The first line that starts inside the
- * window is where the text starts; a window holding no line start (one
- * line longer than max) is kept whole. */
-int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, char **text,
-                              size_t *len, off_t *size) {
-  struct stat st;
-  int fd TFS_AUTOCLOSE = -1;
-  *text = NULL;
-  *len = 0;
-  if (size)
-    *size = 0;
-  int err = open_read(store, id, &fd, &st);
-  if (err)
-    return err;
-  off_t from = fd >= 0 && st.st_size > (off_t)max ? st.st_size - (off_t)max - 1 : 0;
-  size_t want = fd >= 0 ? (size_t)(st.st_size - from) : 0, got = 0;
-  char *buf = malloc(want + 1);
-  if (!buf)
-    return -ENOMEM;
-  while (got < want) {
-    ssize_t r = pread(fd, buf + got, want - got, from + (off_t)got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      free(buf);
-      return -errno;
-    }
-    if (r == 0)
-      break; /* shrank under us: what there is */
-    got += (size_t)r;
-  }
-  size_t start = 0;
-  if (fd >= 0 && st.st_size > (off_t)max && got > 0) {
-    char *nl = memchr(buf, '\n', got);
-    start = nl && nl < buf + got - 1 ? (size_t)(nl - buf) + 1 : 1;
-  }
-  memmove(buf, buf + start, got - start);
-  buf[got - start] = '\0';
-  *text = buf;
-  *len = got - start;
-  if (size)
-    *size = st.st_size;
-  return 0;
-}
-
-/* Writes all of buf to fd (EINTR retried, EAGAIN waited out). */
-static int write_out(int fd, const char *buf, size_t len) {
-  while (len > 0) {
-    ssize_t w = write(fd, buf, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0 && errno == EAGAIN) {
-      struct pollfd p = {.fd = fd, .events = POLLOUT};
-      poll(&p, 1, 1000);
-      continue;
-    }
-    if (w < 0)
-      return -errno;
-    buf += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-int tfs_transcript_copy(tfs_store_t *store, const char *id, int64_t last_n, int out_fd) {
-  struct stat st;
-  int fd TFS_AUTOCLOSE = -1;
-  off_t at = 0;
-  int err = open_read(store, id, &fd, &st);
-  if (err || fd < 0)
-    return err;
-  if (last_n >= 0 && (err = tail_start(fd, st.st_size, last_n, &at)))
-    return err;
-  char *buf TFS_AUTOFREE = malloc(READ_BUF);
-  if (!buf)
-    return -ENOMEM;
-  /* Up to the size at the open: a task writing fast cannot keep us
-   * chasing its output. */
-  while (at < st.st_size && !err) {
-    size_t want = st.st_size - at < READ_BUF ? (size_t)(st.st_size - at) : READ_BUF;
-    ssize_t r = pread(fd, buf, want, at);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return r < 0 ? -errno : 0;
-    at += r;
-    err = write_out(out_fd, buf, (size_t)r);
-  }
-  return err;
-}
-
 /* Puts a new follower at start of the file fd (its stat st): the number
- * of the line there is counted from the file's start. */
+ * of the line there is counted from the line index's checkpoint before. */
 static int follower_place(tfs_follower_t *f, int fd, const struct stat *st, off_t start) {
   int64_t before = 0;
-  int err = count_lines(fd, start, &before);
+  int err = tfs_lineidx_count(f->store, f->id, fd, st, start, &before, tfs_scan_cancel_get());
   f->offset = f->line_end = start;
   f->next_lineno = before + 1;
   f->have_file = 1;
@@ -457,6 +279,14 @@ static tfs_follower_t *follower_new(tfs_store_t *store, const char *id) {
  * it was at the open, it is none of the last 0 lines and is skipped:
  * old_end remembers that size. */
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out) {
+  return tfs_follower_open_upto(store, id, last_n, -1, out);
+}
+
+/* The transcript is taken to end at upto (when it is longer): a follower
+ * opened later, on a thread pool, starts where one opened when upto was
+ * the size would have started. */
+int tfs_follower_open_upto(tfs_store_t *store, const char *id, int64_t last_n, off_t upto,
+                           tfs_follower_t **out) {
   struct stat st;
   *out = NULL;
   int dfd TFS_AUTOCLOSE = tfs__task_dir(store, id);
@@ -466,10 +296,12 @@ int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_fo
   if (!f)
     return -ENOMEM;
   int fd TFS_AUTOCLOSE = -1;
-  int err = last_n >= 0 ? open_read(store, id, &fd, &st) : 0;
+  int err = last_n >= 0 ? tfs__transcript_open_read(store, id, &fd, &st) : 0;
+  if (!err && fd >= 0 && upto >= 0 && upto < st.st_size)
+    st.st_size = upto;
   if (!err && fd >= 0) {
     off_t start;
-    err = tail_start(fd, st.st_size, last_n > 0 ? last_n : 1, &start);
+    err = tfs__tail_start(fd, st.st_size, last_n > 0 ? last_n : 1, &start);
     if (!err && last_n == 0 && start < st.st_size) {
       char last;
       if (pread(fd, &last, 1, st.st_size - 1) == 1 && last == '\n')
@@ -523,7 +355,7 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   f->have_file = 1;
   f->dev = st.st_dev;
   f->ino = st.st_ino;
-  if (st.st_size == f->offset && !(flush_partial && f->midline))
+  if (st.st_size == f->offset && !(flush_partial == 1 && f->midline))
     return 0;
   int err = scan_init(&s, fd, f->offset, st.st_size, f->next_lineno, cb, arg);
   if (err)
@@ -532,8 +364,10 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
   s.skip_below = f->skip_below;
   s.line_end = &f->line_end;
   err = scan_run(&s);
-  if (!err && flush_partial && s.end > f->old_end)
+  if (!err && flush_partial == 1 && s.end > f->old_end)
     scan_flush(&s);
+  else if (!err && flush_partial == 2 && s.end > f->old_end)
+    scan_piece(&s);
   f->offset = f->line_end = s.seg_start;
   f->next_lineno = s.lineno;
   f->midline = s.midline;
@@ -556,7 +390,7 @@ int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_f
   if (dfd < 0)
     return dfd;
   int fd TFS_AUTOCLOSE = -1;
-  int err = open_read(store, id, &fd, &st);
+  int err = tfs__transcript_open_read(store, id, &fd, &st);
   if (err)
     return err;
   tfs_follower_t *f = follower_new(store, id);
@@ -585,6 +419,36 @@ int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_f
       err = follower_place(f, fd, &st, at);
     if (c != '\n')
       f->skip_below = f->next_lineno + 1; /* the rest of a line being written */
+  }
+  if (err) {
+    free(f);
+    return err;
+  }
+  *out = f;
+  return 0;
+}
+
+/* At the line index's checkpoint at or before line lineno, the lines
+ * before lineno counted, not handed out. */
+int tfs_follower_open_line(tfs_store_t *store, const char *id, int64_t lineno,
+                           tfs_follower_t **out) {
+  struct stat st;
+  *out = NULL;
+  int fd TFS_AUTOCLOSE = -1;
+  int err = tfs__transcript_open_read(store, id, &fd, &st);
+  tfs_follower_t *f = err ? NULL : follower_new(store, id);
+  if (!err && !f)
+    err = -ENOMEM;
+  if (!err && fd >= 0) {
+    off_t at;
+    int64_t at_line;
+    err = tfs_lineidx_seek(store, id, fd, &st, lineno, &at, &at_line, tfs_scan_cancel_get());
+    f->offset = f->line_end = at;
+    f->next_lineno = at_line;
+    f->skip_below = lineno;
+    f->have_file = 1;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
   }
   if (err) {
     free(f);

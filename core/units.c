@@ -1,6 +1,6 @@
 /* The units limits are written in, one grammar for every face (taskfs run,
  * taskfs config, <state>/config, the MCP server): durations ("500ms",
- * "10s", "5m", "1h", a bare number is seconds) and sizes ("512M", "2G",
+ * "10s", "5m", "1h", "7d", a bare number is seconds) and sizes ("512M", "2G",
  * powers of 1024). Each formatter writes what its parser reads back. */
 #include "core/internal.h"
 
@@ -49,7 +49,8 @@ int tfs_duration_parse(const char *s, int64_t *ms) {
   static const struct {
     const char *name;
     int64_t ms;
-  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}};
+  } units[] = {{"ms", 1},      {"s", 1000},     {"m", 60000},
+               {"h", 3600000}, {"d", 86400000}, {"", 1000}}; /* as TFS_DURATION_UNITS says */
   int64_t whole, micro;
   if (!s || number(&s, &whole, &micro))
     return -1;
@@ -62,6 +63,12 @@ int tfs_duration_parse(const char *s, int64_t *ms) {
       return 0;
     }
   return -1;
+}
+
+int tfs_duration_has_unit(const char *s) {
+  int64_t ms;
+  size_t n = s ? strlen(s) : 0;
+  return tfs_duration_parse(s, &ms) == 0 && n && (s[n - 1] < '0' || s[n - 1] > '9');
 }
 
 char *tfs_duration_format(int64_t ms, char buf[TFS_DURATION_BUF]) {

@@ -24,6 +24,7 @@ enum {
   A2A_TASK_NOT_CANCELABLE = -32002,
   A2A_PUSH_NOT_SUPPORTED = -32003,
   A2A_UNSUPPORTED_OPERATION = -32004,
+  A2A_CONTENT_TYPE_NOT_SUPPORTED = -32005,
   A2A_VERSION_NOT_SUPPORTED = -32009,
 };
 
@@ -63,6 +64,11 @@ json_t *a2a_status_json(const tfs_record_t *rec);
  * status, metadata.taskfs, and with artifacts the important lines and the
  * transcript's tail (read from the store). */
 json_t *a2a_task_json(tfs_store_t *store, const tfs_record_t *rec, int artifacts);
+/* The same with artifacts, for a stream that goes on from its tail: the
+ * tail ends at a line's end (a last line still being written is left to
+ * the stream), and *end gets the transcript offset where it ends, where
+ * the stream's first chunk begins. */
+json_t *a2a_task_json_at(tfs_store_t *store, const tfs_record_t *rec, off_t *end);
 
 /* The methods that start or stream (a2a_send.c, a2a_stream.c); id is
  * borrowed: a method that answers later keeps its own reference. */

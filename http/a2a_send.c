@@ -184,6 +184,13 @@ static int parse_send(http_req_t *r, json_t *params, send_t *s, char *msg, size_
   size_t i, n = json_array_size(parts);
   for (i = 0; i < n && !json_is_object(json_object_get(json_array_get(parts, i), "data")); i++)
     ;
+  if (i == n && n > 0) {
+    snprintf(msg, msglen,
+             "params.message.parts has no data part: this agent takes application/json (its "
+             "card's input mode), a data part {\"data\": {\"command\": [\"make\", \"test\"], "
+             "\"cwd\": \"/abs/dir\", \"taskKey\": \"name\"}}; it does not read text or files");
+    return A2A_CONTENT_TYPE_NOT_SUPPORTED;
+  }
   if (i == n) {
     snprintf(msg, msglen,
              "params.message.parts needs a data part {\"data\": {\"command\": [\"make\", "

@@ -65,16 +65,21 @@ static void event(follow_t *f, const char *kind, json_t *body) {
 }
 
 /* The lines gathered as one artifact update of the "transcript" artifact
- * (append after the first; lastChunk with the end). */
+ * (append after the first; lastChunk with the end: with nothing gathered
+ * then, an empty chunk says it, so that a client always sees the last). */
 static void flush_lines(follow_t *f, int last) {
   uv_timer_stop(&f->flush);
-  if (!f->len || !f->r)
+  if (!f->r || (!f->len && !last))
     return;
   json_t *part =
-      json_pack("{s:o, s:s}", "text", a2a_text(f->buf, f->len), "mediaType", "text/plain");
-  json_t *art = json_pack("{s:s, s:s, s:[o], s:{s:I, s:I}}", "artifactId", "transcript", "name",
-                          "transcript", "parts", part, "metadata", "firstLine",
-                          (json_int_t)f->first, "lastLine", (json_int_t)f->last);
+      json_pack("{s:o, s:s}", "text", a2a_text(f->len ? f->buf : "", f->len), "mediaType",
+                "text/plain");
+  json_t *art = json_pack("{s:s, s:s, s:[o]}", "artifactId", "transcript", "name", "transcript",
+                          "parts", part);
+  if (f->len) /* an empty last chunk has no lines to number */
+    json_object_set_new(art, "metadata",
+                        json_pack("{s:I, s:I}", "firstLine", (json_int_t)f->first, "lastLine",
+                                  (json_int_t)f->last));
   json_t *body = json_pack("{s:o, s:b}", "artifact", art, "append", f->chunks > 0);
   if (last)
     json_object_set_new(body, "lastChunk", json_true());
@@ -140,9 +145,11 @@ static void send_status(follow_t *f, const tfs_record_t *rec) {
   event(f, "statusUpdate", json_pack("{s:o}", "status", a2a_status_json(rec)));
 }
 
+/* The final status waits for on_end: the last lines, and the chunk that
+ * says lastChunk, go before it. */
 static void on_state(void *arg, const tfs_record_t *rec, const char *json) {
   follow_t *f = arg;
-  if (f->mode == A2A_FOLLOW_STREAM && f->r)
+  if (f->mode == A2A_FOLLOW_STREAM && f->r && !tfs_state_terminal(rec->state))
     send_status(f, rec);
 }
 
@@ -213,13 +220,19 @@ void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode) {
   snprintf(f->tid, sizeof f->tid, "%s", rec->id);
   uv_timer_init(r->srv->loop, &f->flush);
   f->flush.data = f;
-  /* New lines from where the transcript ends now: what came before is in
-   * the Task's tail artifact. */
+  /* A stream goes on exactly where the Task's tail artifact ends (read
+   * first, up to a line's end): no line is skipped or sent twice. A held
+   * call wants no lines: from where the transcript ends now. */
+  json_t *task = NULL;
+  off_t from = 0;
   struct stat st;
-  if (tfs_task_file_stat(store, rec->id, TFS_FILE_TRANSCRIPT, &st))
-    st.st_size = 0;
-  int err = http_follow_start(r->srv, rec->id, st.st_size, &ops, f, &f->fl);
+  if (mode == A2A_FOLLOW_STREAM)
+    task = a2a_task_json_at(store, rec, &from);
+  else if (tfs_task_file_stat(store, rec->id, TFS_FILE_TRANSCRIPT, &st) == 0)
+    from = st.st_size;
+  int err = http_follow_start(r->srv, rec->id, from, &ops, f, &f->fl);
   if (err) {
+    json_decref(task);
     a2a_error(r, id, err == TFS_ENOTASK ? A2A_TASK_NOT_FOUND : A2A_INTERNAL_ERROR,
               "cannot follow task %s: %s", rec->id, tfs_strerror(err));
     follow_close(f);
@@ -232,7 +245,7 @@ void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode) {
   http_stream_start(r, MHD_HTTP_OK, "text/event-stream", on_gone, f);
   http_stream_on_drain(r, on_drain);
   f->sent = a2a_state_wire(rec->state);
-  a2a_stream_event(r, id, json_pack("{s:o}", "task", a2a_task_json(store, rec, 1)));
+  a2a_stream_event(r, id, json_pack("{s:o}", "task", task));
 }
 
 void a2a_subscribe(http_req_t *r, json_t *id, json_t *params) {

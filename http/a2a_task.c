@@ -197,13 +197,23 @@ static json_t *important_artifact(const tfs_record_t *rec) {
                    "parts", parts);
 }
 
-/* The transcript's last whole lines within A2A_TAIL_BYTES. */
-static json_t *tail_artifact(tfs_store_t *store, const tfs_record_t *rec) {
+/* The transcript's last whole lines within A2A_TAIL_BYTES; with end, only
+ * lines that are whole (ending in a newline), and *end the offset after
+ * the last of them. */
+static json_t *tail_artifact(tfs_store_t *store, const tfs_record_t *rec, off_t *end) {
   char *tail = NULL;
   size_t len = 0;
   off_t size = 0;
   if (tfs_transcript_tail_bytes(store, rec->id, A2A_TAIL_BYTES, &tail, &len, &size))
-    len = 0;
+    len = size = 0;
+  if (end) {
+    /* A line still being written goes out whole, in the stream. */
+    size_t whole = len;
+    while (whole && tail[whole - 1] != '\n')
+      whole--;
+    *end = size - (off_t)(len - whole);
+    len = whole;
+  }
   json_t *part =
       json_pack("{s:o, s:s}", "text", a2a_text(tail ? tail : "", len), "mediaType", "text/plain");
   free(tail);
@@ -218,6 +228,13 @@ json_t *a2a_task_json(tfs_store_t *store, const tfs_record_t *rec, int artifacts
                         a2a_status_json(rec), "metadata", task_meta(rec));
   if (artifacts)
     json_object_set_new(t, "artifacts",
-                        json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec)));
+                        json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec, NULL)));
+  return t;
+}
+
+json_t *a2a_task_json_at(tfs_store_t *store, const tfs_record_t *rec, off_t *end) {
+  json_t *t = a2a_task_json(store, rec, 0);
+  json_object_set_new(t, "artifacts",
+                      json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec, end)));
   return t;
 }

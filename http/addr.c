@@ -4,7 +4,9 @@
  * site whose name was made to resolve to this machine (DNS rebinding)
  * reaches nothing: its requests carry its own name. The names are the
  * listen address as given and as resolved; for a loopback address also
- * localhost, 127.0.0.1 and ::1 (what a local client may type); for a
+ * localhost, 127.0.0.1 and ::1 (what a local client may type; localhost
+ * only when the server holds both loopback addresses at its port, or
+ * nobody can hold the other one: issue 26.6, serve.c); for a
  * wildcard address (0.0.0.0, ::) the machine's host name and every local
  * interface address; and the names --allow-host adds. */
 #include <arpa/inet.h>
@@ -139,6 +141,34 @@ int http_addr_from_fd(int fd, http_addr_t *a, char *why, size_t whylen) {
   return 0;
 }
 
+int http_addr_twin(const http_addr_t *a, http_addr_t *twin) {
+  memset(twin, 0, sizeof *twin);
+  twin->port = a->port;
+  if (a->sa.ss_family == AF_INET) {
+    uint32_t ip = ntohl(((struct sockaddr_in *)&a->sa)->sin_addr.s_addr);
+    if (ip != INADDR_LOOPBACK && ip != INADDR_ANY)
+      return -1;
+    struct sockaddr_in6 *t = (struct sockaddr_in6 *)&twin->sa;
+    t->sin6_family = AF_INET6;
+    t->sin6_addr = in6addr_loopback;
+    t->sin6_port = htons((uint16_t)a->port);
+    twin->salen = sizeof *t;
+    snprintf(twin->host, sizeof twin->host, "::1");
+  } else {
+    const struct in6_addr *ip = &((const struct sockaddr_in6 *)&a->sa)->sin6_addr;
+    if (!IN6_IS_ADDR_LOOPBACK(ip) && !IN6_IS_ADDR_UNSPECIFIED(ip))
+      return -1;
+    struct sockaddr_in *t = (struct sockaddr_in *)&twin->sa;
+    t->sin_family = AF_INET;
+    t->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    t->sin_port = htons((uint16_t)a->port);
+    twin->salen = sizeof *t;
+    snprintf(twin->host, sizeof twin->host, "127.0.0.1");
+  }
+  classify(twin);
+  return 0;
+}
+
 void http_addr_url_host(const char *host, char *buf, size_t len) {
   snprintf(buf, len, strchr(host, ':') ? "[%s]" : "%s", host);
 }
@@ -192,10 +222,11 @@ static int add_local(http_names_t *h) {
   return err;
 }
 
-int http_names_build(http_names_t *h, const char *host, int port, const char *const *allow,
-                     size_t nallow) {
+int http_names_build(http_names_t *h, const char *host, int port, int localhost,
+                     const char *const *allow, size_t nallow) {
   memset(h, 0, sizeof *h);
   h->port = port;
+  h->no_localhost = !localhost;
   http_addr_t a;
   char why[256], spec[300];
   snprintf(spec, sizeof spec, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
@@ -208,7 +239,7 @@ int http_names_build(http_names_t *h, const char *host, int port, const char *co
     if (inet_ntop(a.sa.ss_family, p, ip, sizeof ip))
       err = add_str(h, ip);
     static const char *const local[] = {"localhost", "127.0.0.1", "::1"};
-    for (size_t i = 0; !err && (a.loopback || a.wildcard) && i < 3; i++)
+    for (size_t i = !localhost; !err && (a.loopback || a.wildcard) && i < 3; i++)
       err = add_str(h, local[i]);
     if (!err && a.wildcard)
       err = add_local(h);

@@ -26,7 +26,12 @@
  * that has shown the token gets the whole request timeout. So thousands of
  * idle sockets of another user cost the owner nothing: the owner's new
  * connection is accepted at once (MHD never reaches its own limit for
- * them) and shows its token in its first request. */
+ * them) and shows its token in its first request.
+ *
+ * A second listening socket (the loopback address of the other family,
+ * serve.c: issue 26.6) is not MHD's, which takes one: the loop accepts on
+ * it and hands each connection to MHD (MHD_add_connection), where it is
+ * served like any other. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +198,38 @@ static void handle_init(http_server_t *srv, uv_handle_t *h) {
   srv->handles++;
 }
 
+/* Connections on the second listening socket, a few at a time so that
+ * the loop turns. */
+static void on_twin(uv_poll_t *p, int status, int events) {
+  http_server_t *srv = p->data;
+  for (int i = 0; i < 64 && srv->mhd && !srv->stopping; i++) {
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    int fd = accept4(srv->twin_fd, (struct sockaddr *)&sa, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0)
+      break; /* EAGAIN; or EMFILE and the like: the client waits in the backlog */
+    MHD_add_connection(srv->mhd, fd, (struct sockaddr *)&sa, len); /* closes fd on failure */
+  }
+  http_kick(srv);
+}
+
+static void on_twin_closed(uv_handle_t *h) {
+  http_server_t *srv = h->data;
+  close(srv->twin_fd);
+  srv->twin_fd = -1;
+  http_handle_closed(srv);
+}
+
+void http_daemon_twin_close(http_server_t *srv) {
+  if (srv->twin_poll.data == srv) {
+    if (!uv_is_closing((uv_handle_t *)&srv->twin_poll))
+      uv_close((uv_handle_t *)&srv->twin_poll, on_twin_closed);
+  } else if (srv->twin_fd > 0) {
+    close(srv->twin_fd);
+    srv->twin_fd = -1;
+  }
+}
+
 int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen) {
   unsigned timeout_s = (unsigned)((srv->request_timeout_ms + 999) / 1000);
   unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -235,6 +272,10 @@ int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whyle
   uv_timer_init(srv->loop, &srv->stop_timer);
   handle_init(srv, (uv_handle_t *)&srv->stop_timer);
   uv_timer_start(&srv->sweep, on_sweep, 1000, 1000);
+  if (srv->twin_fd > 0 && !uv_poll_init(srv->loop, &srv->twin_poll, srv->twin_fd)) {
+    handle_init(srv, (uv_handle_t *)&srv->twin_poll);
+    uv_poll_start(&srv->twin_poll, UV_READABLE, on_twin);
+  }
   http_daemon_run(srv);
   return 0;
 }

@@ -8,11 +8,14 @@
  * http_follow_resume() when it can: a follow reads no more than its
  * consumer takes, so catching up on a 1 GB transcript never sits in
  * memory. One look hands out at most FOLLOW_BUDGET bytes, then the loop
- * turns before the next. The open itself runs on the loop's thread pool
- * (follow_open_t): it counts the lines before the start, a read of every
- * byte up to there, which on the loop would hold up every request of the
- * server. A stop only marks a follow (a callback may stop its own); what
- * is marked is freed on the next loop turn. */
+ * turns before the next. The open itself is a scan on the loop's thread
+ * pool (follow_open_t, mcp_scan_*: capped in number, queued beyond): it
+ * counts the lines before its start from the line index's checkpoint (the
+ * whole file where the index must be rebuilt), which on the loop would
+ * hold up every request of the server; a follow stopped while it opens
+ * (its client left) cancels that scan. A stop only marks a follow (a
+ * callback may stop its own); what is marked is freed on the next loop
+ * turn. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -126,7 +129,7 @@ static void on_follow_watch(void *arg, unsigned what) {
  * once the feed let go of the follow (http_feed_close): the job then
  * touches nothing but itself. */
 struct follow_open {
-  uv_work_t work;
+  mcp_scan_t *sc;
   http_follow_t *fl;
   tfs_store_t *store;
   char id[TFS_ID_MAX + 1];
@@ -135,17 +138,18 @@ struct follow_open {
   int err;
 };
 
-static void open_work(uv_work_t *w) {
-  follow_open_t *job = w->data;
+static void open_work(void *arg) {
+  follow_open_t *job = arg;
   job->err = tfs_follower_open_at(job->store, job->id, job->from, &job->f);
 }
 
 /* On the loop again: the follow gets its follower and its first look, or
  * ends with the open's error (the task went away since the start); one
  * stopped meanwhile is swept. */
-static void open_done(uv_work_t *w, int status) {
-  follow_open_t *job = w->data;
+static void open_done(void *arg, int status) {
+  follow_open_t *job = arg;
   http_follow_t *fl = job->fl;
+  job->sc = NULL;
   if (status && !job->err)
     job->err = status;
   if (fl) {
@@ -211,14 +215,12 @@ int http_follow_start(http_server_t *srv, const char *id, off_t from, const http
   snprintf(job->id, sizeof job->id, "%s", id);
   job->from = from;
   job->fl = fl;
-  job->work.data = job;
-  /* uv_queue_work fails only for arguments that are wrong. */
-  if ((err = uv_queue_work(srv->loop, &job->work, open_work, open_done))) {
+  if (!(job->sc = mcp_scan_submit(srv->mcp, open_work, open_done, job))) {
     mcp_watch_remove(srv->mcp, fl->l);
     tfs_store_close(job->store);
     free(job);
     free(fl);
-    return err;
+    return -ENOMEM;
   }
   fl->opening = job;
   fd->opens++;
@@ -247,6 +249,10 @@ void http_follow_stop(http_follow_t *fl) {
   mcp_watch_remove(fl->feed->srv->mcp, fl->l);
   fl->l = NULL;
   http_feed_soon(fl->feed);
+  /* Its client left while it opens: the scan stops (open_done, maybe
+   * right here, sweeps it). */
+  if (fl->opening)
+    mcp_scan_cancel(fl->opening->sc);
 }
 
 void http_follows_look(http_feed_t *fd) {
@@ -278,7 +284,8 @@ void http_follows_let_go(http_feed_t *fd) {
   for (http_follow_t *fl = fd->follows; fl; fl = fl->next) {
     http_follow_stop(fl);
     if (fl->opening) {
-      /* Its open is still on the thread pool: the job ends on its own. */
+      /* Its open is still on the thread pool (cancelled by the stop): the
+       * job ends on its own. */
       fl->opening->fl = NULL;
       fl->opening = NULL;
       fd->opens--;

@@ -10,7 +10,13 @@
  * - The token, always (401 without it), loopback included: another local
  *   user can reach 127.0.0.1 as well as we can. Only as "Authorization:
  *   Bearer TOKEN", from MCP hosts, scripts and the viewer's own script
- *   alike; compared in constant time.
+ *   alike; compared in constant time. The 401 says where the token is
+ *   and how to send it (issue 29.5): MCP clients show its body. Its
+ *   challenge is not "Bearer": MCP clients take a Bearer challenge for the
+ *   start of MCP's OAuth authorization (RFC 9728 discovery), which this
+ *   server does not do (its token is set up out of band, an option the
+ *   MCP spec leaves open: authorization is OPTIONAL there). RFC 9110 wants
+ *   a challenge on every 401, so it names a scheme of its own.
  * - No cookie is a credential (issue 26.1): a browser sends a cookie of
  *   127.0.0.1 to every port of it, so another local user's web server
  *   would receive it, whatever its flags. The viewer keeps the token in
@@ -33,6 +39,16 @@ int http_secret_equal(const char *a, size_t alen, const char *b, size_t blen) {
 int http_guard_reach(http_req_t *r) {
   http_server_t *srv = r->srv;
   const char *host = http_header(r, "Host");
+  if (host && srv->names.no_localhost && !strncasecmp(host, "localhost", 9) &&
+      (!host[9] || host[9] == ':')) {
+    http_respond_text(r, MHD_HTTP_MISDIRECTED_REQUEST,
+                      "misdirected request: the name localhost is refused here, since another "
+                      "process holds the other loopback address (127.0.0.1 or [::1]) at port %d "
+                      "and a browser may resolve localhost to it; use %s:%d (the address taskfs "
+                      "serve printed)",
+                      srv->names.port, srv->names.n ? srv->names.names[0] : "?", srv->names.port);
+    return -1;
+  }
   if (!http_names_host_ok(&srv->names, host)) {
     http_respond_text(r, MHD_HTTP_MISDIRECTED_REQUEST,
                       "misdirected request: Host %s%.200s%s is not this server (taskfs serve "
@@ -72,10 +88,14 @@ int http_guard_token(http_req_t *r) {
   const char *t = bearer(http_header(r, "Authorization"), &len);
   if (t && http_secret_equal(t, len, srv->token, srv->token_len))
     return 0;
-  http_add_header(r, "WWW-Authenticate", "Bearer realm=\"taskfs\"");
+  http_add_header(r, "WWW-Authenticate", "taskfs-token realm=\"taskfs\"");
   http_respond_text(r, MHD_HTTP_UNAUTHORIZED,
-                    "unauthorized: %s; send \"Authorization: Bearer TOKEN\" with the token of "
-                    "`taskfs serve` (its token file)",
-                    t ? "wrong token" : "no token");
+                    "unauthorized: %s. Send the header \"Authorization: Bearer TOKEN\" with the "
+                    "token in %s%s (the one `taskfs serve` uses; e.g. curl -H "
+                    "\"Authorization: Bearer $(cat FILE)\"); in a browser, open the login URL "
+                    "`taskfs serve` printed (http://HOST:PORT/#token=...)",
+                    t ? "wrong token" : "no token", srv->token_path ? "the file " : "",
+                    srv->token_path ? srv->token_path
+                                    : "the file given to `taskfs serve --token-file`");
   return -1;
 }

@@ -56,9 +56,13 @@ typedef struct {
   uv_loop_t *loop;
   mcp_server_t *mcp;              /* served at /mcp */
   const char *token;              /* the bearer token (URL-safe text) */
+  const char *token_path;         /* where it is, for the 401's words; NULL: not said */
   int listen_fd;                  /* a listening socket, or -1 (http_server_add_connection) */
+  int twin_fd;                    /* a second one (the other loopback family), which the server
+                                   * takes and closes; 0 or -1: none */
   const char *host;               /* the listen address as given (a name or an address) */
   int port;                       /* its port */
+  int no_localhost;               /* 1: the Host header may not name localhost */
   const char *const *allow_hosts; /* more names the Host header may give */
   size_t n_allow_hosts;
   /* Called once http_server_stop() has finished every request. */

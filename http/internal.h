@@ -58,6 +58,11 @@ int http_addr_parse(const char *spec, http_addr_t *a, char *why, size_t whylen);
 int http_addr_listen(http_addr_t *a, char *why, size_t whylen);
 /* Fills a from a listening socket handed over (socket activation). */
 int http_addr_from_fd(int fd, http_addr_t *a, char *why, size_t whylen);
+/* The loopback address of the other family that `localhost` may resolve
+ * to beside a, at a's port: ::1 beside 127.0.0.1 or 0.0.0.0, 127.0.0.1
+ * beside ::1 or ::. Returns 0, or -1 when a has none (another loopback
+ * address such as 127.0.0.2, an address of the network). */
+int http_addr_twin(const http_addr_t *a, http_addr_t *twin);
 /* host for a URL: "127.0.0.1", "[::1]". */
 void http_addr_url_host(const char *host, char *buf, size_t len);
 
@@ -67,9 +72,12 @@ typedef struct {
   char **names;
   size_t n;
   int port;
+  int no_localhost; /* localhost left out on purpose (http_names_build) */
 } http_names_t;
-int http_names_build(http_names_t *h, const char *host, int port, const char *const *allow,
-                     size_t nallow);
+/* localhost 0: the name localhost is not one of them (another process
+ * holds the loopback address of the other family at the port). */
+int http_names_build(http_names_t *h, const char *host, int port, int localhost,
+                     const char *const *allow, size_t nallow);
 void http_names_free(http_names_t *h);
 /* 1 if the Host header value names this server: one of the names, and
  * the port (absent only when it is 80). */
@@ -90,9 +98,12 @@ struct http_server {
   uv_timer_t kick;      /* an MHD run soon: after a resume */
   uv_timer_t sweep;     /* request deadlines, stream keep-alives */
   uv_timer_t stop_timer;
+  uv_poll_t twin_poll; /* the second listening socket (http_server_config_t) */
+  int twin_fd;
   int handles; /* open uv handles (free waits for their close callbacks) */
   char *token;
   size_t token_len;
+  char *token_path; /* named by the 401 (NULL: "the token file") */
   http_names_t names;
   mcp_server_t *mcp;
   http_mcp_t *mcpx;  /* the MCP face's state (mcp.c) */
@@ -133,6 +144,8 @@ void http_conn_authed(http_server_t *srv, http_conn_t *hc);
 /* The deadline of hc's next request, from now. */
 int64_t http_conn_deadline(const http_server_t *srv, const http_conn_t *hc);
 int http_daemon_start(http_server_t *srv, int listen_fd, char *why, size_t whylen);
+/* No more connections from the second listening socket; it is closed. */
+void http_daemon_twin_close(http_server_t *srv);
 /* One of the server's uv handles has closed; the last one frees it. */
 void http_handle_closed(http_server_t *srv);
 int64_t http_now_ms(void);

@@ -105,7 +105,7 @@ void http_respond_fd(http_req_t *r, unsigned status, const char *ctype, int fd, 
 }
 
 void http_respond_text(http_req_t *r, unsigned status, const char *fmt, ...) {
-  char msg[1024];
+  char msg[5120]; /* room for a path of PATH_MAX in it */
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);

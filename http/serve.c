@@ -92,10 +92,39 @@ static int open_store(const http_serve_opts_t *o, serve_t *sv, tfs_store_t **sto
   return 0;
 }
 
-/* The listening socket. Beyond loopback only with a token the user
+/* The loopback address of the other family at the port (issue 26.6): a
+ * browser may resolve localhost to ::1 as well as to 127.0.0.1, and
+ * whoever held the other one would get what the user meant for us (the
+ * viewer's login URL with its token). So a server on 127.0.0.1 (or
+ * 0.0.0.0) listens on [::1] too, and one on ::1 (or ::) on 127.0.0.1.
+ * Returns the socket, or -1 with *localhost telling whether the name is
+ * still safe: yes when this machine has no such address (nobody can hold
+ * it), no when another process holds it (then it is refused, and said). */
+static int listen_twin(const http_addr_t *a, int *localhost, int quiet) {
+  http_addr_t twin;
+  char why[600];
+  *localhost = 1;
+  if (http_addr_twin(a, &twin))
+    return -1;
+  int fd = http_addr_listen(&twin, why, sizeof why);
+  if (fd >= 0 || fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)
+    return fd;
+  *localhost = 0;
+  char host[300];
+  http_addr_url_host(twin.host, host, sizeof host);
+  if (!quiet)
+    fprintf(stderr,
+            "taskfs serve: cannot listen on %s:%d too (%s): the name localhost is refused, "
+            "since a browser may resolve it to %s and reach whoever holds that\n",
+            host, twin.port, strerror(-fd), host);
+  return -1;
+}
+
+/* The listening sockets. Beyond loopback only with a token the user
  * chose: the generated one is fine on this machine, but a network
  * deserves a decision. */
-static int open_listener(const http_serve_opts_t *o, http_addr_t *a, int *fd) {
+static int open_listener(const http_serve_opts_t *o, http_addr_t *a, int *fd, int *twin_fd,
+                         int *localhost) {
   char why[600];
   int err = o->listen_fd >= 0
                 ? http_addr_from_fd(o->listen_fd, a, why, sizeof why)
@@ -110,11 +139,21 @@ static int open_listener(const http_serve_opts_t *o, http_addr_t *a, int *fd) {
                 a->host, TFS_TOKEN_MIN);
   if (o->listen_fd >= 0) {
     *fd = o->listen_fd;
+    *twin_fd = listen_twin(a, localhost, 0);
     return 0;
   }
-  if ((*fd = http_addr_listen(a, why, sizeof why)) < 0)
-    return fail(o, EXIT_SYSTEM, "%s", why);
-  return 0;
+  /* Port 0: a port free on both addresses (the kernel picks on one). */
+  int any = a->port == 0;
+  for (int tries = 0;; tries++) {
+    if ((*fd = http_addr_listen(a, why, sizeof why)) < 0)
+      return fail(o, EXIT_SYSTEM, "%s", why);
+    int last = !any || tries == 20;
+    *twin_fd = listen_twin(a, localhost, !last);
+    if (*twin_fd >= 0 || *localhost || last)
+      return 0;
+    close(*fd);
+    http_addr_parse(o->listen ? o->listen : HTTP_DEFAULT_LISTEN, a, why, sizeof why);
+  }
 }
 
 /* What the user reads: where it listens, how to reach /mcp and A2A, how
@@ -200,17 +239,25 @@ static void detach(tfs_store_t *store, int ready_fd) {
   close(ready_fd);
 }
 
-static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, int fd,
-                 const char *dir) {
+static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, const char *tokpath,
+                 int fd, int twin_fd, int localhost, const char *dir) {
   char why[600];
   mcp_server_config_t mc = {
       .loop = sv->loop, .state_dir = dir, .role = "serve", .on_idle = on_mcp_idle, .arg = sv};
-  if (mcp_server_open(&mc, &sv->mcp))
+  if (mcp_server_open(&mc, &sv->mcp)) {
+    if (twin_fd >= 0)
+      close(twin_fd);
     return fail(o, EXIT_SYSTEM, "cannot serve the store %s (see above)", dir);
+  }
   http_server_config_t hc = {.loop = sv->loop,
                              .mcp = sv->mcp,
                              .token = sv->token,
+                             /* Beyond loopback, a stranger's 401 does not
+                              * learn the path (--token-file). */
+                             .token_path = a->loopback ? tokpath : NULL,
                              .listen_fd = fd,
+                             .twin_fd = twin_fd,
+                             .no_localhost = !localhost,
                              .host = a->host,
                              .port = a->port,
                              .allow_hosts = o->allow_hosts,
@@ -237,17 +284,17 @@ int http_serve(const http_serve_opts_t *o) {
   tfs_store_t *store = NULL;
   http_addr_t a;
   char tokpath[4200], text[7000];
-  int fd = -1, code;
+  int fd = -1, twin_fd = -1, localhost = 1, code;
   if (!sv)
     return fail(o, EXIT_SYSTEM, "out of memory");
   if ((code = open_store(o, sv, &store, tokpath, sizeof tokpath)) ||
-      (code = open_listener(o, &a, &fd))) {
+      (code = open_listener(o, &a, &fd, &twin_fd, &localhost))) {
     tfs_store_close(store);
     free(sv);
     return code;
   }
   sv->loop = uv_default_loop();
-  if ((code = start(o, sv, &a, fd, tfs_store_path(store)))) {
+  if ((code = start(o, sv, &a, tokpath, fd, twin_fd, localhost, tfs_store_path(store)))) {
     close(fd);
     tfs_store_close(store);
     free(sv);

@@ -25,6 +25,12 @@ int http_server_start(const http_server_config_t *cfg, http_server_t **out, char
     return -ENOMEM;
   }
   srv->token_len = strlen(srv->token);
+  if (cfg->token_path && !(srv->token_path = strdup(cfg->token_path))) {
+    free(srv->token);
+    free(srv);
+    snprintf(why, whylen, "out of memory");
+    return -ENOMEM;
+  }
   srv->loop = cfg->loop;
   srv->mcp = cfg->mcp;
   srv->on_stopped = cfg->on_stopped;
@@ -33,8 +39,9 @@ int http_server_start(const http_server_config_t *cfg, http_server_t **out, char
   srv->header_timeout_ms = env_ms("TASKFS_SERVE_HEADER_TIMEOUT_MS", HTTP_HEADER_TIMEOUT_MS);
   if (srv->header_timeout_ms > srv->request_timeout_ms)
     srv->header_timeout_ms = srv->request_timeout_ms;
-  int err =
-      http_names_build(&srv->names, cfg->host, cfg->port, cfg->allow_hosts, cfg->n_allow_hosts);
+  srv->twin_fd = cfg->twin_fd;
+  int err = http_names_build(&srv->names, cfg->host, cfg->port, !cfg->no_localhost,
+                             cfg->allow_hosts, cfg->n_allow_hosts);
   if (!err)
     err = http_mcp_open(srv);
   if (err) {
@@ -90,6 +97,7 @@ void http_server_stop(http_server_t *srv, int64_t grace_ms) {
   int lfd = srv->mhd ? MHD_quiesce_daemon(srv->mhd) : -1;
   if (lfd >= 0)
     close(lfd);
+  http_daemon_twin_close(srv);
   http_mcp_stop(srv);
   http_feed_stop(srv);
   /* Idle keep-alive connections would never end on their own. */
@@ -103,6 +111,7 @@ void http_handle_closed(http_server_t *srv) {
   if (--srv->handles)
     return;
   http_names_free(&srv->names);
+  free(srv->token_path);
   free(srv->token);
   free(srv);
 }
@@ -123,6 +132,7 @@ void http_server_free(http_server_t *srv) {
   }
   http_mcp_close(srv);
   http_feed_close(srv);
+  http_daemon_twin_close(srv);
   uv_handle_t *hs[] = {(uv_handle_t *)&srv->mhd_poll, (uv_handle_t *)&srv->mhd_timer,
                        (uv_handle_t *)&srv->kick, (uv_handle_t *)&srv->sweep,
                        (uv_handle_t *)&srv->stop_timer};

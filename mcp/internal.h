@@ -31,6 +31,7 @@ typedef struct mcp_pending mcp_pending_t;
 typedef struct mcp_watch mcp_watch_t;
 typedef struct mcp_sub mcp_sub_t;
 typedef struct mcp_until mcp_until_t;
+typedef struct mcp_tail mcp_tail_t;
 typedef struct mcp_pattern mcp_pattern_t;
 
 struct mcp_server {
@@ -51,6 +52,8 @@ struct mcp_server {
   unsigned inflight;        /* requests kept past their handler, all sessions */
   mcp_until_t *match_queue; /* untilPattern batches waiting for the pool (until.c) */
   int matching;             /* and those on it */
+  mcp_scan_t *scan_queue;   /* transcript scans waiting for the pool (scan.c) */
+  int scanning;             /* and those on it */
 };
 
 typedef struct mcp_outreq mcp_outreq_t;
@@ -142,6 +145,7 @@ int mcp_closing(mcp_server_t *srv);
 /* Counts work in flight (a launch on the threadpool) that the end waits
  * for, so that no task is left queued by a server that exits mid-launch. */
 void mcp_hold(mcp_server_t *srv, int delta);
+
 /* Tells the transport, once the server is shutting down and idle. */
 void mcp_server_check_idle(mcp_server_t *srv);
 /* Follows a store that was removed and recreated under a long-running
@@ -160,6 +164,9 @@ void mcp_flight_count(mcp_session_t *s, int delta);
 #define MCP_OVER_SESSION 1
 #define MCP_OVER_SERVER 2
 int mcp_admit_check(const mcp_req_t *r);
+/* Whether r may wait (be parked) within the limits: 1, or 0 when it could
+ * not, also for a request kept only for its first look (pending.c). */
+int mcp_admit_room(const mcp_req_t *r);
 /* Replies -32000 for the limit over names, data {limit, max, inFlight}. */
 void mcp_reply_over(const mcp_req_t *r, int over);
 /* Both: 0, or -1 after replying. */
@@ -436,6 +443,7 @@ typedef struct {
   int64_t max_bytes;
   mcp_pattern_t *pattern; /* untilPattern, until the wait scans with it */
   mcp_until_t *until;     /* the scan of new lines (until.c) */
+  mcp_tail_t *tail;       /* the answer's lines, read on the pool (output.c) */
   int64_t match_line;
   char *match_text;
   /* start_managed_task only */
@@ -506,22 +514,45 @@ void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int6
  * (malloc'ed, or NULL). */
 json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_read_t *ra,
                          int64_t waited_ms, int timed_out, char **text);
+/* Reads the lines of ra's answer about rec on the thread pool (a scan,
+ * scan.c), so that mcp_output_build finds them ready and reads nothing on
+ * the loop. Returns 1 while they are being read (tell(arg) is called when
+ * they are), 0 when they are ready, or not wanted, or the scan could not
+ * start (mcp_output_build then reads them itself). */
+int mcp_output_prepare(mcp_server_t *srv, mcp_read_t *ra, const tfs_record_t *rec,
+                       void (*tell)(void *arg), void *arg);
+/* Lets go of ra's lines; a scan still reading them is cancelled. */
+void mcp_output_tail_free(mcp_tail_t *t);
 
 /* shorten.c: shortens the longest string of fields in the answer o (the
  * argv first to its first arguments, then one string) by about need bytes
  * of result, keeping at least keep bytes and an ellipsis; shortened gets
  * the field's name. Returns 1, or 0 when nothing is longer than keep. */
 int mcp_shorten(json_t *o, const char *const *fields, size_t need, size_t keep, json_t *shortened);
-/* The very last resort, a step at a time: leaves out o's null members and
- * the empty lists of its important lines, then one member after another,
- * least needed first (its name appended to left_out). Returns 1 if that
- * changed anything. */
-int mcp_shorten_compact(json_t *o, json_t *left_out);
+/* Leaves out o's null members and the empty lists of its important lines
+ * (o's own "first" and "last" too, for the important object itself).
+ * Returns 1 if that changed anything. */
+int mcp_shorten_nulls(json_t *o);
+/* Leaves out the first of members that o has; 1, or 0 when none. */
+int mcp_shorten_drop(json_t *o, const char *const *members);
 
 /* ---- the Tasks utility and cancel (tasks.c, tool_cancel.c) ------------ */
 
-/* The MCP task status of a taskfs state (tasks.c: the call's status). */
-const char *mcp_task_status(tfs_state_t s);
+/* The answer's bounds (maxBytes, tailLines) of the call that made task
+ * id, kept with the task for its result (tasks.c); load leaves ra's
+ * defaults when none were kept. */
+void mcp_task_bounds_save(mcp_server_t *srv, const char *id, const mcp_read_t *ra);
+void mcp_task_bounds_load(mcp_server_t *srv, const char *id, mcp_read_t *ra);
+/* What tasks/cancel adds to the server's name in a stop request it
+ * records, so that the MCP task reads cancelled (tasks.c). */
+#define MCP_TASKS_CANCEL " (tasks/cancel)"
+/* The MCP task status of a record (tasks.c: the call's status): working,
+ * completed, or cancelled when tasks/cancel stopped it. */
+const char *mcp_task_status(const tfs_record_t *rec);
+int mcp_task_cancelled_by_requester(const tfs_record_t *rec);
+/* The call's result says isError: the task was stopped by other means
+ * than tasks/cancel (the reason names by whom). */
+int mcp_task_result_is_error(const tfs_record_t *rec);
 /* The MCP Task object of rec, in era (ttl/pollInterval or
  * ttlMs/pollIntervalMs). */
 json_t *mcp_task_object(unsigned era, const tfs_record_t *rec);
@@ -532,7 +563,7 @@ int mcp_task_param(const mcp_req_t *r, json_t *params, tfs_record_t *rec);
 /* tasks/result payload: the CallToolResult of the (start) call, exactly as
  * the plain call answers, with the related-task _meta (structured
  * stolen). */
-json_t *mcp_task_payload(json_t *structured, const char *task_id);
+json_t *mcp_task_payload(json_t *structured, const tfs_record_t *rec);
 /* Records the stop request and parks until the task is terminal, replying
  * as tasks/cancel (mcp_task) or as cancel_managed_task. Returns 1 if the
  * task had already ended (rec filled; nothing replied), 0 if parked, -1 on

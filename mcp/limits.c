@@ -61,6 +61,15 @@ int mcp_admit_check(const mcp_req_t *r) {
   return 0;
 }
 
+int mcp_admit_room(const mcp_req_t *r) {
+  if (!r->kept)
+    return !mcp_admit_check(r);
+  /* Kept, it counts itself: one parked earlier was within the limits then
+   * and stays so; one kept for its first look is over by one. */
+  return r->sess->inflight <= r->srv->lim.requests_per_session &&
+         r->srv->inflight <= r->srv->lim.requests_per_server;
+}
+
 void mcp_reply_over(const mcp_req_t *r, int over) {
   int session = over == MCP_OVER_SESSION;
   unsigned max = session ? r->srv->lim.requests_per_session : r->srv->lim.requests_per_server;

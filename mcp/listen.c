@@ -52,7 +52,7 @@ static void on_task(void *arg, mcp_sub_t *s) {
     tfs_record_free(&rec);
     return;
   }
-  const char *status = mcp_task_status(rec.state);
+  const char *status = mcp_task_status(&rec);
   if (strcmp(status, ls->status)) {
     snprintf(ls->status, sizeof ls->status, "%s", status);
     json_t *t = mcp_task_detailed(&ls->listen->req, &rec);
@@ -124,7 +124,7 @@ static int add_tasks(mcp_listen_t *l, json_t *ids, json_t *ok) {
       tfs_record_free(&rec);
       continue; /* no such task here: not honoured */
     }
-    int err = add(l, NULL, id, MCP_RES_TASK, mcp_task_status(rec.state));
+    int err = add(l, NULL, id, MCP_RES_TASK, mcp_task_status(&rec));
     tfs_record_free(&rec);
     if (err)
       return -1;

@@ -136,6 +136,23 @@ typedef void (*mcp_tasks_fn)(void *arg, const char *id, unsigned what);
 mcp_listener_t *mcp_watch_tasks(mcp_server_t *srv, mcp_tasks_fn fn, void *arg);
 void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l); /* l may be NULL */
 int mcp_watch_tick_ms(mcp_server_t *srv);
+
+/* Transcript scans on the thread pool, capped (scan.c): every face's
+ * tail reads and follow opens. */
+typedef struct mcp_scan mcp_scan_t;
+
+/* Runs run(arg) on the loop's thread pool with a cancel flag of its own
+ * (tfs_scan_cancel_set), after the scans before it when SCAN_JOBS of the
+ * server run already; then done(arg, err) on the loop: err 0, -ECANCELED
+ * (mcp_scan_cancel; run may not have run at all) or a pool error. done is
+ * called exactly once, from mcp_scan_cancel itself for a scan still
+ * queued. NULL: out of memory. */
+mcp_scan_t *mcp_scan_submit(mcp_server_t *srv, void (*run)(void *arg),
+                            void (*done)(void *arg, int err), void *arg);
+/* The scan's client left: a running scan stops at its next block. */
+void mcp_scan_cancel(mcp_scan_t *sc);
+/* Scans of the server on the pool now (not those queued). */
+int mcp_scans_running(const mcp_server_t *srv);
 /* 1 when inotify sees tasks/ appear and go (else only a new listing
  * does: the tick alone, TASKFS_NO_INOTIFY). */
 int mcp_watch_sees_tasks(mcp_server_t *srv);

@@ -60,9 +60,9 @@ static json_t *line_text(const out_line_t *l) {
   return j;
 }
 
-static json_t *important_entry(const tfs_important_line_t *il) {
+static json_t *important_entry(const tfs_important_line_t *il, size_t cut) {
   size_t len = il->text ? strlen(il->text) : 0;
-  char *c = mcp_text_clean(il->text ? il->text : "", len, LINE_CUT);
+  char *c = mcp_text_clean(il->text ? il->text : "", len, cut);
   json_t *j = json_pack("{s:I, s:s, s:s}", "line", (json_int_t)il->line, "kind",
                         tfs_line_kind_name(il->kind), "text", c ? c : "");
   free(c);
@@ -88,6 +88,90 @@ static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mc
   }
 }
 
+/* ---- the lines, read on the thread pool --------------------------------- */
+
+struct mcp_tail {
+  mcp_scan_t *sc;     /* while queued or on the pool */
+  int gone;           /* the read let go: the scan's end frees it */
+  int ready;          /* out holds the lines */
+  int keep_partial;   /* what they were read with (the task had ended) */
+  tfs_store_t *store; /* the thread's own handle */
+  char id[TFS_ID_MAX + 1];
+  mcp_read_t ra; /* tail_lines and since_line only */
+  out_lines_t out;
+  void (*tell)(void *arg);
+  void *arg;
+};
+
+static void tail_destroy(mcp_tail_t *t) {
+  free(t->out.v);
+  tfs_store_close(t->store);
+  free(t);
+}
+
+static void tail_run(void *arg) {
+  mcp_tail_t *t = arg;
+  tfs_record_t rec = {0};
+  snprintf(rec.id, sizeof rec.id, "%s", t->id);
+  collect_output(t->store, &rec, &t->ra, &t->out);
+}
+
+static void tail_done(void *arg, int err) {
+  mcp_tail_t *t = arg;
+  t->sc = NULL;
+  if (t->gone) {
+    tail_destroy(t);
+    return;
+  }
+  t->ready = 1;
+  t->tell(t->arg);
+}
+
+int mcp_output_prepare(mcp_server_t *srv, mcp_read_t *ra, const tfs_record_t *rec,
+                       void (*tell)(void *arg), void *arg) {
+  int keep_partial = tfs_state_terminal(rec->state);
+  mcp_tail_t *t = ra->tail;
+  if (ra->tail_lines <= 0)
+    return 0;
+  if (t && t->sc)
+    return 1;
+  if (t && t->ready && t->keep_partial == keep_partial)
+    return 0;
+  /* None yet, or read before the task ended (its last line without a
+   * newline was left out): read them (again). */
+  mcp_output_tail_free(t);
+  ra->tail = t = calloc(1, sizeof *t);
+  if (!t || tfs_store_reopen(mcp_store(srv), &t->store)) {
+    free(t);
+    ra->tail = NULL;
+    return 0;
+  }
+  snprintf(t->id, sizeof t->id, "%s", rec->id);
+  t->keep_partial = t->out.keep_partial = keep_partial;
+  t->ra.tail_lines = ra->tail_lines;
+  t->ra.since_line = ra->since_line;
+  t->tell = tell;
+  t->arg = arg;
+  t->sc = mcp_scan_submit(srv, tail_run, tail_done, t);
+  if (!t->sc) {
+    tail_destroy(t);
+    ra->tail = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+void mcp_output_tail_free(mcp_tail_t *t) {
+  if (!t)
+    return;
+  if (!t->sc) {
+    tail_destroy(t);
+    return;
+  }
+  t->gone = 1;
+  mcp_scan_cancel(t->sc); /* its end frees t, maybe right here */
+}
+
 /* The important lines shown: the first keep picks of the triage, each in
  * "first" (the lead, its context, the first K) or "last" (the last K), in
  * line order; "lead" names the lead's line. None in a page: the page is
@@ -96,6 +180,7 @@ typedef struct {
   const tfs_important_t *imp;
   tfs_triage_t picks;
   size_t keep;
+  size_t lead_cut; /* bytes kept of the lead's text */
 } shown_t;
 
 static int by_line(const void *a, const void *b) {
@@ -114,7 +199,10 @@ static json_t *important_json(const shown_t *sh) {
   if (order)
     qsort(order, sh->keep, sizeof *order, by_line);
   for (size_t i = 0; order && i < sh->keep; i++)
-    json_array_append_new(order[i]->from_last ? last : first, important_entry(order[i]->line));
+    json_array_append_new(order[i]->from_last ? last : first,
+                          important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD
+                                                              ? sh->lead_cut
+                                                              : LINE_CUT));
   free(order);
   json_t *o = json_pack("{s:I, s:o, s:o}", "total", (json_int_t)sh->imp->total, "first", first,
                         "last", last);
@@ -164,8 +252,8 @@ typedef struct {
   int paging;
   int64_t since_line, tail_from, next_line;
   json_t *shortened; /* the fields shorten.c cut */
-  json_t *left_out;  /* and the members it left out */
-  int compact;       /* the last stage: null members and empty lists left out */
+  size_t left_out;   /* members left out (null members do not count) */
+  int compact;       /* figures are going: null members and empty lists too */
 } trim_t;
 
 /* Drops one tail line: the oldest of a tail, the newest of a page (the
@@ -186,20 +274,32 @@ static void drop_tail_line(trim_t *t) {
 static const char *const long_fields[] = {"command", "cwd", "reason", "match", NULL};
 static const char *const all_fields[] = {"command", "cwd",  "reason", "match",
                                          "taskKey", "hint", NULL};
+#define LONG_KEEP 200 /* a long string is cut to this before any figure goes */
 #define SHORT_KEEP 24
+#define LEAD_MIN 64 /* the lead's text is cut down to this before it goes */
 
-/* One step of trimming; 0 when nothing is left to trim. The order: tail
- * lines (down to TAIL_KEPT_PLAIN, and to TAIL_KEPT when there are important
- * lines to show), the important lines the triage put last, down
- * to the lead and its context, the long strings, the rest of the tail, the
- * context from its end, every string, and only then the lead itself (the
- * one line most needed), before the bare answer is compacted. */
+/* Members left out, in this order: first the figures (timestamps, what
+ * the task used, how the wait went), which say least about what went
+ * wrong; then what the caller knows already or the state says. The task,
+ * its state, exit and reason, the lead and where the output stands stay. */
+static const char *const figures[] = {
+    "cpuMs",   "maxRssKb", "createdAt", "startedAt", "bytes",   "restarts", "waitedMs",
+    "cwdFrom", "cwdNote",  "existing",  "started",   "endedAt", "durationMs", NULL};
+static const char *const minor[] = {"hint",     "match",   "command", "cwd",
+                                    "timedOut", "taskKey", "signal",  NULL};
+static const char *const last_members[] = {"reason", NULL};
+
+/* One step of trimming; 0 when nothing is left to trim. Triage order: the
+ * tail (down to TAIL_KEPT_PLAIN lines, to TAIL_KEPT when there are
+ * important lines to show), the important lines the triage put last, long
+ * strings down to LONG_KEEP, then the figures, the rest of the tail, the
+ * strings down to SHORT_KEEP, the context from its end, every string, the
+ * minor members; the lead line is cut (never below LEAD_MIN bytes and an
+ * ellipsis) only then, and goes only when even that does not fit. */
 static int trim_step(trim_t *t, size_t over) {
   shown_t *sh = t->shown;
   size_t ntail = json_array_size(t->tail);
   size_t floor = t->essential > 0 ? t->essential : 1;
-  /* Three tail lines stay until the long strings are shortened; with
-   * important lines to show, the tail goes down to TAIL_KEPT first. */
   if (ntail > TAIL_KEPT_PLAIN || (ntail > TAIL_KEPT && sh->keep)) {
     drop_tail_line(t);
     return 1;
@@ -208,49 +308,85 @@ static int trim_step(trim_t *t, size_t over) {
     sh->keep--; /* an "other" line */
     return 2;
   }
-  if (mcp_shorten(t->o, long_fields, over, SHORT_KEEP, t->shortened))
+  if (mcp_shorten(t->o, long_fields, over, LONG_KEEP, t->shortened))
     return 3;
+  t->compact = 1;
+  if (mcp_shorten_nulls(t->o))
+    return 3;
+  if (mcp_shorten_drop(t->o, figures)) {
+    t->left_out++;
+    return 3;
+  }
   if (ntail) {
     drop_tail_line(t);
     return 1;
   }
+  if (mcp_shorten(t->o, long_fields, over, SHORT_KEEP, t->shortened))
+    return 3;
   if (sh->keep > 1) {
     sh->keep--; /* the context, from its end */
     return 2;
   }
   if (mcp_shorten(t->o, all_fields, over, 0, t->shortened))
     return 3;
+  if (mcp_shorten_drop(t->o, minor)) {
+    t->left_out++;
+    return 3;
+  }
+  if (sh->keep && sh->lead_cut > LEAD_MIN) {
+    /* A byte of text takes two to seven of result (both copies, a quote
+     * escaped twice in the text copy): cut gently, so that no more goes
+     * than has to. */
+    size_t cut = over / 7 + 4;
+    sh->lead_cut = sh->lead_cut > LEAD_MIN + cut ? sh->lead_cut - cut : LEAD_MIN;
+    return 3;
+  }
+  if (mcp_shorten_drop(t->o, last_members)) {
+    t->left_out++;
+    return 3;
+  }
   if (sh->keep) {
     sh->keep--;
     return 2;
   }
-  t->compact = 1; /* the important lists are empty now: compaction may remove them */
-  return mcp_shorten_compact(t->o, t->left_out) ? 3 : 0;
+  return 0;
 }
 
-/* Trims (trim_step) until the whole tools/call result fits max_bytes.
- * Returns the compact dump of what is left (malloc'ed, or NULL), made for
- * the size check and reused for the reply. */
+/* Trims (trim_step) until the whole tools/call result fits max_bytes; the
+ * omitted note is part of what is measured. Returns the compact dump of
+ * what is left (malloc'ed, or NULL), made for the size check and reused
+ * for the reply. */
 static char *trim_to_bound(trim_t *t, int64_t max_bytes) {
   size_t dropped_tail = 0, dropped_imp = 0;
   char *text = NULL;
   for (;;) {
-    if (!t->compact)
-      json_object_set_new(t->o, "important", important_json(t->shown));
+    json_t *imp = important_json(t->shown);
+    if (t->compact)
+      mcp_shorten_nulls(imp);
+    json_object_set_new(t->o, "important", imp);
     size_t ntail = json_array_size(t->tail);
     if (ntail || !t->compact)
       json_object_set_new(t->o, "tailFrom", ntail ? json_integer(t->tail_from) : json_null());
+    else
+      json_object_del(t->o, "tailFrom");
     json_object_set_new(t->o, "nextLine", json_integer(t->next_line));
-    if (dropped_tail || dropped_imp || json_array_size(t->shortened) ||
-        json_array_size(t->left_out)) {
-      json_t *om = json_pack("{s:I, s:I}", "tailLines", (json_int_t)dropped_tail, "importantLines",
-                             (json_int_t)dropped_imp);
-      if (!t->compact)
-        json_object_set_new(om, "why", json_string("the maxBytes bound; page with sinceLine"));
-      if (json_array_size(t->shortened))
-        json_object_set(om, "shortened", t->shortened);
-      if (json_array_size(t->left_out))
-        json_object_set(om, "fields", t->left_out);
+    if (dropped_tail || dropped_imp || json_array_size(t->shortened) || t->left_out) {
+      json_t *om = json_object(); /* what was dropped; zeros are not sent */
+      if (dropped_tail)
+        json_object_set_new(om, "tailLines", json_integer((json_int_t)dropped_tail));
+      if (dropped_imp)
+        json_object_set_new(om, "importantLines", json_integer((json_int_t)dropped_imp));
+      json_t *cut = json_array(), *e; /* of the members still there */
+      size_t i;
+      json_array_foreach(t->shortened, i, e) {
+        if (json_object_get(t->o, json_string_value(e)))
+          json_array_append(cut, e);
+      }
+      if (json_array_size(cut))
+        json_object_set(om, "shortened", cut);
+      json_decref(cut);
+      if (t->left_out)
+        json_object_set_new(om, "fields", json_integer((json_int_t)t->left_out));
       json_object_set_new(t->o, "omitted", om);
     }
     free(text);
@@ -273,10 +409,17 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
   int terminal = tfs_state_terminal(rec->state);
   int paging = ra->since_line >= 0;
   out_lines_t out = {.keep_partial = terminal};
-  collect_output(mcp_store(srv), rec, ra, &out);
+  mcp_tail_t *ready = ra->tail;
+  if (ready && ready->ready && ready->keep_partial == terminal) {
+    out = ready->out; /* read on the pool (mcp_output_prepare) */
+    ready->out = (out_lines_t){0};
+    ready->ready = 0;
+  } else {
+    collect_output(mcp_store(srv), rec, ra, &out);
+  }
   /* The picks that can fit at all: half the bound (the text goes out
    * twice, as text and as structured content), less for a page. */
-  shown_t sh = {.imp = &rec->important};
+  shown_t sh = {.imp = &rec->important, .lead_cut = LINE_CUT};
   if (!paging)
     tfs_triage_select(&rec->important, (size_t)(ra->max_bytes - (int64_t)ra->extra_bytes) / 2,
                       PICK_COST, &sh.picks);
@@ -297,7 +440,6 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
       .paging = paging,
       .since_line = ra->since_line,
       .shortened = json_array(),
-      .left_out = json_array(),
       .tail_from = out.n ? out.v[0].line : 0,
       .next_line = out.n ? out.v[out.n - 1].line : (paging ? ra->since_line : rec->lines),
   };
@@ -305,7 +447,6 @@ json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_r
   add_wait_fields(o, ra, terminal, waited_ms, timed_out);
   *text = trim_to_bound(&t, ra->max_bytes - (int64_t)ra->extra_bytes);
   json_decref(t.shortened);
-  json_decref(t.left_out);
   tfs_triage_free(&sh.picks);
   return o;
 }

@@ -3,9 +3,8 @@
  * match, at the end even the key and the hint -- are shortened with an
  * ellipsis, and the answer's omitted.shortened names each one, so that
  * the bound holds for any task (a 3000-byte command, a cwd deep in a
- * tree). At the smallest bounds (the answer goes out twice: structured
- * and as text) members are left out, least needed first, and
- * omitted.fields names them. */
+ * tree). The members an answer can lose are output.c's lists, in
+ * triage order; these are the steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,15 +101,7 @@ int mcp_shorten(json_t *o, const char *const *fields, size_t need, size_t keep, 
   return 1;
 }
 
-/* Members an answer can lose last, least needed first: what remains is
- * the task, its state and exit, where the output stands and the note. */
-static const char *const droppable[] = {
-    "waitedMs", "timedOut",   "cpuMs",    "maxRssKb", "cwdFrom",   "cwdNote",
-    "existing", "started",    "restarts", "bytes",    "startedAt", "createdAt",
-    "endedAt",  "durationMs", "signal",   "command",  "cwd",       "reason",
-    "hint",     "match",      "taskKey",  NULL};
-
-int mcp_shorten_compact(json_t *o, json_t *left_out) {
+int mcp_shorten_nulls(json_t *o) {
   int changed = 0;
   const char *key;
   json_t *v, *tmp;
@@ -122,18 +113,22 @@ int mcp_shorten_compact(json_t *o, json_t *left_out) {
   }
   json_t *imp = json_object_get(o, "important");
   static const char *const lists[] = {"first", "last"};
-  for (int i = 0; i < 2; i++)
-    if (json_is_array(json_object_get(imp, lists[i])) &&
-        !json_array_size(json_object_get(imp, lists[i]))) {
-      json_object_del(imp, lists[i]);
-      changed = 1;
-    }
-  if (changed)
-    return 1;
-  for (const char *const *f = droppable; *f; f++)
+  for (int j = 0; j < 2; j++) {
+    json_t *in = j ? o : imp;
+    for (int i = 0; i < 2; i++)
+      if (json_is_array(json_object_get(in, lists[i])) &&
+          !json_array_size(json_object_get(in, lists[i]))) {
+        json_object_del(in, lists[i]);
+        changed = 1;
+      }
+  }
+  return changed;
+}
+
+int mcp_shorten_drop(json_t *o, const char *const *members) {
+  for (const char *const *f = members; *f; f++)
     if (json_object_get(o, *f)) {
       json_object_del(o, *f);
-      json_array_append_new(left_out, json_string(*f));
       return 1;
     }
   return 0;

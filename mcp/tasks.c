@@ -11,9 +11,11 @@
  * task that ran); cancelled when it was cancelled. failed is left for a
  * call that ends in a JSON-RPC error, which a start never does once its
  * task exists. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp/internal.h"
 
@@ -24,17 +26,32 @@
 
 static const char related_task_key[] = "io.modelcontextprotocol/related-task";
 
-const char *mcp_task_status(tfs_state_t s) {
-  switch (s) {
+/* A stop requested through tasks/cancel names itself so (MCP_TASKS_CANCEL
+ * in the record's cancel.by): the requester cancelled the call, and the
+ * MCP task reads cancelled, as the spec has it after tasks/cancel. A task
+ * stopped any other way (cancel_managed_task, the CLI, another client)
+ * ended the call with an answer: the MCP task is completed, and its result
+ * says isError with the reason (SDK 1's callToolStream turns a cancelled
+ * status into an error without the result). */
+int mcp_task_cancelled_by_requester(const tfs_record_t *rec) {
+  return rec->state == TFS_CANCELLED && rec->cancel_by && strstr(rec->cancel_by, MCP_TASKS_CANCEL);
+}
+
+const char *mcp_task_status(const tfs_record_t *rec) {
+  switch (rec->state) {
   case TFS_QUEUED:
   case TFS_RUNNING:
   case TFS_PAUSED:
     return "working";
   case TFS_CANCELLED:
-    return "cancelled";
+    return mcp_task_cancelled_by_requester(rec) ? "cancelled" : "completed";
   default:
     return "completed";
   }
+}
+
+int mcp_task_result_is_error(const tfs_record_t *rec) {
+  return rec->state == TFS_CANCELLED && !mcp_task_cancelled_by_requester(rec);
 }
 
 json_t *mcp_task_object(unsigned era, const tfs_record_t *rec) {
@@ -53,7 +70,7 @@ json_t *mcp_task_object(unsigned era, const tfs_record_t *rec) {
   /* Tasks are kept until pruned: no ttl. The names are the era's. */
   int modern = era == MCP_ERA_MODERN;
   json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:n, s:i}", "taskId", rec->id, "status",
-                        mcp_task_status(rec->state), "statusMessage", clean ? clean : "",
+                        mcp_task_status(rec), "statusMessage", clean ? clean : "",
                         "createdAt", mcp_time_or_null(rec->created_ms), "lastUpdatedAt",
                         mcp_time_or_null(updated), modern ? "ttlMs" : "ttl",
                         modern ? "pollIntervalMs" : "pollInterval", POLL_INTERVAL_MS);
@@ -102,6 +119,40 @@ static int task_id_param(const mcp_req_t *r, json_t *params, char id[TFS_ID_MAX 
   return 0;
 }
 
+/* The bounds the call that made a task asked for (maxBytes, tailLines)
+ * are kept with the task, so that its result -- tasks/result, or the
+ * 2026-07-28 tasks/get, from any server on the store -- keeps them as the
+ * plain call does. A task made without them answers with the defaults. */
+void mcp_task_bounds_save(mcp_server_t *srv, const char *id, const mcp_read_t *ra) {
+  int fd = tfs_task_file_open(mcp_store(srv), id, TFS_FILE_ANSWER, O_WRONLY | O_CREAT | O_TRUNC,
+                              0644);
+  if (fd < 0)
+    return; /* the defaults then: a larger answer, never a wrong one */
+  json_t *b = json_pack("{s:I, s:I}", "maxBytes", (json_int_t)ra->max_bytes, "tailLines",
+                        (json_int_t)ra->tail_lines);
+  if (b)
+    json_dumpfd(b, fd, JSON_COMPACT);
+  json_decref(b);
+  close(fd);
+}
+
+void mcp_task_bounds_load(mcp_server_t *srv, const char *id, mcp_read_t *ra) {
+  int fd = tfs_task_file_open(mcp_store(srv), id, TFS_FILE_ANSWER, O_RDONLY, 0);
+  if (fd < 0)
+    return;
+  json_t *b = json_loadfd(fd, 0, NULL);
+  close(fd);
+  json_int_t mb = json_integer_value(json_object_get(b, "maxBytes"));
+  json_int_t tl = json_integer_value(json_object_get(b, "tailLines"));
+  /* The schema's bounds (schema.c): a file changed by hand is not trusted
+   * beyond them. */
+  if (mb >= 1024 && mb <= 262144)
+    ra->max_bytes = mb;
+  if (tl >= 0 && tl <= 1000)
+    ra->tail_lines = tl;
+  json_decref(b);
+}
+
 void mcp_tasks_get(const mcp_req_t *r, json_t *params) {
   tfs_record_t rec;
   if (mcp_task_param(r, params, &rec))
@@ -121,6 +172,7 @@ void mcp_tasks_result(const mcp_req_t *r, json_t *params) {
   }
   ra->task_result = 1;
   ra->is_start = 1;
+  mcp_task_bounds_load(r->srv, task_id, ra);
   ra->extra_bytes += RELATED_TASK_BYTES;
   mcp_read_park(r, task_id, ra, -1); /* no deadline: until terminal */
 }
@@ -147,13 +199,14 @@ void mcp_tasks_cancel(const mcp_req_t *r, json_t *params) {
     mcp_reply_error(r, MCP_RPC_INVALID_PARAMS,
                     "task %s has already ended (%s); a task in a terminal status cannot be "
                     "cancelled",
-                    task_id, mcp_task_status(rec.state));
+                    task_id, mcp_task_status(&rec));
     tfs_record_free(&rec);
   }
 }
 
-json_t *mcp_task_payload(json_t *structured, const char *task_id) {
-  json_t *res = mcp_call_result(structured, 0);
+json_t *mcp_task_payload(json_t *structured, const tfs_record_t *rec) {
+  const char *task_id = rec->id;
+  json_t *res = mcp_call_result(structured, mcp_task_result_is_error(rec));
   json_object_set_new(res, "_meta", json_pack("{s:{s:s}}", related_task_key, "taskId", task_id));
   return res;
 }

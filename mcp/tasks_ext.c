@@ -23,19 +23,20 @@ static json_t *final_result(const mcp_req_t *r, const tfs_record_t *rec) {
   if (!ra)
     return NULL;
   ra->is_start = 1;
+  mcp_task_bounds_load(r->srv, rec->id, ra);
   ra->extra_bytes = NESTED_TYPE_BYTES; /* not the era's tail: the task wraps it */
   char *text = NULL;
   json_t *o = mcp_output_build(r->srv, rec, ra, 0, 0, &text);
   free(text);
   mcp_read_free(ra);
-  json_t *res = mcp_call_result(o, 0);
+  json_t *res = mcp_call_result(o, mcp_task_result_is_error(rec));
   json_object_set_new(res, "resultType", json_string("complete"));
   return res;
 }
 
 json_t *mcp_task_detailed(const mcp_req_t *r, const tfs_record_t *rec) {
   json_t *t = mcp_task_object(MCP_ERA_MODERN, rec);
-  if (strcmp(mcp_task_status(rec->state), "completed"))
+  if (strcmp(mcp_task_status(rec), "completed"))
     return t;
   json_t *res = final_result(r, rec);
   if (!res) {
@@ -68,7 +69,9 @@ void mcp_tasks_cancel_ext(const mcp_req_t *r, json_t *params) {
   int ended = tfs_state_terminal(rec.state);
   tfs_record_free(&rec);
   const char *id = json_string_value(json_object_get(params, "taskId"));
-  int err = ended ? 0 : tfs_cancel_request(mcp_store(r->srv), id, mcp_who(r->srv));
+  char who[160];
+  snprintf(who, sizeof who, "%s" MCP_TASKS_CANCEL, mcp_who(r->srv));
+  int err = ended ? 0 : tfs_cancel_request(mcp_store(r->srv), id, who);
   if (err && err != TFS_EFINISHED) {
     mcp_reply_error(r, MCP_RPC_INTERNAL_ERROR, "could not record the stop request: %s",
                     tfs_strerror(err));

@@ -69,7 +69,9 @@ int mcp_cancel_start(const mcp_req_t *r, const char *task_id, int mcp_task, tfs_
   int64_t wait = rec->grace_ms + CANCEL_SLACK_MS;
   if (wait > MCP_WAIT_CAP_MS || wait < 0)
     wait = MCP_WAIT_CAP_MS;
-  int err = tfs_cancel_request(store, task_id, mcp_who(r->srv));
+  char who[160];
+  snprintf(who, sizeof who, "%s%s", mcp_who(r->srv), mcp_task ? MCP_TASKS_CANCEL : "");
+  int err = tfs_cancel_request(store, task_id, who);
   tfs_record_free(rec);
   if (err == TFS_EFINISHED) {
     if (tfs_task_ended(store, task_id, rec) >= 0)

@@ -30,6 +30,7 @@ void mcp_read_free(mcp_read_t *ra) {
     return;
   mcp_pattern_free(ra->pattern);
   mcp_until_free(ra->until);
+  mcp_output_tail_free(ra->tail);
   free(ra->match_text);
   free(ra);
 }
@@ -109,11 +110,17 @@ static int check_read(const mcp_req_t *r, void *data, const mcp_look_t *lk) {
                     lk->task_id);
     return MCP_CHECK_DONE;
   }
+  /* The lines of the answer are read on the thread pool, never here;
+   * only a final look (the server ends) or one with no room to wait (the
+   * limits on requests in flight) reads them at once. */
+  if (!lk->final && mcp_admit_room(r) &&
+      mcp_output_prepare(r->srv, ra, lk->rec, tell_wait, lk->wait))
+    return MCP_CHECK_LATER;
   char *text;
   json_t *o = mcp_output_build(r->srv, lk->rec, ra, lk->waited_ms, !done, &text);
   if (ra->task_result) {
     free(text);
-    mcp_reply(r, mcp_task_payload(o, lk->rec->id));
+    mcp_reply(r, mcp_task_payload(o, lk->rec));
   } else {
     mcp_reply_result(r, o, text);
   }

@@ -3,8 +3,9 @@
  * is created (or found by its key, a stranded one adopted) on the loop,
  * and its supervisor launched on the thread pool with a store handle of
  * the launch's own; the answer then waits like a read. A task-augmented
- * call (legacy params.task; in 2026-07-28 a request that declared the
- * tasks extension and launches a task) is answered with the task at once. */
+ * call (2025-11-25 params.task) is answered with the task at once; in
+ * 2026-07-28 every start answers with its result, whose taskId the tasks
+ * extension's methods take. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -344,16 +345,10 @@ static int launch(const mcp_req_t *r, launch_t *l) {
   return err;
 }
 
-/* Task-augmented: the answer is the durable task, at once. Legacy tasks
- * begin working (2025-11-25 lifecycle) even when the key named a task that
- * has ended: the first tasks/get then reads its end. */
+/* Task-augmented (2025-11-25 params.task): the answer is the durable task,
+ * at once. Tasks begin working (the 2025-11-25 lifecycle) even when the key
+ * named a task that has ended: the first tasks/get then reads its end. */
 static void reply_created(const mcp_req_t *r, const tfs_record_t *rec) {
-  if (r->era == MCP_ERA_MODERN) {
-    json_t *t = mcp_task_object(r->era, rec);
-    json_object_set_new(t, "resultType", json_string("task"));
-    mcp_reply(r, t);
-    return;
-  }
   json_t *t = mcp_task_object(r->era, rec);
   json_object_set_new(t, "status", json_string("working"));
   mcp_reply(r, json_pack("{s:o}", "task", t));
@@ -370,11 +365,18 @@ static void start_run(const mcp_req_t *r, launch_t *l, int aug) {
   }
   l->ra->is_start = 1;
   l->ra->existing = l->st.existed;
-  /* 2026-07-28: the server decides; a task is made for what this call
-   * launches, when the request can take one. */
-  if (r->era == MCP_ERA_MODERN)
-    aug = (r->caps & MCP_CAP_TASKS) && l->st.launch;
+  /* 2026-07-28: the server decides, and answers with the result: the v2
+   * client takes no "task" result from tools/call (its callTool refuses
+   * it), while the answer's taskId is the MCP task id that tasks/get,
+   * tasks/cancel and listen's taskIds take. The call's bounds are kept
+   * for the result tasks/get inlines. */
+  if (r->era == MCP_ERA_MODERN) {
+    if ((r->caps & MCP_CAP_TASKS) && l->st.launch)
+      mcp_task_bounds_save(r->srv, l->st.id, l->ra);
+    aug = 0;
+  }
   if (aug) {
+    mcp_task_bounds_save(r->srv, l->st.id, l->ra);
     reply_created(r, &l->st.rec);
     mcp_read_free(l->ra);
     l->ra = NULL;

@@ -13,9 +13,15 @@
  * launches. Memory: one batch per read while it is matched, none while
  * it waits for output.
  *
- * A scan freed while its batch runs (the read was answered or dropped) is
- * freed by the batch's end; the server waits for running batches before
- * it ends (mcp_hold). */
+ * The follower's open (the number of the line where the new lines start,
+ * or where sinceLine's next line starts: the line index, the whole file
+ * where the index must be rebuilt) is one of the server's transcript scans
+ * (scan.c), as of the transcript's size when the call began, so no line
+ * written meanwhile is missed; lines are read once it is done.
+ *
+ * A scan freed while its batch or its open runs (the read was answered or
+ * dropped) is freed by their end (the open is cancelled); the server waits
+ * for running batches before it ends (mcp_hold). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +65,38 @@ struct mcp_until {
   void *tell_arg;
   mcp_until_t *qnext;
   uv_work_t work;
+  /* The follower's open on the pool (open_run), while it runs. */
+  mcp_scan_t *opening;
+  tfs_store_t *ostore; /* the thread's handle */
+  char id[TFS_ID_MAX + 1];
+  off_t upto; /* the transcript's size when the call began */
 };
 
-static int skip_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
-  return 0;
+static void destroy(mcp_until_t *u);
+
+/* On the pool: the follower where the new lines start (after sinceLine:
+ * from the line index's checkpoint before it; else as of the size when
+ * the call began, so a line finished then is not new). Without a follower
+ * (the task cannot be read) nothing is scanned. */
+static void open_run(void *arg) {
+  mcp_until_t *u = arg;
+  if (u->after > 0)
+    tfs_follower_open_line(u->ostore, u->id, u->after + 1, &u->fol);
+  else
+    tfs_follower_open_upto(u->ostore, u->id, 0, u->upto, &u->fol);
+}
+
+static void open_done(void *arg, int err) {
+  mcp_until_t *u = arg;
+  u->opening = NULL;
+  if (u->fol)
+    tfs_follower_rebind(u->fol, mcp_store(u->srv));
+  tfs_store_close(u->ostore);
+  u->ostore = NULL;
+  if (u->orphan)
+    destroy(u);
+  else if (u->tell)
+    u->tell(u->tell_arg); /* lines can be read now */
 }
 
 mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *task_id,
@@ -75,17 +109,26 @@ mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *ta
   u->srv = srv;
   u->pat = pat;
   u->after = after;
-  /* Without a follower (the task cannot be read) nothing is scanned. A
-   * line finished while the call began is not new (only lines after it
-   * count). */
-  if (tfs_follower_open(mcp_store(srv), task_id, last_n, &u->fol) == 0 && last_n == 0)
-    tfs_follower_next(u->fol, 0, skip_line, NULL);
+  snprintf(u->id, sizeof u->id, "%s", task_id);
+  if (last_n < 0 && after <= 0) {
+    /* From line 1 (a task this call started): nothing to count. */
+    tfs_follower_open(mcp_store(srv), task_id, -1, &u->fol);
+    return u;
+  }
+  struct stat st;
+  u->upto = tfs_task_file_stat(mcp_store(srv), task_id, TFS_FILE_TRANSCRIPT, &st) ? 0 : st.st_size;
+  if (tfs_store_reopen(mcp_store(srv), &u->ostore) == 0 &&
+      !(u->opening = mcp_scan_submit(srv, open_run, open_done, u))) {
+    tfs_store_close(u->ostore);
+    u->ostore = NULL;
+  }
   return u;
 }
 
 static void destroy(mcp_until_t *u) {
   if (u->fol)
     tfs_follower_close(u->fol);
+  tfs_store_close(u->ostore);
   mcp_pattern_free(u->pat);
   free(u->buf);
   free(u->lines);
@@ -112,6 +155,11 @@ static void enqueue(mcp_until_t *u) {
 void mcp_until_free(mcp_until_t *u) {
   if (!u)
     return;
+  if (u->opening) {
+    u->orphan = 1; /* the open's end frees it, maybe right here */
+    mcp_scan_cancel(u->opening);
+    return;
+  }
   if (u->state == RUNNING) {
     u->orphan = 1; /* the batch's end frees it */
     return;
@@ -259,8 +307,8 @@ int mcp_until_feed(mcp_until_t *u, int terminal, void (*tell)(void *arg), void *
   u->tell_arg = arg;
   if (u->match_line || u->error)
     return 0;
-  if (u->state != IDLE)
-    return 1;
+  if (u->state != IDLE || u->opening)
+    return 1; /* open_done tells when lines can be read */
   if (!fill(u))
     return 0;
   enqueue(u);

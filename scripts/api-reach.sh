@@ -16,7 +16,10 @@ set -eu
 
 B=${1:-build-reach}
 MAKE=${MAKE:-make}
-$MAKE -s -j2 BUILD="$B" OPT="-O0 -ffunction-sections" LDFLAGS="-Wl,--gc-sections" \
+# FACES=static: the faces linked in, as one binary, so that what they call
+# counts as reached (the shipped binary loads them from taskfs-faces.so and
+# holds core whole for it).
+$MAKE -s -j2 BUILD="$B" FACES=static OPT="-O0 -ffunction-sections" LDFLAGS="-Wl,--gc-sections" \
   "$B/taskfs" >/dev/null
 
 tmp=$(mktemp -d)

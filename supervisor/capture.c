@@ -18,6 +18,11 @@
  * SUP_CAPTURE_FEED_MAX bytes), found 64 bytes at a time: a flood of lines
  * too short to be important costs a popcount per block.
  *
+ * A line without a newline that stays alone in its buffer (a prompt:
+ * `printf 'Continue? '`) is written after a short quiet (pipes.c calls
+ * sup_capture_flush_partial): it is then an open line, as a long line's
+ * first piece is, and what comes later continues it.
+ *
  * Line numbers count lines as they start, so a final line without a newline
  * counts too, matching tfs_transcript_read(). With stderr split, lines from
  * stderr are listed in the sidecar tasks/<id>/stderr-lines as ranges
@@ -187,6 +192,8 @@ static int put(sup_capture_t *c, const char *data, size_t len) {
   }
   c->bytes += (int64_t)len;
   note_boundary(c, at, data, len);
+  /* The line index hook: every landed write, in order (lineidx.h). */
+  tfs_lineidx_feed(c->lidx, at, data, len);
   return 0;
 }
 
@@ -373,6 +380,18 @@ void sup_capture_pending(sup_capture_t *c, int st) {
   sup_capture_commit(c, st, 0);
   if (s->eof && s->len)
     write_piece(c, st);
+}
+
+int sup_capture_flush_partial(sup_capture_t *c, int st) {
+  sup_cap_stream_t *s = &c->s[st];
+  int holder = sup_capture_holder(c);
+  /* With stderr split, only once the other stream has ended: an open line
+   * holds the other stream back, and a cut would add a newline the program
+   * did not write. */
+  if (!s->len || s->skip || !c->s[!st].eof || (holder >= 0 && holder != st))
+    return 0;
+  write_piece(c, st);
+  return 1;
 }
 
 void sup_capture_eof(sup_capture_t *c, int st) {

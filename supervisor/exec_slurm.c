@@ -32,7 +32,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -155,6 +157,56 @@ static const char *last_line(char *text) {
   return nl ? nl + 1 : text;
 }
 
+/* A controller that answered `scontrol ping` is trusted for PING_FRESH_MS
+ * by every supervisor of the store: STORE/.slurm-checked holds what the
+ * answer was for (the SLURM_CONF path, that file's inode and mtime), and
+ * its own mtime says when. A start within that time skips the ping (a
+ * client's fork and exec and a round trip to slurmctld); another SLURM_CONF,
+ * or the file edited, asks again. A controller that went down meanwhile is
+ * still told: srun fails, and the squeue that follows names it. */
+#define PING_FRESH_MS 30000
+#define PING_STAMP ".slurm-checked"
+
+static void ping_key(char *const *env, char *key, size_t size) {
+  const char *conf = "/etc/slurm/slurm.conf";
+  for (size_t i = 0; env[i]; i++)
+    if (!strncmp(env[i], "SLURM_CONF=", 11))
+      conf = env[i] + 11;
+  struct stat st;
+  if (stat(conf, &st))
+    memset(&st, 0, sizeof st);
+  snprintf(key, size, "%s %llu %lld.%09ld\n", conf, (unsigned long long)st.st_ino,
+           (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+static int ping_fresh(sup_t *s, const char *key) {
+  char path[PATH_MAX], got[PATH_MAX + 64];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", tfs_store_path(s->store), PING_STAMP);
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return 0;
+  int ok = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+           tfs_now_ms() - ((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000) <
+               PING_FRESH_MS &&
+           fgets(got, sizeof got, f) && !strcmp(got, key);
+  fclose(f);
+  return ok;
+}
+
+/* Written whole (a temp file renamed over it): a reader never sees half. */
+static void ping_remember(sup_t *s, const char *key) {
+  char path[PATH_MAX], tmp[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/%s", tfs_store_path(s->store), PING_STAMP);
+  snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+  FILE *f = fopen(tmp, "wxe");
+  if (!f)
+    return;
+  int ok = fputs(key, f) >= 0;
+  if (fclose(f) || !ok || rename(tmp, path))
+    unlink(tmp);
+}
+
 static int slurm_spawn(sup_t *s, char *why, size_t whylen) {
   const char *cmd = s->rec.argv[0];
   char out[1024], opt_why[512];
@@ -175,8 +227,11 @@ static int slurm_spawn(sup_t *s, char *why, size_t whylen) {
                cmd, need[i]);
       return -1;
     }
-  char *ping[] = {sl.scontrol, "ping", NULL};
-  int rc = sup_command(ping, sl.env, HELPER_MS, out, sizeof out);
+  char *ping[] = {sl.scontrol, "ping", NULL}, key[PATH_MAX + 64];
+  ping_key(sl.env, key, sizeof key);
+  int rc = 0;
+  if (!ping_fresh(s, key) && (rc = sup_command(ping, sl.env, HELPER_MS, out, sizeof out)) == 0)
+    ping_remember(s, key);
   if (rc != 0) {
     snprintf(why, whylen,
              "cannot start '%s' on slurm: slurmctld is unreachable (`scontrol ping`: %s); "

@@ -43,6 +43,10 @@ typedef struct {
   int64_t lost_bytes;   /* output lost to write errors, in whole lines */
   int64_t lost_lines;
   int64_t lost_first_ms, lost_last_ms;
+  /* The transcript's line index (core/lineidx.c), fed every write that
+   * lands (put()); NULL: none is kept. Whatever capture becomes, every
+   * byte that reaches the transcript must be fed to it, in order. */
+  tfs_lineidx_writer_t *lidx;
   int last_err;      /* the last write error (negative errno), 0 if none */
   int open_stream;   /* stream whose line is open at the transcript's end, or -1 */
   int64_t err_first; /* stderr line range not yet written to the sidecar */
@@ -69,6 +73,12 @@ void sup_capture_eof(sup_capture_t *c, int st);
 /* Writes what stream st kept back while the other stream was mid-line. Call
  * for both streams whenever the holder may have changed. */
 void sup_capture_pending(sup_capture_t *c, int st);
+/* Writes the incomplete line stream st holds as the start of an open line
+ * (a prompt that waits for its answer): the line counts now, its rest
+ * continues it when it comes. Only for the one stream left: the merged
+ * stream (the default), or with stderr split once the other one ended.
+ * Returns 1 if it wrote. */
+int sup_capture_flush_partial(sup_capture_t *c, int st);
 /* The stream in the middle of a long line (the other one must not be read
  * until it ends), or -1. */
 int sup_capture_holder(const sup_capture_t *c);

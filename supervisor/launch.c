@@ -6,7 +6,8 @@
  * acquire a terminal) and is reparented away from the launcher. The
  * grandchild sets stdin/stdout to /dev/null, stderr to
  * tasks/<id>/supervisor.log, marks every other fd close-on-exec, resets
- * signal dispositions and the mask, and execs `taskfs supervise`.
+ * signal dispositions and the mask, and execs `taskfs supervise`: the
+ * light taskfs-supervise binary where it is installed (supervisor_exe()).
  *
  * Everything the children need (argv, open fds) is prepared before fork:
  * between fork and exec only async-signal-safe calls are made, so a
@@ -181,6 +182,7 @@ static int wait_started(tfs_store_t *store, const char *id, tfs_watch_t *w, int6
  * fork and exec. */
 typedef struct {
   const char *exe;
+  char exebuf[PATH_MAX];
   char *argv[8];
   char envarg[16];
   int envfd, devnull, logfd, st[2]; /* st: the exec status pipe */
@@ -195,13 +197,35 @@ static void spawn_close(spawn_t *sp) {
   }
 }
 
+/* The binary a start execs: the light taskfs-supervise (core and the
+ * supervisor only) where it is installed with this one, beside it (the
+ * build tree) or in ../libexec/taskfs/ (make install, the package); else
+ * this very binary, whose hidden `supervise` verb is the same code. The
+ * path comes from where this binary is, never from the environment. */
+static const char *supervisor_exe(char *buf, size_t size) {
+  static const char *const rel[] = {"/taskfs-supervise", "/../libexec/taskfs/taskfs-supervise"};
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) {
+      *slash = 0;
+      for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+        if ((size_t)snprintf(buf, size, "%s%s", self, rel[i]) < size && access(buf, X_OK) == 0)
+          return buf;
+    }
+  }
+  return "/proc/self/exe";
+}
+
 static int spawn_prepare(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
                          spawn_t *sp) {
   memset(sp, 0, sizeof *sp);
   sp->envfd = sp->devnull = sp->logfd = sp->st[0] = sp->st[1] = -1;
   sp->exe = opts && opts->exe ? opts->exe : getenv("TASKFS_SUPERVISOR_EXE");
   if (!sp->exe || !*sp->exe)
-    sp->exe = "/proc/self/exe";
+    sp->exe = supervisor_exe(sp->exebuf, sizeof sp->exebuf);
   int err = env_memfd(opts ? opts->env : NULL, &sp->envfd);
   if (err)
     return err;

@@ -7,7 +7,8 @@
  * held stream has output waiting for HOLD_MAX_MS the long line is cut (a
  * writer blocked on the full pipe may be what keeps the long line from
  * ending). A pipe still open once the worker's tree is gone (a process
- * outside the tree holds it) is closed after DRAIN_MS.
+ * outside the tree holds it) is closed after DRAIN_MS. A line left without
+ * its newline is written after PARTIAL_QUIET_MS of quiet (a prompt).
  */
 #include "supervisor/sup.h"
 
@@ -23,6 +24,11 @@
 #define PACE_GAP_NS 1000000
 #define PACE_MS 1
 #define PACE_PIPE (1 << 20)
+/* A line without a newline (a prompt) goes to the transcript once its
+ * stream has been quiet this long, and at the latest PARTIAL_MAX_MS after
+ * its first unwritten byte (dots of progress every few ms). */
+#define PARTIAL_QUIET_MS 50
+#define PARTIAL_MAX_MS 500
 
 static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
 static void update_reading(sup_t *s);
@@ -167,6 +173,38 @@ static void pace(sup_t *s, int i, size_t n, size_t offered) {
     uv_timer_start(&s->pace_timer, on_pace_timer, PACE_MS, 0);
 }
 
+/* Writes what each stream holds of an unfinished line: the followers, the
+ * mount and the viewer see a prompt that waits for its answer. */
+static void on_partial_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  int wrote = 0;
+  s->partial_since_ms = 0;
+  for (int i = 0; i < 2; i++)
+    wrote |= sup_capture_flush_partial(&s->cap, i);
+  if (wrote)
+    sup_mark_dirty(s);
+  update_reading(s);
+}
+
+/* After a read: (re)arms the quiet timer while a stream holds part of a
+ * line, PARTIAL_QUIET_MS from now but no later than PARTIAL_MAX_MS after
+ * the first byte still waiting. */
+static void arm_partial(sup_t *s) {
+  const sup_cap_stream_t *c = s->cap.s;
+  if (!(c[0].len && c[1].eof) && !(c[1].len && c[0].eof)) {
+    s->partial_since_ms = 0;
+    uv_timer_stop(&s->partial_timer);
+    return;
+  }
+  int64_t now = (int64_t)uv_now(&s->loop);
+  if (!s->partial_since_ms)
+    s->partial_since_ms = now;
+  int64_t due = now + PARTIAL_QUIET_MS;
+  if (due > s->partial_since_ms + PARTIAL_MAX_MS)
+    due = s->partial_since_ms + PARTIAL_MAX_MS;
+  uv_timer_start(&s->partial_timer, on_partial_timer, (uint64_t)(due > now ? due - now : 0), 0);
+}
+
 static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
   sup_t *s = h->data;
   int i = stream_of(s, (uv_handle_t *)h);
@@ -175,6 +213,7 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
     sup_capture_commit(&s->cap, i, (size_t)nread);
     sup_mark_dirty(s);
     pace(s, i, (size_t)nread, offered);
+    arm_partial(s);
   } else if (nread == UV_ENOBUFS)
     ; /* held back: update_reading stops this pipe */
   else if (nread < 0) {
@@ -196,7 +235,8 @@ void sup_pipes_init(sup_t *s) {
   uv_timer_init(&s->loop, &s->hold_timer);
   uv_timer_init(&s->loop, &s->drain_timer);
   uv_timer_init(&s->loop, &s->pace_timer);
-  s->hold_timer.data = s->drain_timer.data = s->pace_timer.data = s;
+  uv_timer_init(&s->loop, &s->partial_timer);
+  s->hold_timer.data = s->drain_timer.data = s->pace_timer.data = s->partial_timer.data = s;
 }
 
 void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {

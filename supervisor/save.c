@@ -2,8 +2,10 @@
  * by a one-shot timer that output arms, aliveAt by a slow periodic check,
  * and the final save that records the end.
  *
- * Each save is fsynced (tfs_task_save), so an idle supervisor must not save
- * often: a thousand idle tasks would mean hundreds of fsyncs a second. A
+ * Only the final save is fsynced (tfs_task_save: an end must survive a
+ * power loss), but every save is a file written and renamed, so an idle
+ * supervisor must not save often: a thousand idle tasks would mean
+ * thousands of writes a second. A
  * preallocated space-reserve file is deleted just before the final save,
  * so the end lands even when the worker's output filled the disk.
  */

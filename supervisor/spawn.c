@@ -159,7 +159,6 @@ static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p) {
   s->rec.worker_pgid = pid;
   memset(&s->worker_memcg, 0, sizeof s->worker_memcg);
   tfs_memcg_read(pid, &s->worker_memcg); /* to tell an OOM kill at its end */
-  sup_sentinel_start(s);
   sup_pipes_open(s, p->out[0], p->err[0]);
   p->out[0] = p->err[0] = -1;
 }
@@ -218,4 +217,10 @@ void sup_start_worker(sup_t *s) {
   sup_limits_worker_started(s);
   sup_log(s, "worker %d started (%s)", (int)s->worker, tfs_engine_name(s->rec.exec.engine));
   sup_save(s);
+  /* After the save that says running (what `run` waits for), so the
+   * launcher does not wait for this fork too. The worker is unreaped until
+   * the loop runs again, so its group still exists for the sentinel to
+   * join; until then the worker dies with us (its death signal). */
+  if (s->phase != PH_DONE)
+    sup_sentinel_start(s);
 }

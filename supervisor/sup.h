@@ -54,6 +54,10 @@ typedef struct sup_s {
   int reading[2];
   uv_timer_t hold_timer, drain_timer;
   uv_timer_t pace_timer; /* while it runs, no pipe is read (a flood) */
+  /* A line without a newline is written after PARTIAL_QUIET_MS of quiet
+   * (a prompt); partial_since_ms: when the oldest unwritten byte came. */
+  uv_timer_t partial_timer;
+  int64_t partial_since_ms;
   int pacing_ok;         /* the pipes were made large enough to pause */
   uint64_t last_read_ns[2];
   uint64_t calm_until_ns; /* no pause before this (the pipe nearly filled) */

@@ -68,7 +68,7 @@ static void usage(FILE *out) {
 typedef struct {
   const char *dir;
   const char *id;
-  int env_fd; /* -1: no overrides */
+  int env_fd;       /* -1: no overrides */
   const char *kick; /* --queue-kick QUEUE (with --slot-fd N): sched.c */
   int slot_fd;
 } args_t;
@@ -228,6 +228,11 @@ static int open_output(sup_t *s) {
                              s->rec.bytes);
   if (err)
     return fail_setup(s, "cannot set up: %s", tfs_strerror(err));
+  /* The line index is the supervisor's to write while it lives (it holds
+   * the lock); without one, readers only count more. */
+  err = tfs_lineidx_writer_open(s->store, s->id, s->tx_fd, 0, &s->cap.lidx);
+  if (err)
+    sup_log(s, "cannot keep the transcript's line index: %s", tfs_strerror(err));
   return -1;
 }
 
@@ -297,6 +302,7 @@ static void cleanup(sup_t *s) {
   if (s->bell_fd >= 0)
     close(s->bell_fd);
   sup_capture_free(&s->cap);
+  tfs_lineidx_writer_close(s->cap.lidx);
   tfs_record_free(&s->rec);
   tfs_store_close(s->store);
 }

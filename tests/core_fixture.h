@@ -41,7 +41,7 @@ static __attribute__((unused)) void fx_teardown(void) {
   fx_nkids = 0;
   tfs_store_close(fx_store);
   fx_store = NULL;
-  tu_rmrf(fx_dir);
+  tu_cleanup_dir(fx_dir);
   free(fx_dir);
   fx_dir = NULL;
 }

@@ -74,7 +74,7 @@ static __attribute__((unused)) void fx_close(void) {
   uv_run(&F.loop, UV_RUN_NOWAIT);
   cr_assert_eq(uv_loop_close(&F.loop), 0, "no handle is left open");
   tfs_store_close(F.store);
-  tu_rmrf(F.dir);
+  tu_cleanup_dir(F.dir);
   free(F.dir);
 }
 

@@ -34,7 +34,7 @@ static tfs_store_t *sx_store;
 
 /* Reads /proc/<pid>/cmdline with NULs turned into spaces. */
 static SX_UNUSED int sx_cmdline(const char *pid, char *buf, size_t len) {
-  char path[64];
+  char path[300]; /* room for any d_name */
   snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -71,7 +71,7 @@ static SX_UNUSED int sx_each_proc(int (*fn)(pid_t pid, const char *name, void *a
 
 /* 1 if the process is a zombie (dead, only not reaped yet). */
 static SX_UNUSED int sx_zombie(const char *name) {
-  char path[64], buf[512];
+  char path[300], buf[512];
   snprintf(path, sizeof path, "/proc/%s/stat", name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -89,7 +89,7 @@ static SX_UNUSED int sx_zombie(const char *name) {
  * another checkout running the same tests at the same time is not
  * counted. */
 static SX_UNUSED int in_test_dir(const char *name) {
-  char path[64], cwd[PATH_MAX];
+  char path[300], cwd[PATH_MAX];
   snprintf(path, sizeof path, "/proc/%s/cwd", name);
   ssize_t n = readlink(path, cwd, sizeof cwd - 1);
   if (n <= 0)
@@ -126,19 +126,6 @@ static int kill_cmd_here(pid_t pid, const char *name, void *arg) {
   return in_test_dir(name) ? kill_cmd(pid, name, arg) : 0;
 }
 
-static int kill_in_dir(pid_t pid, const char *name, void *arg) {
-  char path[64], cwd[PATH_MAX];
-  const char *dir = arg;
-  snprintf(path, sizeof path, "/proc/%s/cwd", name);
-  ssize_t n = readlink(path, cwd, sizeof cwd - 1);
-  if (n <= 0)
-    return 0;
-  cwd[n] = 0;
-  if (!strncmp(cwd, dir, strlen(dir)))
-    kill(pid, SIGKILL);
-  return 0;
-}
-
 static SX_UNUSED void sx_kill_procs_with(const char *needle) {
   sx_each_proc(kill_cmd_here, (void *)needle);
 }
@@ -173,15 +160,14 @@ static void sx_teardown(void) {
     tfs_ids_free(ids, n);
     tu_wait_until(none_alive, NULL, 10000);
   }
-  /* Whatever is left: supervisors of this store, workers in this dir. */
-  sx_each_proc(kill_cmd, sx_state);
-  sx_each_proc(kill_in_dir, sx_tmp);
   /* A test may have mounted a small file system here. */
   tu_sh(NULL, "umount -l '%s/small' 2>/dev/null", sx_tmp);
   if (sx_store)
     tfs_store_close(sx_store);
   sx_store = NULL;
-  tu_rmrf(sx_tmp);
+  /* Whatever is left: supervisors of this store, their tasks, workers in
+   * this dir. */
+  tu_cleanup_dir(sx_tmp);
   free(sx_tmp);
   free(sx_state);
 }

@@ -8,7 +8,8 @@ set -eu
 top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-cli-terminal-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# A mount this test made is gone even when a check fails.
+trap 'fusermount3 -uz "$tmp/rt/taskfs" 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
 export TASKFS_STATE_DIR=$tmp/state HOME=$tmp
 unset NO_COLOR || true
@@ -98,6 +99,49 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev
   check "prune --older-than on a read-only store: 111" sh -c "[ \$(grep -c '^rc=111' '$tmp/out') = 2 ]"
 else
   echo "skip: a read-only store needs root and unshare -m"
+fi
+
+# ---- one duration syntax (issue 30 item 6), --at (item 8)
+check "run --timeout 1d" code 0 "$bin" run --wait --timeout 1d true
+check "config set timeout 1d" code 0 "$bin" config set timeout 1d
+"$bin" config unset timeout >/dev/null
+check "run --limit cpu=1d" code 0 "$bin" run --wait --limit cpu=1d true
+check "run --grace 1.5d" code 0 "$bin" run --wait --grace 1.5d true
+check "wait --timeout 1d" code 0 "$bin" wait --timeout 1d "$printer"
+check "prune --older-than 7d" code 0 "$bin" prune --older-than 7d
+check "prune --older-than 5 (no unit) is a usage error" code 100 "$bin" prune --older-than 5
+check "it asks for the unit" has "$tmp/err" "with its unit"
+check "run --timeout 5x is a usage error naming the units" code 100 "$bin" run --timeout 5x true
+check "the units are the parser's" has "$tmp/err" "ms, s, m, h or d"
+check "run --delay 5s --at 12:00 is a usage error" code 100 "$bin" run --delay 5s --at 12:00 true
+check "run --at 12:00 --delay 5s is a usage error" code 100 "$bin" run --at 12:00 --delay 5s true
+check "run --at in local time (TZ=Asia/Tokyo)" code 0 env TZ=Asia/Tokyo "$bin" run --at 2099-01-01T00:00:00Z true
+at_id=$(cat "$tmp/out")
+check "run --at says the local time, not UTC" has "$tmp/err" "waiting until 2099-01-01 09:00:00"
+TZ=Asia/Tokyo "$bin" ls --state queued >"$tmp/out"
+check "ls shows the local time of --at" has "$tmp/out" "waiting until 2099-01-01 09:00:00"
+"$bin" cancel "$at_id" >/dev/null 2>&1 || true
+
+# ---- umount, help VERB, ls --color (issue 30 item 14)
+"$bin" help run >"$tmp/out"
+check "taskfs help run prints run's help" sh -c "'$bin' run --help | cmp -s - '$tmp/out'"
+check "taskfs help nosuch is a usage error" code 100 "$bin" help nosuch
+"$bin" ls --color >"$tmp/out"
+check "ls --color alone colours, as GNU ls's --color" has "$tmp/out" "$esc[32mcompleted"
+check "ls --color never still reads its value" code 0 "$bin" ls --color never
+check "ls --color=never" code 0 "$bin" ls --color=never
+check "ls --color=sometimes is a usage error" code 100 "$bin" ls --color=sometimes
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+  mkdir -p "$tmp/rt" && chmod 700 "$tmp/rt"
+  if XDG_RUNTIME_DIR=$tmp/rt "$bin" mount >/dev/null 2>"$tmp/err"; then
+    check "the default mount point is mounted" sh -c "grep -q ' $tmp/rt/taskfs ' /proc/mounts"
+    check "umount without MOUNTPOINT unmounts the default one" code 0 env XDG_RUNTIME_DIR="$tmp/rt" "$bin" umount
+    check "it is gone" wait_for 20 sh -c "! grep -q ' $tmp/rt/taskfs ' /proc/mounts"
+  else
+    echo "skip: taskfs mount failed here: $(cat "$tmp/err")"
+  fi
+else
+  echo "skip: no /dev/fuse or fusermount3 for the umount check"
 fi
 
 n_before=$(ls "$TASKFS_STATE_DIR/tasks" | wc -l)

@@ -53,6 +53,27 @@ undescribed() {
 }
 check "__complete: every option of every verb has its description" undescribed
 
+# ---- values the verbs' own tables name (issue 30 item 12)
+taskfs queue set builds --parallel 1 >/dev/null
+check "__complete: ls --color '' offers the words of --color" has "$(taskfs __complete ls --color '')" auto always never
+check "__complete: ls --color=a" has "$(taskfs __complete ls --color=a)" --color=auto --color=always
+check "__complete: ls --columns id,st offers the columns" has "$(taskfs __complete ls --columns id,st)" id,state id,started
+check "__complete: ls --columns '' offers every column" has "$(taskfs __complete ls --columns '')" id cpu-user treepeak limits
+check "__complete: run --queue '' offers the store's queues" has "$(taskfs __complete run --queue '')" builds
+check "__complete: queue set '' offers the store's queues" has "$(taskfs __complete queue set '')" builds
+check "__complete: queue pause '' offers the store's queues" has "$(taskfs __complete queue pause '')" builds
+check "__complete: signal '' offers signal names" has "$(taskfs __complete signal '')" TERM KILL HUP USR1
+check "__complete: signal TERM '' offers tasks" has "$(taskfs __complete signal TERM '')" "$id" build-one
+out=$(taskfs __complete prune --state '')
+check "__complete: prune --state '' offers the states prune takes" has "$out" completed failed cancelled lost
+for st in running queued paused; do
+  check "__complete: prune --state '' does not offer $st" lacks "$out" "$st"
+done
+check "__complete: ls --state '' offers every state" has "$(taskfs __complete ls --state '')" running queued paused completed
+out=$(taskfs __complete ls --state running,)
+check "__complete: ls --state running, offers the others" has "$out" running,failed running,queued
+check "__complete: ls --state running, does not offer running again" lacks "$out" running,running
+
 # ---- the store is opened as every verb opens it (issue 26 item 4)
 esc=$(printf '\033')
 taskfs run --wait --key ctl -- printf "x${esc}]0;t$(printf '\007')	y" >/dev/null
@@ -97,6 +118,8 @@ RC
   check "bash: values named by core (--restart)" has "$(b comp 3 taskfs run --restart '')" no on-failure always
   check "bash: --state=VALUE, split at = as readline does" has "$(b comp 4 taskfs ls --state = r)" running
   check "bash: a comma list (--state S,S)" has "$(b comp 3 taskfs ls --state running,f)" running,failed
+  check "bash: ls --color ''" has "$(b comp 3 taskfs ls --color '')" auto always never
+  check "bash: signal ''" has "$(b comp 2 taskfs signal '')" TERM KILL
   check "bash: live task ids and keys" has "$(b comp 2 taskfs logs '')" "$id" build-one
   check "bash: a key by its prefix" has "$(b comp 2 taskfs show build)" build-one
   check "bash: --state-dir before the verb names the store" \

@@ -28,6 +28,19 @@ check "bash completion where bash-completion loads it" test -f "$x/usr/share/bas
 check "zsh completion in vendor-completions" test -f "$x/usr/share/zsh/vendor-completions/_taskfs"
 check "fish completion in vendor_completions.d" test -f "$x/usr/share/fish/vendor_completions.d/taskfs.fish"
 check "modes: binary 0755, the rest 0644" sh -c "[ \$(stat -c %a '$x/usr/bin/taskfs') = 755 ] && [ \$(stat -c %a '$unit') = 644 ]"
+sup=$x/usr/libexec/taskfs/taskfs-supervise
+check "the faces plugin in lib/taskfs, 0644" sh -c "[ \$(stat -c %a '$x/usr/lib/taskfs/taskfs-faces.so') = 644 ]"
+check "the installed binary loads no FUSE, HTTP or PCRE2 library" \
+  sh -c "! ldd '$x/usr/bin/taskfs' | grep -qE 'libfuse3|libmicrohttpd|libgnutls|libpcre2'"
+check "the installed binary finds its faces (mcp, serve, mount, umount)" \
+  sh -c "'$x/usr/bin/taskfs' mcp --help >/dev/null && '$x/usr/bin/taskfs' serve --help >/dev/null && '$x/usr/bin/taskfs' mount --help >/dev/null && '$x/usr/bin/taskfs' umount --help >/dev/null"
+check "the supervisor binary in libexec/taskfs, 0755" sh -c "[ \$(stat -c %a '$sup') = 755 ]"
+# A start from the installed binary execs the light supervisor beside it
+# (../libexec/taskfs), not the CLI binary again.
+id=$("$x/usr/bin/taskfs" run --state-dir "$tmp/store" --wait -- true 2>/dev/null | head -n 1)
+check "an installed start runs under the installed taskfs-supervise" \
+  sh -c "'$x/usr/bin/taskfs' show --state-dir '$tmp/store' '$id' | grep -q '\"exe\": \"$sup\"'"
+check "and it ran the task" sh -c "'$x/usr/bin/taskfs' show --state-dir '$tmp/store' '$id' | grep -q '\"state\": \"completed\"'"
 check "make install twice" mk install DESTDIR="$x" PREFIX=/usr
 check "make uninstall with the same variables" mk uninstall DESTDIR="$x" PREFIX=/usr
 left=$(find "$x" -mindepth 1)

@@ -24,7 +24,12 @@ Test(units, durations) {
   cr_assert_eq(dur("10s"), 10000);
   cr_assert_eq(dur("5m"), 300000);
   cr_assert_eq(dur("1h"), 3600000);
+  cr_assert_eq(dur("7d"), 7 * 86400000LL, "one syntax everywhere: days too");
+  cr_assert_eq(dur("1.5d"), 129600000);
   cr_assert_eq(dur("2"), 2000, "a bare number is seconds");
+  cr_assert(tfs_duration_has_unit("5d") && tfs_duration_has_unit("1.5s"));
+  cr_assert(!tfs_duration_has_unit("5") && !tfs_duration_has_unit("0.5") &&
+            !tfs_duration_has_unit("5x"));
   cr_assert_eq(dur("1.5s"), 1500);
   cr_assert_eq(dur("0.25m"), 15000);
   cr_assert_eq(dur("0.0001s"), 1, "a fraction of a millisecond rounds up");

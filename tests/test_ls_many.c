@@ -29,7 +29,7 @@ static void teardown(void) {
   if (store)
     tfs_store_close(store);
   store = NULL;
-  tu_rmrf(tmp);
+  tu_cleanup_dir(tmp);
   free(tmp);
   free(state);
 }

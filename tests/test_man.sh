@@ -48,6 +48,18 @@ for v in $verbs; do
     check "taskfs.1 ($v) documents $opt" grep -q -- "$pat" "$tmp/sec"
   done
 done
+# DURATIONS names the units of the one parser (its ".Cm ms , s , m , h" and
+# ".Cm d :" lines), as the parser's error says them (TFS_DURATION_UNITS), and
+# each of them parses.
+man_units=$(awk '/^\.Sh DURATIONS/ { on = 1; next } /^\.Sh / { on = 0 } on && /^\.Cm [a-z][a-z]?( , [a-z][a-z]?)*( :)?$/ { sub(/^\.Cm /, ""); printf "%s ", $0 }' man/taskfs.1 | tr -d ',:' | tr -s ' ' '\n' | grep -v '^$' | sort | tr '\n' ' ')
+"$bin" wait --timeout 5x nosuch 2>"$tmp/err" || true
+bin_units=$(sed -n 's/.*a unit \([a-z, ]*\) (a bare.*/\1/p' "$tmp/err" | sed 's/ or /, /' | tr -d ',' | tr ' ' '\n' | grep -v '^$' | sort | tr '\n' ' ')
+check "man DURATIONS lists the parser's units ($bin_units)" test -n "$bin_units" -a "$man_units" = "$bin_units"
+for u in $bin_units; do
+  code=0
+  "$bin" prune --older-than "1$u" --state-dir "$tmp/nostore" >/dev/null 2>&1 || code=$?
+  check "the duration unit $u parses" test "$code" = 0
+done
 check "taskfs.1 documents the common options" \
   sh -c "grep -q 'It Fl -state-dir' man/taskfs.1 && grep -q 'It Fl -foreign-store' man/taskfs.1"
 finish

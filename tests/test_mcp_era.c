@@ -130,8 +130,10 @@ Test(mcp_era, modern_results_are_shaped_and_legacy_ones_are_not, .init = fx_open
       str_at(json_object_get(json_object_get(r, "_meta"), "io.modelcontextprotocol/serverInfo"),
              "name"),
       "taskfs");
-  cr_assert_null(json_object_get(json_array_get(json_object_get(r, "tools"), 0), "execution"),
-                 "2026-07-28 tools have no execution");
+  cr_assert_str_eq(
+      str_at(json_object_get(json_array_get(json_object_get(r, "tools"), 0), "execution"),
+             "taskSupport"),
+      "optional", "2026-07-28 tools say which calls may become tasks");
   m = rpc(s, &k,
           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\",\"params\":{" META "}}");
   cr_assert_str_eq(str_at(result(m), "cacheScope"), "private");

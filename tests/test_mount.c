@@ -112,7 +112,7 @@ static void cleanup(void) {
     if (log && *log && getenv("TASKFS_TEST_VERBOSE"))
       fprintf(stderr, "--- mount log ---\n%s", log);
     free(log);
-    tu_rmrf(g_dir);
+    tu_cleanup_dir(g_dir);
     free(g_dir);
     g_dir = NULL;
   }

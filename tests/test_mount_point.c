@@ -39,7 +39,7 @@ static void teardown(void) {
   for (int i = 0; i < 16; i++)
     if (tu_sh(NULL, "umount -l '%s' 2>/dev/null", g_mnt))
       break;
-  tu_rmrf(g_dir);
+  tu_cleanup_dir(g_dir);
   free(g_dir);
 }
 

@@ -294,7 +294,7 @@ Test(run, help_and_usage_errors) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *err;
     cr_assert_eq(sx_taskfs(NULL, &err, "%s", bad[i]), 100, "%s", bad[i]);
-    cr_assert_not_null(strstr(err, "wants a duration like 500ms, 10s, 5m or 1h"), "%s: %s", bad[i],
+    cr_assert_not_null(strstr(err, "wants a duration: a number with a unit ms, s, m, h or d"), "%s: %s", bad[i],
                        err);
     free(err);
   }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,8 +96,15 @@ Test(serve, the_token_is_made_once_private_and_never_printed_to_a_log) {
 Test(serve, every_request_needs_the_token) {
   char *a = ts_post_mcp(&S, NULL, NULL, INIT);
   cr_expect_eq(ts_status(a), 401, "%s", a);
+  /* Issue 29.5: the 401 says where the token is and how to send it, and
+   * its challenge is no Bearer one, which MCP clients take for OAuth. */
+  char path[4200];
+  snprintf(path, sizeof path, "%s/serve.token", S.store);
+  cr_expect(strstr(ts_body(a), path), "the 401 names %s: %s", path, a);
+  cr_expect(strstr(ts_body(a), "Authorization: Bearer"), "%s", a);
   char *www = ts_answer_header(a, "WWW-Authenticate");
-  cr_expect(www && strstr(www, "Bearer"), "%s", a);
+  cr_expect(www && strncasecmp(www, "Bearer", 6),
+            "a Bearer challenge starts OAuth in MCP clients: %s", a);
   free(www);
   free(a);
   char wrong[400];

@@ -28,7 +28,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  tu_rmrf(dir);
+  tu_cleanup_dir(dir);
   free(dir);
 }
 

@@ -149,6 +149,19 @@ id=$(PATH=/nonexistent "$BIN" run --on slurm -- true 2>"$tmp/err")
 check "no Slurm on PATH: exit 127" test $? = 127
 check "no Slurm on PATH: a clear error" grep -q "Slurm is not installed" "$tmp/err"
 check "no Slurm on PATH: the task failed with the reason" reason_has "$id" "Slurm is not installed"
+# A controller that answered is trusted for a while (the store's
+# .slurm-checked): two starts in a row, one `scontrol ping`.
+mkdir -p "$tmp/wrap"
+printf '#!/bin/sh\n[ "$1" = ping ] && echo ping >>"%s/pings"\nexec "%s" "$@"\n' "$tmp" \
+  "$(command -v scontrol)" >"$tmp/wrap/scontrol"
+chmod +x "$tmp/wrap/scontrol"
+rm -f "$TASKFS_STATE_DIR/.slurm-checked"
+for i in 1 2; do
+  id=$(PATH="$tmp/wrap:$PATH" "$BIN" run --on slurm -- true 2>/dev/null)
+  "$BIN" wait "$id" >/dev/null 2>&1
+  check "cached ping, start $i: completed" is_state "$id" completed
+done
+check "two starts within 30 s: one scontrol ping" test "$(cat "$tmp/pings" 2>/dev/null | wc -l)" = 1
 sed 's/^SlurmctldPort=.*/SlurmctldPort=1/' "$SLURM_CONF" >"$tmp/down.conf"
 id=$(SLURM_CONF="$tmp/down.conf" "$BIN" run --on slurm -- true 2>"$tmp/err")
 check "slurmctld down: exit 127" test $? = 127

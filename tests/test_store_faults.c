@@ -43,7 +43,7 @@ static void teardown(void) {
     if (binds[i][0])
       umount2(binds[i], MNT_DETACH);
   tu_sh(NULL, "chattr -R -i '%s' 2>/dev/null", tmp);
-  tu_rmrf(tmp);
+  tu_cleanup_dir(tmp);
   free(tmp);
 }
 

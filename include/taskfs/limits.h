@@ -18,11 +18,19 @@ typedef struct tfs_store tfs_store_t;
 
 /* ---- units (core/units.c) --------------------------------------------- */
 
-/* A duration: a whole or decimal number with an optional unit, ms, s, m
- * or h ("500ms", "10s", "1.5m", "2h"); a bare number is seconds. Into
- * milliseconds (a fraction of a millisecond rounds up). Returns 0 or -1
- * (empty, negative, another unit, trailing bytes, overflow). */
+/* A duration, the one syntax of every face (--timeout, --delay, --grace,
+ * prune --older-than, config timeout, limit cpu, the MCP tools): a whole
+ * or decimal number with an optional unit, ms, s, m, h or d ("500ms",
+ * "10s", "1.5m", "2h", "7d"); a bare number is seconds. Into milliseconds
+ * (a fraction of a millisecond rounds up). Returns 0 or -1 (empty,
+ * negative, another unit, trailing bytes, overflow). */
 int tfs_duration_parse(const char *s, int64_t *ms);
+/* The units of tfs_duration_parse, for messages and help: "ms, s, m, h or
+ * d" (tests/test_man.sh holds the man page's DURATIONS to it). */
+#define TFS_DURATION_UNITS "ms, s, m, h or d"
+/* 1 if s is a duration with a unit (not a bare number): what an option
+ * whose help says so needs (prune --older-than 5 is refused). */
+int tfs_duration_has_unit(const char *s);
 /* A duration the way the parser reads it, as short as it is exact: "10m",
  * "90s", "1500ms", "2h". Returns buf. */
 #define TFS_DURATION_BUF 24

@@ -71,6 +71,9 @@ int64_t tfs_now_ms(void);
  * buf must hold TFS_TIME_BUF bytes. */
 #define TFS_TIME_BUF 32
 char *tfs_time_format(int64_t ms, char buf[TFS_TIME_BUF]);
+/* ms as the local time, to the second, the way people read it and --at
+ * is written: "2026-12-01 18:04:05". Returns buf. */
+char *tfs_time_format_local(int64_t ms, char buf[TFS_TIME_BUF]);
 int tfs_time_parse(const char *s, int64_t *ms);
 
 /* Returns a malloc'ed, NUL-terminated copy of s[0..len) that is valid UTF-8:
@@ -566,11 +569,13 @@ int tfs_task_resolve_prefix(tfs_store_t *store, const char *arg, char id_out[TFS
  * tfs_key_lookup() then tfs_task_stat() tell. */
 int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n);
 
-/* Saves rec atomically and durably (temp file, fsync, rename, fsync dir). */
+/* Saves rec atomically (temp file, rename: no reader ever sees half a
+ * record); a record of an ended task also durably (the temp file fsynced
+ * before the rename, the directory after it), so that it survives a power
+ * loss. Earlier states are not fsynced: after a crash the task reads lost
+ * whatever the record said (docs/faults.md). */
 int tfs_task_save(tfs_store_t *store, const tfs_record_t *rec);
-/* The same with TFS_SAVE_NOSYNC: atomic, visible at once, but not fsynced,
- * for a state a crash makes moot anyway (a supervisor's wait: after a
- * crash the task reads lost whatever the record said). */
+/* The same with TFS_SAVE_NOSYNC: never fsynced, even for an end. */
 #define TFS_SAVE_NOSYNC 1u
 int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned flags);
 /* Loads a record. TFS_ENOTASK if unknown, TFS_ECORRUPT if unreadable. If the
@@ -785,12 +790,19 @@ int tfs_transcript_tail_bytes(tfs_store_t *store, const char *id, size_t max, ch
  * line: with last_n = 0 and a line still being written, it starts at that
  * line, delivered whole once completed, or flushed after it grew (flushed
  * as it was at the open, it was none of the last 0 lines). A partial line
- * is held back unless flush_partial (use it once the task has ended), so
- * the first call after opening delivers last_n - 1 lines while the last is
- * incomplete. A file that shrank is read again from the start; a file that
+ * is held back unless flush_partial: 1 delivers it as a final line
+ * (partial = 1; use it once the task has ended), 2 as a piece of the line
+ * (partial = 2) whose rest comes later under the same number (a prompt the
+ * supervisor wrote while the task runs). So with 0 the first call after
+ * opening delivers last_n - 1 lines while the last is incomplete. A file that shrank is read again from the start; a file that
  * vanished yields nothing until it reappears. */
 typedef struct tfs_follower tfs_follower_t;
 int tfs_follower_open(tfs_store_t *store, const char *id, int64_t last_n, tfs_follower_t **out);
+/* The same, with the transcript taken to end at upto (upto < 0: no end):
+ * where a follower opened when the size was upto starts (what a face that
+ * opens it later, on a thread pool, needs). */
+int tfs_follower_open_upto(tfs_store_t *store, const char *id, int64_t last_n, off_t upto,
+                           tfs_follower_t **out);
 int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, void *arg);
 /* A follower from a byte offset (a reader that reconnects where it
  * stopped): it starts at the first line that starts at or after offset,
@@ -798,6 +810,11 @@ int64_t tfs_follower_next(tfs_follower_t *f, int flush_partial, tfs_line_cb cb, 
  * still being written (it is not handed out when completed). An offset
  * past the end is the end. Lines keep their numbers from the start. */
 int tfs_follower_open_at(tfs_store_t *store, const char *id, off_t offset, tfs_follower_t **out);
+/* A follower from line lineno (>= 1; untilPattern after sinceLine): lines
+ * before it are counted, not handed out, from the line index's checkpoint
+ * at or before it, so opening costs at most an interval, not the file. */
+int tfs_follower_open_line(tfs_store_t *store, const char *id, int64_t lineno,
+                           tfs_follower_t **out);
 /* During a callback of tfs_follower_next(): the byte offset just after the
  * line (or piece) handed out, its '\n' included; between calls: where the
  * next call starts. What a reader gives tfs_follower_open_at() to go on. */
@@ -806,7 +823,8 @@ off_t tfs_follower_line_end(const tfs_follower_t *f);
  * tfs_store_reopen() made, or the one it was reopened from): a follower
  * holds no fd of its handle, only where it stands, so one opened on a
  * thread pool with the thread's own handle (the open counts the lines
- * before its start, a read of the whole file) goes on with the loop's,
+ * before its start: the line index, then up to an interval of the file,
+ * or the whole file where a rebuild of the index is due) goes on with the loop's,
  * and the thread's handle can be closed. */
 void tfs_follower_rebind(tfs_follower_t *f, tfs_store_t *store);
 void tfs_follower_close(tfs_follower_t *f);
@@ -917,6 +935,8 @@ typedef enum {
   TFS_FILE_SPACE_RESERVE,  /* room kept for the final record on a full disk */
   TFS_FILE_CONTROL,        /* appended control requests: pause, resume, signal */
   TFS_FILE_STDIN,          /* FIFO the supervisor feeds to the worker's stdin */
+  TFS_FILE_LINEIDX,        /* checkpoints of the transcript's lines (taskfs/lineidx.h) */
+  TFS_FILE_ANSWER,         /* the answer's bounds a face was asked for (MCP tasks/result) */
   TFS_FILE_COUNT
 } tfs_task_file_t;
 
@@ -963,5 +983,6 @@ const char *tfs_view_name(tfs_view_t which);
 
 #include "taskfs/triage.h"
 #include "taskfs/queue.h"
+#include "taskfs/lineidx.h"
 
 #endif /* TASKFS_TASKFS_H */

@@ -28,8 +28,8 @@ export TASKFS_BIN=$PWD/$B/taskfs
 export TASKFS_SANITIZED=1
 # Criterion's timeouts and tu_wait_until's bounds are written for the
 # normal build on a quiet machine: ASan and UBSan make a run ~3x slower,
-# a busy neighbour ~2x more (tests/README.md).
-export TASKFS_TEST_SLOW=${TASKFS_TEST_SLOW:-10}
+# a busy neighbour ~2x more: 6 (tests/README.md).
+export TASKFS_TEST_SLOW=${TASKFS_TEST_SLOW:-6}
 # detect_leaks is on by default (x86_64); the test programs turn it off for
 # themselves (tests/hardening/hard.h), the taskfs binary keeps it.
 status=0

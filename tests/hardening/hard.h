@@ -242,7 +242,7 @@ static HH_UNUSED void hh_teardown(void) {
   }
   hh.nmounts = 0;
   chmod(hh.store, 0700);
-  tu_rmrf(hh.root);
+  tu_cleanup_dir(hh.root);
   free(hh.root);
   free(hh.store);
   free(hh.self);

@@ -115,7 +115,7 @@ int ts_serve_stop(ts_serve_t *s) {
       code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
   s->pid = 0;
-  tu_rmrf(s->dir);
+  tu_cleanup_dir(s->dir);
   free(s->dir);
   free(s->store);
   s->dir = s->store = NULL;

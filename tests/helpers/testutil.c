@@ -1,8 +1,10 @@
 #include "tests/helpers/testutil.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,75 @@ __attribute__((constructor)) static void scale_timeouts(void) {
   for (struct criterion_suite **s = __start_cr_sts; s && s < __stop_cr_sts; s++)
     if (*s && (*s)->data)
       (*s)->data->timeout *= k;
+}
+
+/* 1 if process pid (its /proc name) belongs to dir: its command line
+ * names dir (supervisors, servers, mounts of a store in it), or it runs
+ * in dir or below (tasks, workers). */
+static int proc_in(const char *name, const char *dir) {
+  char path[64], buf[8192];
+  size_t dl = strlen(dir);
+  snprintf(path, sizeof path, "/proc/%s/cwd", name);
+  ssize_t n = readlink(path, buf, sizeof buf - 1);
+  if (n > 0) {
+    buf[n] = '\0';
+    if (!strncmp(buf, dir, dl) && (buf[dl] == '\0' || buf[dl] == '/'))
+      return 1;
+  }
+  snprintf(path, sizeof path, "/proc/%s/cmdline", name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0; /* a zombie, or a kernel thread */
+  for (ssize_t i = 0; i < n; i++)
+    if (!buf[i])
+      buf[i] = ' ';
+  buf[n] = '\0';
+  return strstr(buf, dir) != NULL;
+}
+
+int tu_end_procs(const char *dir) {
+  int ended = 0;
+  pid_t self = getpid(), parent = getppid(), group = getpgrp();
+  for (int round = 0; round < 100 * tu_slow(); round++) {
+    DIR *d = opendir("/proc");
+    if (!d)
+      return ended;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      pid_t pid = (pid_t)atoi(e->d_name);
+      if (pid <= 1 || pid == self || pid == parent || !proc_in(e->d_name, dir))
+        continue;
+      /* Its process group too: a supervisor runs its task in a group of
+       * its own, which outlives a supervisor killed alone. */
+      pid_t pg = getpgid(pid);
+      if (pg > 1 && pg != group)
+        kill(-pg, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, NULL, WNOHANG); /* one of our own children: reaped */
+      found++;
+    }
+    closedir(d);
+    if (!found)
+      return ended;
+    if (round == 0)
+      ended = found;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "tu_end_procs: processes of %s still run\n", dir);
+  return ended;
+}
+
+void tu_cleanup_dir(const char *path) {
+  if (!path || !*path)
+    return;
+  tu_end_procs(path);
+  tu_rmrf(path);
 }
 
 void tu_rmrf(const char *path) {

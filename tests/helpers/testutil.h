@@ -21,6 +21,15 @@ char *tu_tmpdir_mem(const char *tag);
 int tu_slow(void);
 /* rm -rf path (never follows symlinks out of it). */
 void tu_rmrf(const char *path);
+/* Ends, with SIGKILL, every process of dir: those whose command line
+ * names it (the supervisors, servers and mounts of a store in it) or that
+ * run in it, and the process group of each (a supervisor's task runs in
+ * a group of its own); waits until none is left (a bound of 2 s times
+ * tu_slow()). Returns how many it found. For a test's teardown: a test
+ * ends what it started, also when it failed (tests/README.md). */
+int tu_end_procs(const char *dir);
+/* tu_end_procs(path), then tu_rmrf(path): the end of a test's directory. */
+void tu_cleanup_dir(const char *path);
 /* Path of the taskfs binary under test ($TASKFS_BIN, else build/taskfs). */
 const char *tu_taskfs_bin(void);
 /* Runs a shell command line; captures stdout (malloc'ed, NUL-terminated)

@@ -3,7 +3,7 @@
 // stopped, through the project's own client) even when the test fails, and
 // the environment the server gets (the client's safe default plus the
 // sanitizer options, so that an ASan/UBSan build reports through them).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -34,6 +34,37 @@ export function serverEnvOf(defaults, extra = {}) {
   return { ...env, ...extra };
 }
 
+// Ends, with SIGKILL, every process of dir: those whose command line names
+// it (the supervisors, servers and mounts of a store in it) or that run in
+// it, with the process group of each (a supervisor runs its task in a group
+// of its own, which outlives a supervisor killed alone); then waits until
+// none is left (a 60 s guard). A test's last word on what it started, also
+// when it failed; the C tests' tu_end_procs() does the same.
+export async function endProcs(dir) {
+  const mine = (pid) => {
+    try {
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if (cwd === dir || cwd.startsWith(`${dir}/`)) return true;
+    } catch { /* gone, or not ours to read */ }
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').join(' ').includes(dir);
+    } catch { return false; }
+  };
+  for (let round = 0; round < 3000; round++) {
+    const found = readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid && mine(p));
+    if (!found.length) return;
+    for (const p of found) {
+      try {
+        // The process group is field 5 of stat, after the ')' of the name.
+        const pgid = Number(readFileSync(`/proc/${p}/stat`, 'latin1').split(') ')[1].split(' ')[2]);
+        if (pgid > 1 && pgid !== process.pid) process.kill(-pgid, 'SIGKILL');
+      } catch { /* gone already */ }
+      try { process.kill(Number(p), 'SIGKILL'); } catch { /* gone already */ }
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 // A fresh store for test t; its clients are closed and stopAll(dir) run
 // after the test. Returns { dir, clients } (push each client opened).
 export function tempStore(t, prefix, stopAll) {
@@ -42,6 +73,7 @@ export function tempStore(t, prefix, stopAll) {
   t.after(async () => {
     for (const c of clients) await c.close().catch(() => {});
     await stopAll(dir);
+    await endProcs(dir);
     rmSync(dir, { recursive: true, force: true });
   });
   return { dir, clients };

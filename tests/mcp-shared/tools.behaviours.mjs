@@ -290,6 +290,48 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
       assert.equal(r.structuredContent.tailFrom ?? null, tail.length ? 4001 - tail.length : null);
     }
   });
+  test('small bounds keep the first error: state, exit, reason and the lead before figures and tail', async (t) => {
+    const store = makeStore(t);
+    const { client } = await store.connect();
+    const size = (r) => Buffer.byteLength(JSON.stringify(r));
+    // The issue's case: a 2-line failure at maxBytes 1024 lost its one error.
+    const a = await call(client, 'start_managed_task', { taskKey: 'oops', command: 'echo hello; echo "fatal: oops" >&2; exit 3', waitMs: 30000, maxBytes: 1024 });
+    assert.ok(size(a) <= 1024, `${size(a)} bytes`);
+    const sc = a.structuredContent;
+    assert.equal(sc.state, 'failed');
+    assert.equal(sc.exitCode, 3);
+    assert.match(sc.reason, /code 3/);
+    assert.ok(sc.important.first.some((l) => l.text === 'fatal: oops'), JSON.stringify(sc));
+    assert.deepEqual(JSON.parse(a.content[0].text), sc);
+    // Figures go before the error: they are counted in omitted.fields.
+    assert.equal(sc.cpuMs, undefined);
+    assert.ok(sc.omitted.fields > 0);
+    // 200 lines with the error at line 100: kept at 1024 and 1500.
+    const b = await call(client, 'start_managed_task', {
+      taskKey: 'mid', waitMs: 30000,
+      command: 'for i in $(seq 1 200); do if [ $i = 100 ]; then echo "error: broken at line $i"; else echo "line $i of ordinary progress output"; fi; done; exit 1',
+    });
+    assert.equal(b.structuredContent.state, 'failed');
+    for (const maxBytes of [1024, 1500, 2048]) {
+      const r = await call(client, 'read_managed_task', { taskKey: 'mid', maxBytes });
+      assert.ok(size(r) <= maxBytes, `maxBytes ${maxBytes}: ${size(r)} bytes`);
+      assert.equal(r.structuredContent.important.lead, 100, `maxBytes ${maxBytes}`);
+      assert.ok(r.structuredContent.important.first.some((l) => l.line === 100 && l.text === 'error: broken at line 100'), `maxBytes ${maxBytes}: ${r.content[0].text}`);
+    }
+    // A lead of 240 bytes full of quotes (each 2 bytes in the structured
+    // copy, 4 in the text copy): whole, or cut with an ellipsis, at 1024.
+    const c = await call(client, 'start_managed_task', {
+      taskKey: 'quoted', waitMs: 30000,
+      command: `seq 1 50; echo 'error: ${'"q" '.repeat(60)}'; seq 1 50; exit 2`,
+    });
+    assert.equal(c.structuredContent.state, 'failed');
+    const r = await call(client, 'read_managed_task', { taskKey: 'quoted', maxBytes: 1024 });
+    assert.ok(size(r) <= 1024, `${size(r)} bytes`);
+    const lead = r.structuredContent.important.first.find((l) => l.line === r.structuredContent.important.lead);
+    assert.ok(lead, r.content[0].text);
+    assert.ok(lead.text.startsWith('error: "q" "q"'), lead.text);
+    assert.ok(lead.text === `error: ${'"q" '.repeat(60)}`.slice(0, 240) || lead.text.includes('\u2026'), lead.text);
+  });
   test('restart policy, uptime, restart count and grace, as the CLI has them', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();

@@ -4,6 +4,7 @@
 // over stdio (../mcp-shared/tools.behaviours.mjs), then what HTTP adds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { makeHttpStore, call } from './helpers.mjs';
 import { toolBehaviours } from '../mcp-shared/tools.behaviours.mjs';
 import { httpBehaviours } from '../mcp-shared/http.behaviours.mjs';
@@ -29,8 +30,10 @@ test('the token is required: a wrong one cannot connect', async (t) => {
   const transport = new StreamableHTTPClientTransport(server.mcpUrl, { requestInit: { headers: { Authorization: 'Bearer nope' } } });
   const client = new Client({ name: 'intruder', version: '1' });
   await assert.rejects(client.connect(transport), (e) => /401|unauthorized/i.test(String(e.message)));
+  // What the user sees names the token file (issue 29.5).
   const bare = new Client({ name: 'intruder', version: '1' });
-  await assert.rejects(bare.connect(new StreamableHTTPClientTransport(server.mcpUrl)), (e) => /401|unauthorized/i.test(String(e.message)));
+  await assert.rejects(bare.connect(new StreamableHTTPClientTransport(server.mcpUrl)),
+    (e) => /unauthorized/i.test(e.message) && e.message.includes(join(store.dir, 'serve.token')) && e.message.includes('Authorization: Bearer'));
 });
 
 test('a long-poll longer than the hold time is answered on an SSE stream', async (t) => {

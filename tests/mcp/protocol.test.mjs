@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TASKFS_BIN, stopAll } from './helpers.mjs';
+import { endProcs } from '../mcp-shared/store.mjs';
 
 // Spawns the server with raw pipes; collects stdout lines as parsed JSON.
 function rawServer(t) {
@@ -29,7 +30,7 @@ function rawServer(t) {
     }
   });
   const exited = new Promise((res) => child.on('exit', (code, signal) => res({ code, signal })));
-  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); rmSync(dir, { recursive: true, force: true }); });
+  t.after(async () => { child.kill('SIGKILL'); await stopAll(dir); await endProcs(dir); rmSync(dir, { recursive: true, force: true }); });
   return {
     dir, child, messages, exited, stderr: () => stderr,
     send(obj) {
@@ -162,7 +163,7 @@ test('stdin from a regular file is served to its end', async (t) => {
 test('a host that floods requests without reading answers: memory stays bounded, nothing is lost', async (t) => {
   const s = rawServer(t);
   s.child.stdout.pause();
-  const n = 4000; // each answer (tools/list) is ~23 KiB: ~90 MiB in all
+  const n = 12000; // each answer (tools/list) is ~8 KiB: ~90 MiB in all
   const line = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) + '\n';
   for (let i = 0; i < n; i++) s.child.stdin.write(line);
   s.child.stdin.end();

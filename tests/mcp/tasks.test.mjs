@@ -128,3 +128,59 @@ both('a task id from before a server restart works after it', async (t, makeStor
   const r = await call(second.client, 'read_managed_task', { taskKey: 'survivor' });
   assert.equal(r.structuredContent.taskId, id);
 });
+
+both('a task-augmented start keeps its maxBytes and tailLines in tasks/result, from any server', async (t, makeStore) => {
+  const store = makeStore(t);
+  const { client } = await store.connect();
+  const size = (r) => Buffer.byteLength(JSON.stringify(r));
+  const command = 'seq 1 300 | sed "s/^/progress line of some length /"; echo "error: it broke at the end"; exit 2';
+  for (const maxBytes of [1024, 2048]) {
+    let result;
+    for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: `b${maxBytes}`, command, maxBytes } }, undefined, { task: {} })) {
+      if (m.type === 'result') result = m.result;
+      if (m.type === 'error') throw m.error;
+    }
+    assert.ok(size(result) <= maxBytes, `maxBytes ${maxBytes}: tasks/result answered ${size(result)} bytes`);
+    assert.equal(result.structuredContent.state, 'failed');
+    assert.ok(result.structuredContent.important.first.some((l) => l.text === 'error: it broke at the end'), JSON.stringify(result.structuredContent));
+    // Another server on the store answers tasks/result within the same bound.
+    const other = await store.connect();
+    const again = await other.client.experimental.tasks.getTaskResult(result.structuredContent.taskId, CallToolResultSchema);
+    assert.ok(size(again) <= maxBytes, `another server: ${size(again)} bytes`);
+  }
+  let result;
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'two', command: 'seq 1 9', tailLines: 2 } }, undefined, { task: {} })) {
+    if (m.type === 'result') result = m.result;
+  }
+  assert.deepEqual(result.structuredContent.tail, ['8', '9']);
+});
+
+both('callToolStream of a task stopped by cancel_managed_task ends with a result: isError, the reason', async (t, makeStore) => {
+  const store = makeStore(t);
+  const { client } = await store.connect();
+  const seen = [];
+  let result;
+  let stopped = false;
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'stopme', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+    seen.push(m.type === 'taskStatus' ? m.task.status : m.type);
+    if (m.type === 'taskCreated' && !stopped) {
+      stopped = true;
+      const c = await call(client, 'cancel_managed_task', { taskKey: 'stopme' });
+      assert.equal(c.structuredContent.state, 'cancelled');
+    }
+    if (m.type === 'result') result = m.result;
+    if (m.type === 'error') throw m.error;
+  }
+  assert.equal(seen.at(-1), 'result', `${seen}`);
+  assert.equal(result.isError, true);
+  assert.equal(result.structuredContent.state, 'cancelled');
+  assert.match(result.structuredContent.reason, /stop requested by/);
+  assert.match(result.content[0].text, /stop requested by/);
+  // tasks/cancel is the requester's own stop: the task reads cancelled.
+  let id;
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'mine', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+    if (m.type === 'taskCreated') { id = m.task.taskId; break; }
+  }
+  assert.equal((await client.experimental.tasks.cancelTask(id)).status, 'cancelled');
+  assert.equal((await client.experimental.tasks.getTask(id)).status, 'cancelled');
+});

@@ -26,6 +26,28 @@ test('connect and list the tools', async (t) => {
   assert.ok(client.getInstructions().includes('start_managed_task'));
 });
 
+test('tools/list fits in 8 KiB: what every turn of a model pays for the five tools', async (t) => {
+  const store = makeStore(t);
+  const { client, transport } = await store.connect();
+  const sizes = [];
+  const onmessage = transport.onmessage;
+  transport.onmessage = (m, extra) => {
+    if (m?.result?.tools) sizes.push(Buffer.byteLength(JSON.stringify(m)));
+    onmessage?.(m, extra);
+  };
+  const { tools } = await client.listTools();
+  assert.equal(tools.length, 5);
+  assert.equal(sizes.length, 1);
+  assert.ok(sizes[0] <= 8192, `tools/list is ${sizes[0]} bytes`);
+  // Still a description of what each tool does and when, and every
+  // argument described.
+  for (const tool of tools) {
+    assert.ok(tool.description.length >= 100, `${tool.name}: ${tool.description}`);
+    for (const [name, p] of Object.entries(tool.inputSchema.properties))
+      assert.ok(p.description?.length > 10, `${tool.name}.${name} has a description`);
+  }
+});
+
 test('logging/setLevel is declared and checked (2025-11-25)', async (t) => {
   const store = makeStore(t);
   const { client } = await store.connect();

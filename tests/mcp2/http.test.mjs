@@ -5,6 +5,8 @@
 // what HTTP adds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { makeHttpStore, call } from './helpers.mjs';
 import { toolBehaviours } from '../mcp-shared/tools.behaviours.mjs';
 import { httpBehaviours } from '../mcp-shared/http.behaviours.mjs';
@@ -41,5 +43,16 @@ test('the token is required: the v2 client without it cannot connect', async (t)
   const client = new Client({ name: 'intruder', version: '1' }, { versionNegotiation: { mode: { pin: PROTOCOL } } });
   await assert.rejects(client.connect(new StreamableHTTPClientTransport(server.mcpUrl,
     { requestInit: { headers: { Authorization: 'Bearer wrong' } } })), (e) => /401|unauthorized/i.test(String(e.message)));
+  // What the user sees names the token file (issue 29.5): a pinned client
+  // words the probe's 401 itself and keeps the body in data.text, which is
+  // what printing the error shows; a negotiating one puts the body in its
+  // message.
+  const file = join(store.dir, 'serve.token');
+  const pinned = new Client({ name: 'intruder', version: '1' }, { versionNegotiation: { mode: { pin: PROTOCOL } } });
+  await assert.rejects(pinned.connect(new StreamableHTTPClientTransport(server.mcpUrl)),
+    (e) => e.status === 401 && inspect(e).includes(file) && e.data.text.includes('Authorization: Bearer'));
+  const negotiating = new Client({ name: 'intruder', version: '1' });
+  await assert.rejects(negotiating.connect(new StreamableHTTPClientTransport(server.mcpUrl)),
+    (e) => e.message.includes(file));
 });
 

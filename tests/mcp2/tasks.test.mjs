@@ -1,7 +1,7 @@
 // The 2026-07-28 tasks extension (io.modelcontextprotocol/tasks) through
-// the v2 client: a start that launches a task is answered with it
-// (resultType "task", which callTool() refuses by design, so the raw seam
-// takes it), tasks/get inlines the plain call's result, tasks/cancel
+// the v2 client: a start answers with its result even with the extension
+// declared (callTool() refuses a "task" result), and its taskId is the MCP
+// task: tasks/get inlines the plain call's result, tasks/cancel
 // acknowledges, listen taskIds streams notifications/tasks, ext-tasks
 // settles a call, and any server on the store answers for the task.
 import { test } from 'node:test';
@@ -19,43 +19,61 @@ async function settle(client, taskId) {
   }
 }
 
-both('a task per launch: created working, completed with the plain call\'s result', async (t, makeStore) => {
+both('the v2 client with the extension declared: callTool answers, tasks/get follows the task', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
-  await assert.rejects(call(client, 'start_managed_task', { taskKey: 'x', command: 'true' }), (e) => e.code === 'UNSUPPORTED_RESULT_TYPE');
-  const created = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: 'build', command: 'sleep 0.5; echo "error: it broke"; exit 4' } })).result;
-  assert.equal(created.resultType, 'task');
-  assert.equal(created.status, 'working');
-  assert.equal(created.ttlMs, null);
-  assert.ok(created.pollIntervalMs > 0);
-  const done = await settle(client, created.taskId);
+  // callTool takes the answer (the v2 client refuses a "task" result): the
+  // plain call's, whose taskId is the MCP task id.
+  const started = await call(client, 'start_managed_task', { taskKey: 'build', command: 'sleep 0.5; echo "error: it broke"; exit 4', waitMs: 0 });
+  assert.equal(started.isError, undefined);
+  assert.equal(started.structuredContent.state, 'running');
+  const taskId = started.structuredContent.taskId;
+  const working = await client.request({ method: 'tasks/get', params: { taskId } }, Any);
+  assert.ok(['working', 'completed'].includes(working.status), working.status);
+  const done = await settle(client, taskId);
   assert.equal(done.status, 'completed', 'a failed build is a completed call');
   assert.equal(done.result.resultType, 'complete');
   assert.equal(done.result.isError, undefined);
   assert.equal(done.result.structuredContent.state, 'failed');
   assert.equal(done.result.structuredContent.exitCode, 4);
+  // A start that ends within its wait answers with its end, raw or not.
+  const quick = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: 'quick', command: 'echo fine', waitMs: 20000 } })).result;
+  assert.equal(quick.resultType, 'complete');
+  assert.equal(quick.structuredContent.state, 'completed');
   // An ended key launches nothing: the plain answer, at once.
-  const again = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: 'build', command: 'sleep 0.5; echo "error: it broke"; exit 4' } })).result;
-  assert.equal(again.resultType, 'complete');
+  const again = await call(client, 'start_managed_task', { taskKey: 'build', command: 'sleep 0.5; echo "error: it broke"; exit 4' });
   assert.equal(again.structuredContent.existing, true);
   // Bad arguments: the same isError result as without the extension.
-  const bad = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: 7, command: 'true' } })).result;
+  const bad = await call(client, 'start_managed_task', { taskKey: 7, command: 'true' });
   assert.equal(bad.isError, true);
   assert.match(bad.content[0].text, /taskKey must be a string/);
   // Another server process (2026-07-28 is stateless) answers for the task.
   const other = await store.connect({ tasks: true });
-  const seen = await other.client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, Any);
-  assert.equal(seen.result.structuredContent.taskId, created.taskId);
+  const seen = await other.client.request({ method: 'tasks/get', params: { taskId } }, Any);
+  assert.equal(seen.result.structuredContent.taskId, taskId);
   await assert.rejects(other.client.request({ method: 'tasks/get', params: { taskId: 'zzzzzzzz-zzzzzz' } }, Any), (e) => e.code === -32602);
   // Without the extension declared: -32021.
   const plain = await store.connect();
-  await assert.rejects(plain.client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, Any), (e) => e.code === -32021);
+  await assert.rejects(plain.client.request({ method: 'tasks/get', params: { taskId } }, Any), (e) => e.code === -32021);
+});
+
+both('a task stopped by cancel_managed_task completes its call with an isError result naming the stop', async (t, makeStore) => {
+  const store = makeStore(t);
+  const { client } = await store.connect({ tasks: true });
+  const started = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 });
+  const taskId = started.structuredContent.taskId;
+  await call(client, 'cancel_managed_task', { taskKey: 'long' });
+  const done = await settle(client, taskId);
+  assert.equal(done.status, 'completed');
+  assert.equal(done.result.isError, true);
+  assert.equal(done.result.structuredContent.state, 'cancelled');
+  assert.match(done.result.structuredContent.reason, /stop requested by/);
 });
 
 both('tasks/cancel acknowledges; listen taskIds streams the end', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
-  const created = (await raw('tools/call', { name: 'start_managed_task', arguments: { taskKey: 'long', command: ['sleep', '60'] } })).result;
+  const created = (await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 })).structuredContent;
   const told = [];
   let wake;
   client.setNotificationHandler('notifications/tasks', { params: Any }, (params) => { told.push(params); wake?.(); });
@@ -92,5 +110,19 @@ both('ext-tasks settles a start through the raw seam', async (t, makeStore) => {
     assert.deepEqual(result.structuredContent.tail, ['settled']);
   } finally {
     await session.close();
+  }
+});
+
+both('tasks/get inlines the result within the start\'s maxBytes', async (t, makeStore) => {
+  const store = makeStore(t);
+  const { client } = await store.connect({ tasks: true });
+  const size = (r) => Buffer.byteLength(JSON.stringify(r));
+  const command = 'sleep 0.3; seq 1 300 | sed "s/^/progress line of some length /"; echo "error: it broke at the end"; exit 2';
+  for (const maxBytes of [1024, 2048]) {
+    const created = (await call(client, 'start_managed_task', { taskKey: `b${maxBytes}`, command, maxBytes, waitMs: 0 })).structuredContent;
+    const done = await settle(client, created.taskId);
+    assert.ok(size(done.result) <= maxBytes, `maxBytes ${maxBytes}: the inline result is ${size(done.result)} bytes`);
+    assert.equal(done.result.structuredContent.state, 'failed');
+    assert.ok(done.result.structuredContent.important.first.some((l) => l.text === 'error: it broke at the end'));
   }
 });

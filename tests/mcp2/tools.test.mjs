@@ -21,11 +21,21 @@ test('discover, then the tools as 2026-07-28 lists them', async (t) => {
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((x) => x.name).sort(), ['cancel_managed_task', 'control_managed_task', 'list_managed_tasks', 'read_managed_task', 'start_managed_task']);
   for (const tool of tools) {
-    assert.equal(tool.execution, undefined, '2026-07-28 tools have no execution');
     for (const [name, p] of Object.entries(tool.inputSchema.properties))
       assert.ok(p.description?.length > 10, `${tool.name}.${name} has a description`);
     assert.ok(!JSON.stringify(tool).includes('"type":["'), `${tool.name}: no type arrays`);
   }
+});
+
+test('tools/list fits in 8 KiB in 2026-07-28 too, with execution.taskSupport', async (t) => {
+  const store = makeStore(t);
+  const { raw } = await store.connect({ tasks: true });
+  const m = await raw('tools/list');
+  const size = Buffer.byteLength(JSON.stringify(m));
+  assert.ok(size <= 8192, `tools/list is ${size} bytes`);
+  assert.equal(m.result.tools.length, 5);
+  for (const tool of m.result.tools)
+    assert.equal(tool.execution?.taskSupport, tool.name === 'start_managed_task' ? 'optional' : 'forbidden', tool.name);
 });
 
 test('cwd: a root that is not a directory here is named, through input_required (MRTR)', async (t) => {

@@ -1,11 +1,16 @@
-/* An LD_PRELOAD shim for tests/test_feed.c: holds one read of a task's
- * transcript until the test lets it go, so that a test can see what the
- * server does while a follow is being opened, without a clock. With
- * TFS_GATE=DIR set, the first pread of a file named "transcript" at
- * offset 0 of 64 KiB or more (the count of the lines before a follow's
- * start) after DIR/armed appears renames armed to DIR/held and waits
- * until DIR/go exists, then removes go and reads. Any other read passes
- * straight through. */
+/* An LD_PRELOAD shim for tests/test_feed.c and tests/test_tailscan.c:
+ * holds reads of a task's transcript until the test lets them go, so that
+ * a test can see what the server does while a scan runs, without a clock.
+ * With TFS_GATE=DIR set:
+ * - the first pread of a file named "transcript" at offset 0 of 64 KiB or
+ *   more (the count of the lines before a follow's start) after DIR/armed
+ *   appears renames armed to DIR/held and waits until DIR/go exists, then
+ *   removes go and reads;
+ * - while DIR/each exists, every pread of a transcript does the same: it
+ *   makes DIR/held, waits for DIR/go, removes held, then go, and reads;
+ * - every pread of a transcript is counted in DIR/log ("offset length\n"
+ *   appended) before it is held, so a test sees how much a scan read.
+ * Any other read passes straight through. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -26,19 +31,47 @@ static int is_transcript(int fd) {
   return slash && !strcmp(slash + 1, "transcript");
 }
 
-static void gate(int fd, size_t count, off_t off) {
-  const char *dir = getenv("TFS_GATE");
-  if (!dir || off != 0 || count < 65536 || !is_transcript(fd))
-    return;
-  char armed[4096], held[4096], go[4096];
-  snprintf(armed, sizeof armed, "%s/armed", dir);
-  snprintf(held, sizeof held, "%s/held", dir);
-  snprintf(go, sizeof go, "%s/go", dir);
-  if (rename(armed, held))
-    return; /* not armed, or another read took it */
+static void note(const char *dir, size_t count, off_t off) {
+  char log[4096], line[64];
+  snprintf(log, sizeof log, "%s/log", dir);
+  int n = snprintf(line, sizeof line, "%lld %zu\n", (long long)off, count);
+  FILE *f = fopen(log, "a");
+  if (f) {
+    fwrite(line, 1, (size_t)n, f);
+    fclose(f);
+  }
+}
+
+static void wait_go(const char *go) {
   struct timespec ts = {0, 10 * 1000 * 1000};
   while (access(go, F_OK))
     nanosleep(&ts, NULL);
+}
+
+static void gate(int fd, size_t count, off_t off) {
+  const char *dir = getenv("TFS_GATE");
+  if (!dir || !is_transcript(fd))
+    return;
+  note(dir, count, off);
+  char armed[4096], held[4096], go[4096], each[4096];
+  snprintf(armed, sizeof armed, "%s/armed", dir);
+  snprintf(held, sizeof held, "%s/held", dir);
+  snprintf(go, sizeof go, "%s/go", dir);
+  snprintf(each, sizeof each, "%s/each", dir);
+  if (access(each, F_OK) == 0) {
+    FILE *h = fopen(held, "w");
+    if (h)
+      fclose(h);
+    wait_go(go);
+    unlink(held);
+    unlink(go);
+    return;
+  }
+  if (off != 0 || count < 65536)
+    return;
+  if (rename(armed, held))
+    return; /* not armed, or another read took it */
+  wait_go(go);
   unlink(go);
 }
 

@@ -6,12 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { startServe } from '../mcp-shared/serve.mjs';
-import { serverEnvOf } from '../mcp-shared/store.mjs';
+import { endProcs, serverEnvOf } from '../mcp-shared/store.mjs';
 
 const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? '../../build/taskfs');
 // The test programs of tests/tools/ (make test-web builds them).
@@ -35,6 +35,7 @@ async function setup(t, extraEnv = {}) {
           execFileSync(TASKFS_BIN, ['cancel', '--wait', '--state-dir', dir, x.id], { env });
     } catch { /* best effort */ }
     await srv.stop();
+    await endProcs(dir);
     rmSync(dir, { recursive: true, force: true });
     // An ASan/UBSan build reports on its stderr (and at its exit: leaks).
     assert.doesNotMatch(srv.stderr(), /Sanitizer|runtime error/);
@@ -214,9 +215,6 @@ test('unknown tasks, bad commands and wrong versions get the errors the specific
   await rejectsWith(send(client, { command: ['echo', 'x'.repeat(1 << 20)] }), -32602, /command\[1\] is 1048576 bytes/);
   await rejectsWith(send(client, { command: ['true'], cwd: 'relative' }), -32602, /absolute/);
   await rejectsWith(send(client, { command: ['true'], bogus: 1 }), -32602, /unknown field 'bogus'/);
-  await rejectsWith(client.sendMessage({
-    message: { messageId: messageId(), role: ROLE_USER, parts: [{ content: { $case: 'text', value: 'please run ls' } }] },
-  }), -32602, /needs a data part/);
   assert.equal((await listAll(client)).tasks.length, 0, 'nothing was started by bad input');
 
   const old = await clientOf(srv, { 'A2A-Version': '0.3' });
@@ -299,4 +297,53 @@ test('a subscriber that never reads is dropped; the server keeps serving', async
   const got = await client.getTask({ id: task.id });
   assert.equal(got.id, task.id);
   assert.equal((await client.getAgentCard()).name, 'taskfs');
+});
+
+test('a message with only text gets ContentTypeNotSupported: the card takes application/json', async (t) => {
+  const { client } = await setup(t);
+  const card = await client.getAgentCard();
+  assert.deepEqual(card.defaultInputModes, ['application/json']);
+  await rejectsWith(client.sendMessage({
+    message: { messageId: messageId(), role: ROLE_USER, parts: [{ content: { $case: 'text', value: 'please run ls' } }] },
+  }), -32005, /application\/json/);
+  assert.equal((await listAll(client)).tasks.length, 0, 'nothing was started');
+});
+
+test('a stream goes on exactly where the tail artifact ended, and its last chunk says lastChunk', async (t) => {
+  const { dir, client } = await setup(t);
+  // The task has written a whole line and half of one when the stream
+  // begins (ready), and the rest once the test has its first event (go).
+  const ready = join(dir, 'ready');
+  const go = join(dir, 'go');
+  const task = await send(client, {
+    command: ['sh', '-c', `echo first; printf par; touch ${ready}; while [ ! -e ${go} ]; do sleep 0.02; done; echo tial; echo last`],
+  });
+  const deadline = Date.now() + 30000;
+  while (!existsSync(ready) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const events = [];
+  for await (const ev of client.resubscribeTask({ id: task.id })) {
+    if (!events.length) writeFileSync(go, '');
+    events.push(ev.payload);
+  }
+  assert.equal(events[0].$case, 'task');
+  const tail = events[0].value.artifacts.find((a) => a.artifactId === 'tail');
+  const chunks = events.filter((e) => e.$case === 'artifactUpdate').map((e) => e.value);
+  const streamed = chunks.map((c) => text(c.artifact)).join('');
+  assert.equal(text(tail), 'first\n', 'the tail holds whole lines');
+  assert.equal(streamed, 'partial\nlast\n', 'the stream begins where the tail ended');
+  assert.equal(text(tail) + streamed, readFileSync(join(dir, 'tasks', task.id, 'transcript'), 'utf8'));
+  assert.ok(chunks.length >= 1);
+  assert.equal(chunks.at(-1).lastChunk, true, 'the last chunk says so');
+  for (const c of chunks.slice(0, -1)) assert.ok(!c.lastChunk);
+
+  // Lines written all the while: none skipped, none repeated.
+  const busy = await send(client, { command: ['sh', '-c', 'i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo "line $i"; sleep 0.003; done'] });
+  const got = [];
+  let first;
+  for await (const ev of client.resubscribeTask({ id: busy.id })) {
+    if (ev.payload.$case === 'task') first = text(ev.payload.value.artifacts.find((a) => a.artifactId === 'tail'));
+    if (ev.payload.$case === 'artifactUpdate') got.push(text(ev.payload.value.artifact));
+  }
+  const all = (first + got.join('')).split('\n').filter(Boolean);
+  assert.deepEqual(all, Array.from({ length: 300 }, (_, i) => `line ${i + 1}`));
 });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServe } from '../mcp-shared/serve.mjs';
+import { endProcs } from '../mcp-shared/store.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const TASKFS_BIN = resolve(process.env.TASKFS_BIN ?? join(here, '../../build/taskfs'));
@@ -63,6 +64,7 @@ export async function openViewer(t, { colorScheme = 'light', viewport = { width:
           taskfs(store, 'cancel', '--wait', rec.id);
     } catch { /* best effort */ }
     await srv.stop();
+    await endProcs(store);
     if (!dir) rmSync(store, { recursive: true, force: true });
   });
   return {
