@@ -88,9 +88,10 @@ void cli_tasks_free(cli_tasks_t *t);
  * store without tasks (store NULL: one that does not exist). */
 int cli_newest_task(const char *verb, tfs_store_t *store, const char *what,
                     char id_out[TFS_ID_MAX + 1]);
-/* After a wait interrupted by Ctrl-C (exit 130): if the task has not
- * ended, says on stderr that it runs on and how to cancel it. */
-void cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id);
+/* After a wait that returned 130 (a cancelled task, or Ctrl-C): if the
+ * task has not ended (so the wait was interrupted), says on stderr that
+ * it runs on and how to cancel it, and returns 1; else 0. */
+int cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id);
 /* cli_open_one_task(), where no task given means the newest. */
 int cli_open_task_or_newest(const struct cli_opts *o, int argc, char **argv, int first,
                             tfs_store_t **store, char id_out[TFS_ID_MAX + 1]);

@@ -155,7 +155,7 @@ int cmd_cancel(int argc, char **argv) {
     int64_t left = deadline < 0 ? -1 : deadline - tfs_now_ms();
     int one = wait_stopped(t.store, t.ids[i], deadline >= 0 && left < 0 ? 0 : left);
     code = cli_worst_code(code, one);
-    if (one == CLI_EXIT_TIMEOUT || one == CLI_EXIT_CANCELLED)
+    if (one == CLI_EXIT_TIMEOUT || one == CLI_EXIT_CANCELLED) /* out of time, or Ctrl-C */
       break;
   }
   if (!ended)

@@ -62,9 +62,10 @@ int cmd_wait(int argc, char **argv) {
     int64_t left = deadline < 0 ? -1 : deadline - tfs_now_ms();
     int one = cli_wait_report("wait", t.store, t.ids[i], left < 0 && deadline >= 0 ? 0 : left);
     code = cli_worst_code(code, one);
-    if (one == CLI_EXIT_CANCELLED)
-      cli_say_runs_on("wait", t.store, t.ids[i]);
-    if (one == CLI_EXIT_TIMEOUT || one == CLI_EXIT_CANCELLED || one == CLI_EXIT_SYSTEM)
+    /* 130 is a cancelled task's code too: only a task still running
+     * means the wait itself was interrupted. */
+    if (one == CLI_EXIT_TIMEOUT || one == CLI_EXIT_SYSTEM ||
+        (one == CLI_EXIT_CANCELLED && cli_say_runs_on("wait", t.store, t.ids[i])))
       break; /* out of time, interrupted, or the store fails: stop waiting */
   }
   cli_tasks_free(&t);

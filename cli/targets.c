@@ -146,10 +146,12 @@ int cli_confirm(const char *verb, const char *question, int yes) {
   return line[0] == 'y' || line[0] == 'Y';
 }
 
-void cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id) {
+int cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id) {
   char name[32];
   tfs_record_t rec;
+  int said = 0;
   if (tfs_task_load(store, id, &rec) == 0 && !tfs_state_terminal(rec.state)) {
+    said = 1;
     if (rec.number > 0)
       snprintf(name, sizeof name, "%lld", (long long)rec.number);
     else
@@ -160,4 +162,5 @@ void cli_say_runs_on(const char *verb, tfs_store_t *store, const char *id) {
               name, id, tfs_state_name(rec.state), name, name);
   }
   tfs_record_free(&rec);
+  return said;
 }

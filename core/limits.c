@@ -110,6 +110,16 @@ int tfs_limit_parse(tfs_limit_t which, const char *text, int64_t *value, char *w
                text ? text : "", names[which], wants[which]);
     return TFS_ELIMIT;
   }
+  /* Below what a shell needs to start, every worker would be killed as
+   * it starts (the memory cgroup's OOM killer): refused, not applied. */
+  if (which == TFS_LIMIT_MEM && v < TFS_LIMIT_MEM_MIN) {
+    if (why && whylen)
+      snprintf(why, whylen,
+               "mem=%.64s: below 1M, less than a shell needs to start (its every run would be "
+               "killed at once); give at least 1M, or none",
+               text);
+    return TFS_ELIMIT;
+  }
   *value = v;
   return 0;
 }

@@ -205,6 +205,29 @@ int64_t sup_cgroup_peak_kb(const sup_t *s) {
   return strtoll(buf, NULL, 10) / 1024;
 }
 
+int sup_cgroup_events(const sup_t *s, tfs_memcg_t *m) {
+  static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+  memset(m, 0, sizeof *m);
+  if (!s->cg_dir[0])
+    return -1;
+  /* The path as /proc/PID/cgroup names it: below the hierarchy's root. */
+  const char *rel = NULL;
+  if (!s->cg_v2) {
+    if (!strncmp(s->cg_dir, "/sys/fs/cgroup/memory/", 22))
+      rel = s->cg_dir + 21;
+  } else {
+    for (size_t i = 0; !rel && i < sizeof roots / sizeof *roots; i++)
+      if (!strncmp(s->cg_dir, roots[i], strlen(roots[i])) && s->cg_dir[strlen(roots[i])] == '/')
+        rel = s->cg_dir + strlen(roots[i]);
+  }
+  if (!rel)
+    return -1;
+  m->v2 = s->cg_v2;
+  snprintf(m->path, sizeof m->path, "%s", rel);
+  tfs_memcg_read(0, m);
+  return m->known ? 0 : -1;
+}
+
 void sup_cgroup_remove(sup_t *s) {
   if (s->cg_procs_fd >= 0)
     close(s->cg_procs_fd);

@@ -176,6 +176,8 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
   }
   if (sup_stdin_pipe(s, why, whylen) < 0)
     return -1;
+  tfs_memcg_t before; /* the tree's cgroup before the worker enters it */
+  int cg = sup_cgroup_events(s, &before) == 0;
   pid_t pid = fork_worker(s, &p);
   sup_stdin_forked(s);
   if (pid < 0) {
@@ -188,6 +190,8 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
     return -1;
   }
   adopt_worker(s, pid, &p);
+  if (cg)
+    s->worker_memcg = before;
   return 0;
 }
 

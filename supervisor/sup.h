@@ -252,6 +252,11 @@ void sup_limits_finish(sup_t *s);
 /* cgroup.c: the tree's memory cgroup with memory limit max (bytes): 0
  * (why: which hierarchy, when not v2) or -1 and why not. */
 int sup_cgroup_make(sup_t *s, int64_t max, char *why, size_t whylen);
+/* The memory events of the tree's cgroup now (the "before" of an OOM
+ * verdict), read before the worker is forked: a limit so small that the
+ * worker is killed during its exec still counts as the OOM kill it is.
+ * 0, or -1 without a cgroup (m unknown). */
+int sup_cgroup_events(const sup_t *s, tfs_memcg_t *m);
 int64_t sup_cgroup_peak_kb(const sup_t *s);
 void sup_cgroup_remove(sup_t *s);
 

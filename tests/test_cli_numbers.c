@@ -192,7 +192,10 @@ Test(clinum, several_ids_at_once_and_wait_exits_with_the_worst) {
   cr_assert(strstr(out, "cancelled") && strchr(strchr(strchr(out, '\n') + 1, '\n') + 1, '\n'),
             "%s", out);
   free(out);
-  cr_assert_eq(sh(NULL, NULL, "$T wait 2 3 4"), 130);
+  /* Every cancelled task is described (the first 130 is no interruption). */
+  cr_assert_eq(sh(NULL, &err, "$T wait 2 3 4"), 130);
+  cr_assert(strstr(strstr(err, "cancelled") + 1, "cancelled"), "%s", err);
+  free(err);
   /* restart runs each again: two new ids. */
   cr_assert_eq(sh(&out, NULL, "$T restart 1 2"), 0);
   cr_assert(strchr(out, '\n') && strchr(strchr(out, '\n') + 1, '\n'), "%s", out);

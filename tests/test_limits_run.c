@@ -125,6 +125,28 @@ Test(limits_run, a_memory_limit_ends_a_worker_that_allocates_past_it) {
   tfs_record_free(&rec);
 }
 
+/* A limit so small that the worker is killed as it starts (its argv
+ * alone is past it) is the memory cgroup's OOM kill, and says so; the
+ * cgroup's events are read before the worker enters it. A limit below
+ * what a shell needs is refused, by run and by config alike. */
+Test(limits_run, an_oom_kill_as_the_worker_starts_is_told_and_tiny_limits_are_refused) {
+  char id[TFS_ID_MAX + 1];
+  tfs_record_t rec;
+  /* Ten arguments of 100 KB each, made by the shell. */
+  int rc = run_wait(id, &rec,
+                    "--limit mem=1M -- true $(a=$(head -c 100000 /dev/zero | tr '\\0' a); "
+                    "for i in 1 2 3 4 5 6 7 8 9 10; do printf '%%s ' \"$a\"; done)");
+  cr_assert_neq(rc, 0);
+  if (rec.limits.v[TFS_LIMIT_MEM].via == TFS_VIA_CGROUP)
+    cr_assert(strstr(rec.reason, "out of memory (the kernel's OOM killer ended it"), "%s",
+              rec.reason);
+  tfs_record_free(&rec);
+  char *err = NULL;
+  cr_assert_eq(sx_taskfs(NULL, &err, "config --state-dir '%s' set limit.mem 1", sx_state), 100);
+  cr_assert(err && strstr(err, "below 1M"), "%s", err);
+  free(err);
+}
+
 /* As a user who may make no cgroup, mem is RLIMIT_DATA on each process,
  * and the record says why. Also: that user's worker cannot raise a hard
  * limit, and may raise a soft one up to it (cpu: soft + 1 s). */
@@ -274,6 +296,8 @@ Test(limits_run, bad_limits_are_refused_before_a_task_exists) {
       {"--timeout -5", "a timeout is a duration above 0"},
       {"--timeout 10x", "timeout '10x'"},
       {"--limit mem=-1", "mem=-1: the mem limit wants a size"},
+      {"--limit mem=64K", "mem=64K: below 1M, less than a shell needs to start"},
+      {"--limit mem=1", "mem=1: below 1M"},
       {"--limit swap=1G", "unknown limit 'swap'"},
       {"--restart sometimes", "--restart is no, on-failure or always"},
   };

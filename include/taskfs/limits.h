@@ -103,11 +103,14 @@ void tfs_limits_free(tfs_limits_t *l);
  * -ENOMEM. */
 int tfs_limits_copy(tfs_limits_t *dst, const tfs_limits_t *src);
 
-/* The value of limit which from text: a size for mem, fsize and core, a
- * duration for cpu (whole seconds, a fraction rounds up), a count for
- * nofile and nproc; "none" is TFS_LIMIT_NONE (no limit, also over the
- * store's default). On a bad value, the words in why ("mem=-1: a size is
- * ..."). Returns 0 or TFS_ELIMIT. */
+/* The smallest memory limit taken: a shell needs about 600 KiB to start. */
+#define TFS_LIMIT_MEM_MIN (1024 * 1024)
+/* The value of limit which from text: a size for mem (at least
+ * TFS_LIMIT_MEM_MIN), fsize and core, a duration for cpu (whole seconds, a
+ * fraction rounds up), a count for nofile and nproc; "none" is
+ * TFS_LIMIT_NONE (no limit, also over the store's default). On a bad
+ * value, the words in why ("mem=-1: a size is ..."). Returns 0 or
+ * TFS_ELIMIT. */
 int tfs_limit_parse(tfs_limit_t which, const char *text, int64_t *value, char *why, size_t whylen);
 /* "mem=2G,cpu=10m,nofile=4096": each NAME=VALUE into l, from = given (a
  * name given twice: the later wins). Returns 0, or TFS_ELIMIT with the
