@@ -115,6 +115,9 @@ int tfs__rf_get_int(rf_reader_t *p, int obj, const char *name, int64_t lo, int64
 int tfs__rf_get_str(rf_reader_t *p, int obj, const char *name, char **out);
 /* check_str: 1 if node v is a string that check takes, 0 if not, -1 OOM. */
 int tfs__rf_check_str(rf_reader_t *p, int v, int (*check)(const char *s, void *arg), void *arg);
+/* The value of an integer-like row at its place in the struct (the writer's
+ * view of it: the fuzzer compares the reader's result through it). */
+int64_t tfs__rf_int_at(const rf_field_t *f, const char *at);
 /* Reads the rows of table from object obj into the struct at base. */
 int tfs__rf_fields(rf_reader_t *p, int obj, const rf_field_t *table, void *base);
 

@@ -177,7 +177,9 @@ void tfs__jw_strv(jw_t *w, char *const *v) {
   tfs__jw_close(w, ']');
 }
 
-static int64_t int_at(const rf_field_t *f, const char *at) {
+/* The value of an integer-like row (int, bool, enum, u64, int64, time)
+ * at its place in the struct. */
+int64_t tfs__rf_int_at(const rf_field_t *f, const char *at) {
   switch (f->type) {
   case RF_I32:
   case RF_BOOL:
@@ -200,11 +202,11 @@ static int has_value(const rf_field_t *f, const void *base, const char *at) {
   case RF_BUF:
     return !(f->flags & RF_EMPTY_NULL) || at[0];
   case RF_TIME:
-    return int_at(f, at) != 0;
+    return tfs__rf_int_at(f, at) != 0;
   case RF_I64:
   case RF_I32:
   case RF_U64: {
-    int64_t v = int_at(f, at);
+    int64_t v = tfs__rf_int_at(f, at);
     return !((f->flags & RF_NULL_NEG && v < 0) || (f->flags & RF_NULL_ZERO && v == 0) ||
              (f->flags & RF_NULL_NONPOS && v <= 0));
   }
@@ -234,10 +236,10 @@ void tfs__jw_fields(jw_t *w, const rf_field_t *table, const void *base) {
     case RF_I64:
     case RF_I32:
     case RF_U64:
-      tfs__jw_num(w, int_at(f, at));
+      tfs__jw_num(w, tfs__rf_int_at(f, at));
       break;
     case RF_TIME:
-      tfs__jw_time(w, int_at(f, at));
+      tfs__jw_time(w, tfs__rf_int_at(f, at));
       break;
     case RF_STR: {
       const char *s = *(char *const *)at;
@@ -251,10 +253,10 @@ void tfs__jw_fields(jw_t *w, const rf_field_t *table, const void *base) {
       tfs__jw_strv(w, *(char *const *const *)at);
       break;
     case RF_BOOL:
-      tfs__jw_raw(w, int_at(f, at) ? "true" : "false");
+      tfs__jw_raw(w, tfs__rf_int_at(f, at) ? "true" : "false");
       break;
     case RF_ENUM:
-      tfs__jw_str(w, f->name_of((int)int_at(f, at)));
+      tfs__jw_str(w, f->name_of((int)tfs__rf_int_at(f, at)));
       break;
     case RF_OBJ:
       tfs__jw_open(w, '{');

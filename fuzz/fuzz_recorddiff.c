@@ -86,19 +86,6 @@ static void same_value(const tfs__jdoc_t *d, int i, const json_t *j) {
   }
 }
 
-static int64_t int_at(const rf_field_t *f, const char *at) {
-  switch (f->type) {
-  case RF_I32:
-  case RF_BOOL:
-  case RF_ENUM:
-    return *(const int *)at;
-  case RF_U64:
-    return (int64_t) * (const uint64_t *)at;
-  default:
-    return *(const int64_t *)at;
-  }
-}
-
 /* The rows of table, over jansson's object j, agree with the struct at
  * base (members present and not null; absent ones keep their defaults). */
 static void same_fields(const json_t *j, const rf_field_t *table, const char *base) {
@@ -114,12 +101,12 @@ static void same_fields(const json_t *j, const rf_field_t *table, const char *ba
     case RF_I64:
     case RF_I32:
     case RF_U64:
-      CHECK(json_is_integer(v) && json_integer_value(v) == int_at(f, at));
+      CHECK(json_is_integer(v) && json_integer_value(v) == tfs__rf_int_at(f, at));
       break;
     case RF_TIME: {
       int64_t ms = -1;
       CHECK(json_is_string(v) && !tfs_time_parse(json_string_value(v), &ms));
-      CHECK(ms == int_at(f, at));
+      CHECK(ms == tfs__rf_int_at(f, at));
       break;
     }
     case RF_STR:
@@ -139,10 +126,11 @@ static void same_fields(const json_t *j, const rf_field_t *table, const char *ba
       break;
     }
     case RF_BOOL:
-      CHECK(json_is_boolean(v) && json_is_true(v) == !!int_at(f, at));
+      CHECK(json_is_boolean(v) && json_is_true(v) == !!tfs__rf_int_at(f, at));
       break;
     case RF_ENUM:
-      CHECK(json_is_string(v) && !strcmp(f->name_of((int)int_at(f, at)), json_string_value(v)));
+      CHECK(json_is_string(v) &&
+            !strcmp(f->name_of((int)tfs__rf_int_at(f, at)), json_string_value(v)));
       break;
     case RF_OBJ:
       CHECK(json_is_object(v));
