@@ -484,6 +484,13 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
   if (!st->launch)
     return CLI_EXIT_OK;
   tfs_task_start_launch(store, &lo, st);
+  if (st->launch_err == -ENOSPC || st->launch_err == -EDQUOT) {
+    cli_error("run",
+              TFS_REASON_STORE_FULL "%s to keep task %s's record; free space or use another "
+                                    "--state-dir",
+              tfs_store_path(store), st->id);
+    return CLI_EXIT_SYSTEM;
+  }
   if (st->launch_err) {
     cli_error("run", "cannot start the supervisor of task %s: %s", st->id,
               tfs_strerror(st->launch_err));
@@ -491,6 +498,8 @@ static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st)
   }
   if (st->not_started) {
     cli_error("run", "%s", st->rec.reason ? st->rec.reason : "the command could not start");
+    if (tfs_record_store_full(&st->rec))
+      return CLI_EXIT_SYSTEM;
     return tfs_record_skipped(&st->rec) ? CLI_EXIT_SKIPPED : CLI_EXIT_NOSTART;
   }
   /* Queued with a worker: an engine holds it (a pending Slurm job), which

@@ -166,3 +166,8 @@ int tfs_record_skipped(const tfs_record_t *rec) {
   return rec->state == TFS_FAILED && rec->worker_pid <= 0 && rec->nexits == 0 && rec->reason &&
          !strncmp(rec->reason, TFS_REASON_NOT_RUN, strlen(TFS_REASON_NOT_RUN));
 }
+
+int tfs_record_store_full(const tfs_record_t *rec) {
+  return rec->state == TFS_FAILED && rec->worker_pid <= 0 && rec->nexits == 0 && rec->reason &&
+         !strncmp(rec->reason, TFS_REASON_STORE_FULL, strlen(TFS_REASON_STORE_FULL));
+}

@@ -128,13 +128,15 @@ static int reload(tfs_store_t *store, const char *id, tfs_record_t *rec, tfs_sta
  * is still queued: it died before starting the task (its log says why).
  * tfs_task_fail_queued() holds the lock while it records the task failed,
  * so a very late supervisor then finds it ended and leaves it alone.
- * Returns 1 if it did so. */
+ * Returns 1 if it did so, or why that failed (-ENOSPC on a full store:
+ * then nobody can record this task's end, and the launch fails rather
+ * than wait for it). */
 #define DEAD_MS 5000
 static int give_up(tfs_store_t *store, const char *id) {
   return tfs_task_fail_queued(store, id, 127,
                               "the supervisor exited before starting the task; see "
                               "tasks/%s/%s in the store",
-                              id, tfs_task_file_name(TFS_FILE_SUPERVISOR_LOG)) == 1;
+                              id, tfs_task_file_name(TFS_FILE_SUPERVISOR_LOG));
 }
 
 /* Waits until the record leaves queued or wait_ms passes: the supervisor's
@@ -165,8 +167,14 @@ static int wait_started(tfs_store_t *store, const char *id, tfs_watch_t *w, int6
       dead_since = 0;
     } else if (!dead_since) {
       dead_since = now;
-    } else if (now - dead_since >= DEAD_MS && give_up(store, id)) {
-      continue; /* read the failed record back */
+    } else if (now - dead_since >= DEAD_MS) {
+      int r = give_up(store, id);
+      if (r == 1)
+        continue; /* read the failed record back */
+      if (r == -ENOSPC || r == -EDQUOT) {
+        tfs_record_free(&mine);
+        return r;
+      }
     }
     int64_t left = deadline - tfs_now_ms();
     if (left <= 0) {

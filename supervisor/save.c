@@ -27,6 +27,7 @@
  * worker's output fills the disk, this file is deleted before the last
  * save so the end still lands. */
 #define RESERVE_BYTES (128 * 1024)
+#define RESERVE_MIN 4096 /* one page: what the final record needs at least */
 
 static void on_save_tick(uv_timer_t *t);
 
@@ -102,17 +103,39 @@ void sup_save_init(sup_t *s) {
   uv_timer_start(&s->alive_timer, on_alive_tick, ALIVE_EVERY_MS, ALIVE_EVERY_MS);
 }
 
-void sup_reserve_make(sup_t *s) {
+/* The reserve adapts to the room there is: the full size when it fits,
+ * else as little as the final record needs (a page holds a usual record),
+ * so that on a small store (a 64 KiB tmpfs) the end still lands. A failed
+ * size may leave blocks allocated on some filesystems: truncated before
+ * the next, smaller try. */
+int sup_reserve_make(sup_t *s) {
+  static const off_t sizes[] = {RESERVE_BYTES, 4 * RESERVE_MIN, RESERVE_MIN};
   int fd TFS_AUTOCLOSE =
       sup_open_file(s->store, s->id, TFS_FILE_SPACE_RESERVE, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0)
-    return;
-  int err = posix_fallocate(fd, 0, RESERVE_BYTES);
-  if (err)
-    sup_log(s, "cannot reserve space for the final record: %s", strerror(err));
+    return fd == -ENOSPC || fd == -EDQUOT ? fd : 0; /* no reserve file: the end is tried anyway */
+  int err = 0;
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    err = posix_fallocate(fd, 0, sizes[i]);
+    if (!err) {
+      if (i)
+        sup_log(s, "the store has little room: %lld bytes held for the final record",
+                (long long)sizes[i]);
+      return 0;
+    }
+    if (err != ENOSPC && err != EDQUOT)
+      break;
+    if (ftruncate(fd, 0) < 0)
+      break;
+  }
+  if (err == ENOSPC || err == EDQUOT)
+    return -err;
+  /* A filesystem without fallocate (EOPNOTSUPP): the end is tried anyway. */
+  sup_log(s, "cannot reserve space for the final record: %s", strerror(err));
+  return 0;
 }
 
-static void release_reserve(sup_t *s) {
+void sup_reserve_release(sup_t *s) {
   tfs_task_file_remove(s->store, s->id, TFS_FILE_SPACE_RESERVE);
 }
 
@@ -163,7 +186,7 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   s->rec.ended_ms = tfs_now_ms();
   tfs_record_set_reason(&s->rec, "%s", reason);
   sup_limits_finish(s); /* the tree is gone: its cgroup's peak, then the cgroup */
-  release_reserve(s);
+  sup_reserve_release(s);
   /* Gone before the record says ended, so nobody sees an ended task with
    * a doorbell (a later ring gets ENOENT, which is fine). */
   sup_doorbell_close(s);

@@ -269,7 +269,11 @@ void sup_save(sup_t *s);
 void sup_save_flags(sup_t *s, unsigned flags);
 /* Output arrived: a save is due within the save tick. */
 void sup_mark_dirty(sup_t *s);
-void sup_reserve_make(sup_t *s);
+/* Holds room for the final record (TFS_FILE_SPACE_RESERVE). 0, or
+ * -ENOSPC (-EDQUOT) when not even a page is free: the end could not be
+ * recorded, so the task must not start. */
+int sup_reserve_make(sup_t *s);
+void sup_reserve_release(sup_t *s);
 /* Records the task's end and lets the loop run out. */
 void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -159,6 +159,31 @@ static int fail_setup(sup_t *s, const char *fmt, ...) {
   return 111;
 }
 
+/* Not even a page was free for the final record: a worker started now
+ * would run with an end nobody could record (the task would read queued,
+ * then lost). It does not start; what the task holds is given back (the
+ * line index, the reserve) so that this end fits, and it is saved before
+ * anything is logged, which could take that room. */
+static int fail_store_full(sup_t *s, int why) {
+  tfs_lineidx_writer_close(s->cap.lidx);
+  s->cap.lidx = NULL;
+  tfs_task_file_remove(s->store, s->id, TFS_FILE_LINEIDX);
+  sup_reserve_release(s);
+  s->rec.state = TFS_FAILED;
+  s->rec.exit_code = 127;
+  s->rec.ended_ms = tfs_now_ms();
+  tfs_record_set_reason(&s->rec,
+                        TFS_REASON_STORE_FULL "%s to keep this task's record%s; free space "
+                                              "or use another --state-dir",
+                        tfs_store_path(s->store),
+                        why == -EDQUOT ? " (the disk quota is reached)" : "");
+  int err = tfs_task_save(s->store, &s->rec);
+  sup_log(s, "%s; the task was not started", s->rec.reason);
+  if (err)
+    sup_log(s, "cannot save the record: %s", tfs_strerror(err));
+  return 111;
+}
+
 /* Opens the store, takes the lock and loads the record. Returns -1 when
  * this process owns a queued task to run, else the exit code (0: another
  * supervisor has it, or had it). */
@@ -272,12 +297,14 @@ static int prepare(sup_t *s, const args_t *a) {
     rc = open_output(s);
   if (rc >= 0)
     return rc;
-  int err = setup_loop(s);
+  int err = sup_reserve_make(s);
+  if (err)
+    return fail_store_full(s, err);
+  err = setup_loop(s);
   if (err)
     return fail_setup(s, "cannot set up: %s", tfs_strerror(err));
   claim(s);
   sup_limits_prepare(s);
-  sup_reserve_make(s);
   /* A stop requested before the start: the task never runs. */
   sup_check_cancel(s, "start");
   if (!s->stopping)

@@ -3,6 +3,8 @@
  *     running or end with a reason that names the full disk, no record is
  *     torn, no transcript line is torn, the CLI, the mount and the MCP
  *     server answer with clear errors, and all recover once space returns;
+ *   - a 64 KiB store, too small for the space reserve: a task completes,
+ *     or is refused at once naming the full store, never lost or hung;
  *   - the fast wake-up path unavailable, two ways: the supervisor's
  *     TASKFS_NO_INOTIFY=1 switch (which turns off its instant stop path:
  *     once an inotify watch, now the tasks/<id>/doorbell FIFO), and a
@@ -341,6 +343,46 @@ static int64_t stop_latency(const char *const wrap[], const char *const env, int
   hh_res_free(&r);
   cr_assert_eq(hh_wait_ended(id), TFS_CANCELLED, "the stop request was not acted on");
   return hh_now_ms() - t0;
+}
+
+/* A 64 KiB store (issue 30 item 7): too small for the supervisor's full
+ * space reserve. Each `run --wait` either completes, or fails at once
+ * saying the store is full, with a record that says so; never a hang
+ * (the bound is a guard only) and never a record left queued, which
+ * reads lost once its launcher is gone. */
+Test(hard_faults, small_store_ends_honestly) {
+  hh_store_on_tmpfs("size=64k,mode=0700");
+  int completed = 0, full = 0;
+  for (int i = 0; i < 12; i++) {
+    const char *argv[] = {tu_taskfs_bin(), "run", "--wait", "--", "/bin/true", NULL};
+    hh_res_t r = hh_run_argv(argv, NULL, 0, 120000);
+    cr_assert(r.status >= 0, "run --wait on a 64 KiB store hung (run %d)", i);
+    char id[TFS_ID_MAX + 1];
+    snprintf(id, sizeof id, "%.*s", (int)strcspn(r.out ? r.out : "", "\n"), r.out ? r.out : "");
+    if (r.status == 0) {
+      completed++;
+    } else {
+      cr_assert(r.status == 111 && names_full_disk(r.err),
+                "run %d on a 64 KiB store: exit %d, '%s'; want 0, or 111 naming the full store", i,
+                r.status, r.err);
+    }
+    if (tfs_id_valid(id)) {
+      tfs_record_t rec;
+      char err[256];
+      cr_assert_eq(hh_record_raw(id, &rec, err, sizeof err), 0, "%s", err);
+      cr_assert(rec.state == TFS_COMPLETED || tfs_record_store_full(&rec),
+                "task %s on a 64 KiB store is %s (%s); want completed, or failed naming the "
+                "full store",
+                id, tfs_state_name(rec.state), rec.reason ? rec.reason : "no reason");
+      full += rec.state != TFS_COMPLETED;
+      cr_assert((rec.state == TFS_COMPLETED) == (r.status == 0));
+      tfs_record_free(&rec);
+    }
+    hh_res_free(&r);
+  }
+  cr_assert(completed > 0, "no task completed on a 64 KiB store");
+  cr_log_info("64 KiB store: %d tasks completed, %d refused as the store was full", completed,
+              full);
 }
 
 Test(hard_faults, no_inotify_switch) {

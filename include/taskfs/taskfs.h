@@ -348,6 +348,11 @@ void tfs_record_init(tfs_record_t *rec);
  * 1 for such a task (failed, no worker ever started). */
 #define TFS_REASON_NOT_RUN "not run: "
 int tfs_record_skipped(const tfs_record_t *rec);
+/* The reason of a task that never ran because its store had no room left
+ * for its record (not even for the end) begins with this;
+ * tfs_record_store_full() says 1 for such a task. */
+#define TFS_REASON_STORE_FULL "no space left on the store "
+int tfs_record_store_full(const tfs_record_t *rec);
 void tfs_record_free(tfs_record_t *rec);
 /* Record <-> JSON text. tfs_record_parse() returns TFS_ECORRUPT with a
  * message in err (if not NULL) when the JSON is not a valid v1 record. */
