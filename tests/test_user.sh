@@ -79,7 +79,12 @@ H=$tmp/home
 uid=$(id -u "$U")
 # A copy the user may execute, wherever the build tree is.
 mkdir "$tmp/bin"
+# With it, what it loads from beside itself: the light supervisor a start
+# execs and the faces (mount, serve, mcp) it loads on demand.
 cp "$BIN" "$tmp/bin/taskfs"
+for f in taskfs-supervise taskfs-faces.so; do
+  [ -e "$(dirname "$BIN")/$f" ] && cp "$(dirname "$BIN")/$f" "$tmp/bin/$f" && chmod 0755 "$tmp/bin/$f"
+done
 chmod 0755 "$tmp/bin" "$tmp/bin/taskfs"
 
 # as CMD...: runs a shell command line as the user, with a login's
@@ -97,7 +102,7 @@ id=$(as 'taskfs run -- sh -c "echo started; i=0; while [ \$i -lt 1500 ]; do echo
 check "run prints an id ($id)" test -n "$id"
 check "the store is the user's, in ~/.local/state/taskfs" \
   test "$(stat -c %U "$H/.local/state/taskfs/tasks")" = "$U"
-if as 'taskfs ls' | grep -q "^$id running"; then ok "ls lists it, running"; else fail "ls lists it, running"; fi
+if as 'taskfs ls' | grep -qE "^ *[0-9]+ $id running"; then ok "ls lists it, running"; else fail "ls lists it, running"; fi
 id2=$(as 'taskfs run --wait -- sh -c "echo done by \$USER; exit 4"' 2>/dev/null)
 check "run --wait exits with the task's code" test $? -eq 4
 if as "taskfs logs $id2" | grep -qx "done by $U"; then ok "logs prints its output"; else fail "logs prints its output"; fi
