@@ -9,8 +9,8 @@ top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-cli-terminal-XXXXXX")
 # A mount this test made is gone even when a check fails.
-trap 'fusermount3 -uz "$tmp/rt/taskfs" 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
+on_exit 'fusermount3 -uz "$tmp/rt/taskfs" 2>/dev/null; rm -rf "$tmp"'
 export TASKFS_STATE_DIR=$tmp/state HOME=$tmp
 unset NO_COLOR || true
 

@@ -11,8 +11,8 @@ set -eu
 top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-completion-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
+on_exit 'rm -rf "$tmp"'
 comp=$top/contrib/completion
 mkdir "$tmp/bin"
 ln -s "$bin" "$tmp/bin/taskfs"

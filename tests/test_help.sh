@@ -9,8 +9,8 @@ set -eu
 top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-help-XXXXXX")
-trap 'fusermount3 -uz "$tmp/mnt" 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
+on_exit 'fusermount3 -uz "$tmp/mnt" 2>/dev/null; rm -rf "$tmp"'
 export TASKFS_STATE_DIR=$tmp/state HOME=$tmp
 
 verbs=$("$bin" --help | sed -n '/^verbs:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')

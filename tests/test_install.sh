@@ -8,8 +8,8 @@ set -eu
 MAKE=${MAKE:-make}
 top=$(pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-install-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
+on_exit 'rm -rf "$tmp"'
 mk() { $MAKE -s -C "$top" "$@" >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log"; return 1; }; }
 
 # 1. A staging tree, as a package build does it.

@@ -10,8 +10,8 @@ set -eu
 top=$(pwd)
 bin=${TASKFS_BIN:-$top/build/taskfs}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/taskfs-test-man-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/helpers/check.sh"
+on_exit 'rm -rf "$tmp"'
 
 pages=$(ls man/*.[1-8])
 check "man/ has taskfs.1, taskfs-mount.5 and taskfs.7" \

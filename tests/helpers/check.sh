@@ -23,6 +23,14 @@ wait_for() {
   done
   return 1
 }
+# on_exit 'COMMANDS': run COMMANDS when the test ends, however it ends
+# (a failed check, set -e, a signal's exit). Their own failure (a mount
+# already gone, say) does not change the test's exit status: under set -e
+# a failing command in an EXIT trap would end the shell with it.
+on_exit() {
+  # shellcheck disable=SC2064 # COMMANDS are expanded when the trap runs
+  trap "rc=\$?; set +e; $1; exit \$rc" EXIT
+}
 # The closing line CI reads; the exit status of the test.
 finish() {
   echo "$passed passed, $failed failed"
