@@ -265,12 +265,18 @@ Test(hard_findings, a_task_started_beside_prunes_runs_visibly) {
   int rounds = hh_rounds(20, 200);
   for (int i = 0; i < rounds; i++) {
     char id[TFS_ID_MAX + 1];
-    const char *cmd[] = {"/bin/sh", "-c", "sleep 0.2", NULL};
+    /* The task runs until the test has looked (its gate file): a task
+     * that ended on its own may be pruned, rightly, so "while it runs"
+     * must not depend on how fast the machine gets to the look. */
+    char *gate = hh_strdupf("%s/gate-%d", hh.root, i);
+    const char *cmd[] = {"/bin/sh", "-c", "until [ -e \"$0\" ]; do sleep 0.02; done", gate, NULL};
     hh_run_task(NULL, cmd, id);
     /* While it runs it is there for every verb. */
     hh_res_t r = hh_tfs("show", id, NULL);
     cr_assert(r.status == 0, "round %d: show %s while it runs: %d %s", i, id, r.status, r.err);
     hh_res_free(&r);
+    tu_write_file(gate, "", 0);
+    free(gate);
   }
   tu_write_file(done, "", 0);
   cr_assert_neq(hh_wait(pruner, hh_timeout_ms()), -1);
