@@ -49,11 +49,8 @@ void fs_transcript_sizes(size_t *read_max, blksize_t *io_size) {
     pipe_max = v;
   if (f)
     fclose(f);
-  size_t pages = pipe_max / page - 4;
-  if (pages < 32)
-    pages = 32;
-  if (pages > 256)
-    pages = 256;
+  size_t pages = pipe_max / page;
+  pages = pages < 32 + 4 ? 32 : pages - 4 > 256 ? 256 : pages - 4;
   *read_max = pages * page;
   blksize_t b = (blksize_t)page;
   while ((size_t)b * 2 <= *read_max)
