@@ -139,6 +139,12 @@ typedef struct {
   nametab_t queues;
 
   tfile_t *open_files; /* handles the kernel has not released yet */
+
+  /* Transcript reads (fs_transcript_sizes, set at the session's init): the
+   * largest reply, which is also the largest request the kernel makes
+   * (max_write sets max_pages), and the st_blksize of transcripts. */
+  size_t read_max;
+  blksize_t io_size;
 } mnt_t;
 
 /* ---- fs/mount.c ---- */
@@ -176,6 +182,9 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ---- fs/transcript.c ---- */
 int fs_transcript_open(tfs_store_t *s, const char *id);
+/* The largest transcript read reply that libfuse can splice without
+ * privileges, and the block size to advertise for transcripts. */
+void fs_transcript_sizes(size_t *read_max, blksize_t *io_size);
 int fs_transcript_ready(mnt_t *m, tfile_t *f);
 /* 1 when the task of f has ended (or cannot be read): its transcript no
  * longer grows. */

@@ -168,6 +168,10 @@ static int task_node_attr(mnt_t *m, tfs_store_t *s, fuse_ino_t ino, size_t idx, 
                : missing            ? 0
                                     : bst.st_size;
   file_attr(m, st, ino, tf->mode, size, missing ? &tst : &bst);
+  /* Readers that size their buffers by st_blksize (cat, cp) then ask for
+   * one full request per read (fs/transcript.c). */
+  if (kind == K_TRANSCRIPT && m->io_size)
+    st->st_blksize = m->io_size;
   return 0;
 }
 

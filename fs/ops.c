@@ -42,6 +42,7 @@ static void op_refuse_create(fuse_req_t req, fuse_ino_t parent, const char *name
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn) {
+  mnt_t *m = userdata;
   /* `echo 1 > cancel` should arrive as one open(O_TRUNC), not a truncate. */
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -57,6 +58,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
     conn->want |= FUSE_CAP_SPLICE_WRITE;
   if (conn->capable & FUSE_CAP_SPLICE_MOVE)
     conn->want |= FUSE_CAP_SPLICE_MOVE;
+  /* Each direct_io read is one round trip, so requests are as large as a
+   * reply can be spliced: libfuse derives max_pages (the largest request)
+   * from max_write, and the only writes (cancel, control, stdin) are a
+   * line each. */
+  fs_transcript_sizes(&m->read_max, &m->io_size);
+  if (conn->max_write > m->read_max)
+    conn->max_write = (unsigned)m->read_max;
 }
 
 const struct fuse_lowlevel_ops fs_ops = {

@@ -12,19 +12,51 @@
  * at a stale cached size, and what a handle has read is what poll needs
  * to know); an ended task's transcript can no longer grow, so it is read
  * through the page cache (keep_cache): a second `cat` is served by the
- * kernel alone, at the speed of the backing file. */
+ * kernel alone, at the speed of the backing file.
+ *
+ * A direct_io read costs one round trip through the mount per request, so
+ * requests are made as large as a reply can be spliced (fs_transcript_sizes):
+ * the kernel asks for at most that much, and st_blksize tells readers such
+ * as cat to read in blocks that large. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
 
-/* The largest read the mount serves in one request; the kernel asks for at
- * most max_pages (256 pages = 1 MiB with libfuse 3.14). */
-#define READ_MAX (4u << 20)
+/* The sizes of transcript reads (see fs/fs.h). libfuse splices a reply
+ * through a pipe it grows to hold the whole reply plus three pages
+ * (fuse_send_data_iov); a pipe larger than /proc/sys/fs/pipe-max-size needs
+ * CAP_SYS_RESOURCE, and without it every larger reply falls back to a
+ * malloc, a pread and a write per request (measured: a 1 MiB request at
+ * 0.04x the speed of the backing file). So a reply holds at most the
+ * largest pipe minus four pages (1 MiB - 16 KiB with the default), never
+ * less than the 128 KiB the kernel asks for without max_pages, never more
+ * than the 1 MiB of FUSE's 256 pages. The block size readers are told is
+ * the largest power of two that fits, since coreutils rounds st_blksize up
+ * to one (a 1 MiB block would be one request of 1 MiB - 16 KiB and one of
+ * 16 KiB). */
+void fs_transcript_sizes(size_t *read_max, blksize_t *io_size) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), pipe_max = 1u << 20;
+  FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+  unsigned long v;
+  if (f && fscanf(f, "%lu", &v) == 1 && v >= page)
+    pipe_max = v;
+  if (f)
+    fclose(f);
+  size_t pages = pipe_max / page;
+  pages = pages < 32 + 4 ? 32 : pages - 4 > 256 ? 256 : pages - 4;
+  *read_max = pages * page;
+  blksize_t b = (blksize_t)page;
+  while ((size_t)b * 2 <= *read_max)
+    b *= 2;
+  *io_size = b;
+}
 
 /* Opens a task's transcript for reading (the core refuses anything but a
  * regular file, and never blocks in the open). O_NONBLOCK stays on: every
@@ -56,8 +88,8 @@ void fs_transcript_read(fuse_req_t req, mnt_t *m, tfile_t *f, size_t size, off_t
     fuse_reply_buf(req, NULL, 0);
     return;
   }
-  if (size > READ_MAX)
-    size = READ_MAX;
+  if (size > m->read_max)
+    size = m->read_max; /* what the kernel asks never exceeds it */
   struct stat st;
   if (fstat(f->fd, &st)) {
     fuse_reply_err(req, errno);

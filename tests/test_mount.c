@@ -462,6 +462,67 @@ Test(mount, transcript_cat_and_sizes_grow) {
   free(out);
 }
 
+typedef struct {
+  const char *path;
+  off_t size;
+} size_wait_t;
+
+static int backing_reached(void *arg) {
+  size_wait_t *w = arg;
+  struct stat st;
+  return stat(w->path, &st) == 0 && st.st_size >= w->size;
+}
+
+/* A running task's transcript is read in requests as large as a reply can
+ * be spliced, and says so in st_blksize (cat reads in such blocks); reads
+ * of any size at any offset, across the edges of those requests, give the
+ * backing file's bytes while the task still writes. */
+Test(mount, large_reads_of_a_growing_transcript_equal_the_backing_file) {
+  char id[TFS_ID_MAX + 1], bpath[1024];
+  real_task("seq 1 1500000; i=0; while [ $i -lt 3000 ]; do echo tick $i; sleep 0.05; "
+            "i=$((i+1)); done",
+            id);
+  snprintf(bpath, sizeof bpath, "%s/tasks/%s/transcript", g_state, id);
+  size_wait_t w = {bpath, 10 << 20};
+  cr_assert(tu_wait_until(backing_reached, &w, 60000), "the task did not write 10 MiB");
+  struct stat st;
+  cr_assert_eq(stat(mpath("tasks/%s/transcript", id), &st), 0);
+  off_t R = st.st_blksize;
+  cr_assert_geq(R, 128 << 10, "st_blksize %ld: readers would ask in small requests", (long)R);
+  cr_assert_eq(R & (R - 1), 0, "st_blksize %ld is no power of two", (long)R);
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  int bfd = open(bpath, O_RDONLY);
+  cr_assert(fd >= 0 && bfd >= 0);
+  const off_t at[][2] = {{0, R},
+                         {R - 1, R + 2},
+                         {2 * R - 4097, (1 << 20) + 4097},
+                         {(1 << 20) - 16385, 1 << 20},
+                         {(3 << 20) + 7, (2 << 20) + 1},
+                         {(5 << 20) - 1, 3 << 20}};
+  char *a = malloc(3 << 20), *b = malloc(3 << 20);
+  cr_assert(a && b);
+  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+    ssize_t n = pread(fd, a, (size_t)at[i][1], at[i][0]);
+    cr_assert_eq(n, at[i][1], "read of %ld at %ld gave %zd", (long)at[i][1], (long)at[i][0], n);
+    cr_assert_eq(pread(bfd, b, (size_t)n, at[i][0]), n);
+    cr_assert_eq(memcmp(a, b, (size_t)n), 0, "bytes differ in the read of %ld at %ld",
+                 (long)at[i][1], (long)at[i][0]);
+  }
+  /* Sequentially, in st_blksize blocks, as cat reads it. */
+  off_t off = 0;
+  ssize_t n;
+  while (off < w.size && (n = pread(fd, a, (size_t)R, off)) > 0) {
+    cr_assert_eq(pread(bfd, b, (size_t)n, off), n);
+    cr_assert_eq(memcmp(a, b, (size_t)n), 0, "bytes differ at %ld", (long)off);
+    off += n;
+  }
+  cr_assert_geq(off, w.size);
+  free(a);
+  free(b);
+  close(fd);
+  close(bfd);
+}
+
 /* ---- following --------------------------------------------------------------- */
 
 static void tail_follows(const char *flag) {
