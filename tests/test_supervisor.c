@@ -577,7 +577,10 @@ Test(supervisor, a_worker_ignoring_sigterm_is_killed_after_the_grace_period) {
   char id[TFS_ID_MAX + 1];
   tfs_task_spec_t spec = {.min_uptime_ms = -1, .max_restarts = -1, .grace_ms = 300};
   sx_start(id, "trap '' TERM; sleep 300.124; sleep 300.124", &spec, NULL, NULL);
-  wait_procs("sleep 300.124", 1);
+  /* Two: the shell (its command line names the marker from its start)
+   * and its first sleep, which runs only once the trap is set. One would
+   * let the stop arrive before the trap, and the shell die of SIGTERM. */
+  wait_procs("sleep 300.124", 2);
   cr_assert_eq(tfs_cancel_request(sx_store, id, "tester"), 0);
   tfs_record_t rec = sx_wait(id, 20000);
   cr_assert_eq(rec.state, TFS_CANCELLED);
