@@ -286,18 +286,3 @@ int tfs__rm_task(const tfs_store_t *store, const char *id) {
     renameat(store->tasks_fd, gone, store->tasks_fd, id);
   return err;
 }
-
-int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first) {
-  void **pv = v;
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap ? *cap : first;
-  while (ncap < need)
-    ncap *= 2;
-  void *nv = realloc(*pv, ncap * size);
-  if (!nv)
-    return -ENOMEM;
-  *pv = nv;
-  *cap = ncap;
-  return 0;
-}
