@@ -9,7 +9,7 @@
  * values (tests/test_record.c checks it), so files written before and
  * after read the same: strings are valid UTF-8 (tfs_utf8_sanitize), and
  * only '"', '\\' and C0 controls are escaped (\b \f \n \r \t, else
- * \u00XX in upper-case hex). */
+ * \u00XX in upper-case hex), by tfs_buf_json(), the one escaper. */
 #include "core/record_codec.h"
 #include "taskfs/text.h"
 
