@@ -9,6 +9,7 @@
  */
 #include "supervisor/internal.h"
 #include "taskfs/cleanup.h"
+#include "taskfs/proc.h"
 #include "taskfs/buf.h"
 
 #include <ctype.h>
@@ -24,27 +25,6 @@
 typedef struct {
   pid_t pid, ppid;
 } proc_t;
-
-/* Reads the parent pid from /proc/<pid>/stat. The command name in
- * parentheses may hold spaces and ')', so parse after the last ')'. */
-static int read_ppid(int procfd, const char *name, pid_t *ppid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "%s/stat", name);
-  int fd TFS_AUTOCLOSE = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  if (n <= 0)
-    return -EIO;
-  buf[n] = 0;
-  char *p = strrchr(buf, ')');
-  int pp;
-  char state;
-  if (!p || sscanf(p + 1, " %c %d", &state, &pp) != 2)
-    return -EIO;
-  *ppid = pp;
-  return 0;
-}
 
 static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid) {
   if (tfs_grow(v, cap, *n + 1, sizeof **v, 64))
@@ -144,13 +124,13 @@ static ssize_t read_procs(proc_t **out) {
   int err = tfs_grow(&ps, &cap, 256, sizeof *ps, 256);
   struct dirent *e;
   while (!err && (e = readdir(d))) {
-    pid_t ppid;
-    if (!isdigit((unsigned char)e->d_name[0]) || read_ppid(dirfd(d), e->d_name, &ppid) < 0)
+    tfs_proc_stat_t st;
+    if (!isdigit((unsigned char)e->d_name[0]) || tfs_proc_stat_at(dirfd(d), e->d_name, &st))
       continue; /* not a process, or it went away meanwhile */
     if (tfs_grow(&ps, &cap, n + 1, sizeof *ps, 256))
       break;
-    ps[n].pid = (pid_t)atoi(e->d_name);
-    ps[n].ppid = ppid;
+    ps[n].pid = st.pid;
+    ps[n].ppid = st.ppid;
     n++;
   }
   closedir(d);
