@@ -32,6 +32,7 @@
  * a worker exit, and once the worker is reaped and it is the only
  * descendant left it is killed and reaped.
  */
+#include "supervisor/child.h"
 #include "supervisor/sup.h"
 #include "taskfs/proc.h"
 
@@ -116,15 +117,8 @@ static void run_cleanup(char *const *cmd, char *const *env) {
     return;
   pid_t pid = fork();
   if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      dup2(null, 0);
-      dup2(null, 1);
-      dup2(null, 2);
-    }
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    sup_child_init(&(sup_child_t){.stdio = {null, null, null}});
     execve(cmd[0], cmd, env);
     _exit(127);
   }
