@@ -140,14 +140,24 @@ int tfs_buf_json(tfs_buf_t *b, const char *s, size_t n) {
   return tfs_buf_append(b, s + run, n - run);
 }
 
+/* Never asks read() for more than max + 1 bytes in all: a file that grew
+ * past max is known by that one byte more, and a file that keeps growing
+ * is not read on. A caller that knows the size (fstat) reserves it first,
+ * so that a file that stays as it was is read into one allocation. */
 int tfs_buf_read(tfs_buf_t *b, int fd, size_t max) {
+  size_t start = b->len, limit = max < SIZE_MAX - 1 ? max + 1 : SIZE_MAX - 1;
   for (;;) {
-    if (b->len > max)
+    size_t got = b->len - start;
+    if (got > max)
       return -EFBIG;
-    size_t room = b->cap - b->len;
-    if (room < 2 && tfs_buf_reserve(b, b->cap > 4096 ? b->cap : 4096))
-      return -ENOMEM;
-    ssize_t r = read(fd, b->s + b->len, b->cap - b->len - 1);
+    size_t left = limit - got, room = b->cap > b->len ? b->cap - b->len - 1 : 0;
+    if (!room) {
+      size_t more = b->cap > 4096 ? b->cap : 4096;
+      if (tfs_buf_reserve(b, more < left ? more : left))
+        return -ENOMEM;
+      room = b->cap - b->len - 1;
+    }
+    ssize_t r = read(fd, b->s + b->len, room < left ? room : left);
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0)
@@ -157,6 +167,20 @@ int tfs_buf_read(tfs_buf_t *b, int fd, size_t max) {
     b->len += (size_t)r;
     b->s[b->len] = '\0';
   }
+}
+
+char *tfs_str_line(char *s, size_t *len) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s);
+  tfs_buf_t b = {s, n, n + 1, 0};
+  if ((n && s[n - 1] == '\n') || !tfs_buf_append(&b, "\n", 1)) {
+    if (len)
+      *len = b.len;
+    return b.s;
+  }
+  tfs_buf_free(&b);
+  return NULL;
 }
 
 char *tfs_buf_take(tfs_buf_t *b, size_t *len) {

@@ -74,15 +74,10 @@ static void api_error(http_req_t *r, unsigned status, const char *state, const c
     http_respond_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     return;
   }
-  size_t n = strlen(text);
-  char *body = realloc(text, n + 2);
-  if (!body) {
-    free(text);
-    return;
-  }
-  body[n] = '\n';
-  body[n + 1] = '\0';
-  http_respond_take(r, status, JSON_CT, body, n + 1);
+  size_t n;
+  char *body = tfs_str_line(text, &n);
+  if (body)
+    http_respond_take(r, status, JSON_CT, body, n);
 }
 
 static void api_no_task(http_req_t *r, const char *id) {

@@ -85,7 +85,20 @@ Test(buf, read_takes_a_pipe_to_its_end_and_stops_past_max) {
   close(p[1]);
   tfs_buf_t small TFS_AUTOBUF = TFS_BUF_INIT;
   cr_assert_eq(tfs_buf_read(&small, p[0], 100), -EFBIG);
+  cr_assert_eq(small.len, 101, "one byte past max is read, no more");
   close(p[0]);
+}
+
+Test(buf, str_line_ends_a_text_with_one_newline) {
+  size_t len;
+  char *s = tfs_str_line(strdup("{}"), &len);
+  cr_assert_str_eq(s, "{}\n");
+  cr_assert_eq(len, 3);
+  s = tfs_str_line(s, &len);
+  cr_assert_str_eq(s, "{}\n", "one there already: none added");
+  cr_assert_eq(len, 3);
+  free(s);
+  cr_assert_null(tfs_str_line(NULL, &len));
 }
 
 Test(buf, grow_doubles_from_first_and_keeps_the_elements) {

@@ -48,12 +48,17 @@ int tfs_buf_json(tfs_buf_t *b, const char *s, size_t n);
 /* The bytes tfs_buf_json() writes for s[0..n). */
 size_t tfs_json_escaped_len(const char *s, size_t n);
 /* Appends what fd reads until its end (EINTR retried). 0; -EFBIG once
- * more than max bytes came (what came is kept); or -errno of read. */
+ * this call read more than max bytes (max + 1 at the most, and kept); or
+ * -errno of read. */
 int tfs_buf_read(tfs_buf_t *b, int fd, size_t max);
 /* Hands the text over (malloc'ed, NUL-terminated; "" when nothing was
  * appended) with its length in *len (if len), and leaves b empty. NULL
  * after an allocation failed (b is freed then). */
 char *tfs_buf_take(tfs_buf_t *b, size_t *len);
+/* s (malloc'ed, NUL-terminated) ending in '\n': one is added unless it
+ * is there (a JSON dump, say, for a file or a response body), its length
+ * in *len (if len). NULL for a NULL s, and without memory (s is freed). */
+char *tfs_str_line(char *s, size_t *len);
 /* Frees the text and leaves b empty (TFS_BUF_INIT). */
 void tfs_buf_free(tfs_buf_t *b);
 
