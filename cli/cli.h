@@ -78,7 +78,7 @@ int cli_open_one_task(const struct cli_opts *o, int argc, char **argv, int first
 typedef struct {
   tfs_store_t *store; /* NULL for a store that does not exist (no tasks) */
   char (*ids)[TFS_ID_MAX + 1];
-  size_t n;
+  size_t n, cap;
 } cli_tasks_t;
 int cli_open_tasks(const struct cli_opts *o, int argc, char **argv, int first, int flags,
                    cli_tasks_t *t);

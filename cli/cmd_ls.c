@@ -14,6 +14,7 @@
 #include "cli/ls_columns.h"
 #include "cli/ls_view.h"
 #include "cli/verbs.h"
+#include "taskfs/buf.h"
 #include "taskfs/text.h"
 
 static const char usage_text[] =
@@ -81,16 +82,8 @@ static void rows_free(rows_t *r) {
 /* Copies s (len bytes and a NUL) into the pool; its offset, or NO_CELL
  * without memory. */
 static size_t pool_add(rows_t *r, const char *s, size_t len) {
-  if (r->pcap - r->plen < len + 1) {
-    size_t cap = r->pcap ? r->pcap : 1 << 16;
-    while (cap - r->plen < len + 1)
-      cap *= 2;
-    char *p = realloc(r->pool, cap);
-    if (!p)
-      return NO_CELL;
-    r->pool = p;
-    r->pcap = cap;
-  }
+  if (tfs_grow(&r->pool, &r->pcap, r->plen + len + 1, 1, 1 << 16))
+    return NO_CELL;
   size_t at = r->plen;
   memcpy(r->pool + at, s, len);
   r->pool[at + len] = 0;
@@ -120,13 +113,8 @@ static int fill_row(rows_t *r, row_t *row, const listing_t *l, const tfs_record_
   static size_t cap;
   for (int c = 0; c < l->ncols; c++) {
     size_t need = ls_column_room(l->cols[c], rec);
-    if (need > cap) {
-      char *t = realloc(text, need);
-      if (!t)
-        return -ENOMEM;
-      text = t;
-      cap = need;
-    }
+    if (tfs_grow(&text, &cap, need, 1, need))
+      return -ENOMEM;
     size_t len = ls_column_text(l->cols[c], rec, &l->ctx, text, cap);
     if ((row->cell[c] = pool_add(r, text, len)) == NO_CELL)
       return -ENOMEM;
@@ -246,15 +234,9 @@ static int take_record(const tfs_record_t *rec, const char *json, size_t len, vo
     return 0;
   }
   rows_t *r = &l->rows;
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 256;
-    row_t *v = realloc(r->rows, cap * sizeof *v);
-    if (!v) {
-      l->err = -ENOMEM;
-      return 1;
-    }
-    r->rows = v;
-    r->cap = cap;
+  if (tfs_grow(&r->rows, &r->cap, r->n + 1, sizeof *r->rows, 256)) {
+    l->err = -ENOMEM;
+    return 1;
   }
   row_t *row = &r->rows[r->n];
   memset(row, 0, sizeof *row);

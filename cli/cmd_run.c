@@ -7,11 +7,10 @@
  * With --key the task is idempotent: the same key with the same command and
  * working directory names the existing task (nothing runs twice); --rerun
  * runs an ended keyed task again; a different command under a key is a
- * usage error, unless --replace (and the key's task has ended). Environment values (--env NAME from this process's
- * environment, --env-file FILE, or --env NAME=VALUE, which every local
- * user can read on this command line) travel to the supervisor in a
- * memfd, never on a command line or on disk; the record keeps their
- * names. --on slurm runs CMD as a Slurm job (supervisor/exec_slurm.c); the
+ * usage error, unless --replace (and the key's task has ended). Environment values (--env NAME from
+ * this process's environment, --env-file FILE, or --env NAME=VALUE, which every local user can read
+ * on this command line) travel to the supervisor in a memfd, never on a command line or on disk;
+ * the record keeps their names. --on slurm runs CMD as a Slurm job (supervisor/exec_slurm.c); the
  * supervisor checks the cluster, so an unreachable one fails the task with
  * its reason, as a command that cannot start does. */
 #include <errno.h>
@@ -26,6 +25,7 @@
 #include "cli/cli.h"
 #include "cli/sched.h"
 #include "cli/verbs.h"
+#include "taskfs/buf.h"
 #include "taskfs/supervise.h"
 #include "taskfs/text.h"
 
@@ -182,19 +182,15 @@ static void run_args_free(run_args_t *a) {
 /* Keeps one NAME=VALUE (len: the name's length) for the supervisor's
  * environment and its name for the record. */
 static int env_add(run_args_t *a, const char *pair, size_t len) {
-  if ((size_t)a->nenv + 1 >= a->cap) {
-    size_t cap = a->cap ? a->cap * 2 : 8;
-    char **e = realloc(a->env, cap * sizeof *e);
-    if (e)
-      a->env = e;
-    char **n = e ? realloc(a->names, cap * sizeof *n) : NULL;
-    if (!n) {
-      cli_error("run", "out of memory");
-      return CLI_EXIT_SYSTEM;
-    }
-    a->names = n;
-    a->cap = cap;
+  /* Both arrays have room for one more and the NULL after it; cap is the
+   * smaller room, should only the first have grown. */
+  size_t need = (size_t)a->nenv + 2, ecap = a->cap, ncap = a->cap;
+  if (tfs_grow(&a->env, &ecap, need, sizeof *a->env, 8) ||
+      tfs_grow(&a->names, &ncap, need, sizeof *a->names, 8)) {
+    cli_error("run", "out of memory");
+    return CLI_EXIT_SYSTEM;
   }
+  a->cap = ecap < ncap ? ecap : ncap;
   char *p = strdup(pair), *name = strndup(pair, len);
   if (!p || !name) {
     free(p);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/sched.h"
+#include "taskfs/buf.h"
 
 int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
   char q[96];
@@ -32,15 +33,9 @@ int cli_sched_option(cli_sched_t *sc, int c, const char *arg) {
     sc->queue = ""; /* none, not the store's default */
     return CLI_EXIT_OK;
   case CLI_OPT_AFTER:
-    if (sc->nafter + 1 >= sc->cap) {
-      size_t cap = sc->cap ? sc->cap * 2 : 8;
-      const char **v = realloc(sc->after, cap * sizeof *v);
-      if (!v) {
-        cli_error("run", "out of memory");
-        return CLI_EXIT_SYSTEM;
-      }
-      sc->after = v;
-      sc->cap = cap;
+    if (tfs_grow(&sc->after, &sc->cap, sc->nafter + 2, sizeof *sc->after, 8)) {
+      cli_error("run", "out of memory");
+      return CLI_EXIT_SYSTEM;
     }
     sc->after[sc->nafter++] = arg;
     return CLI_EXIT_OK;

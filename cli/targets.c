@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "taskfs/buf.h"
 
 /* Appends id unless it is there already (the same task named twice, by
  * number and by key, is acted on once). */
@@ -15,10 +16,8 @@ static int add_id(cli_tasks_t *t, const char *id) {
   for (size_t i = 0; i < t->n; i++)
     if (!strcmp(t->ids[i], id))
       return 0;
-  void *v = realloc(t->ids, (t->n + 1) * sizeof *t->ids);
-  if (!v)
+  if (tfs_grow(&t->ids, &t->cap, t->n + 1, sizeof *t->ids, 8))
     return -1;
-  t->ids = v;
   snprintf(t->ids[t->n++], TFS_ID_MAX + 1, "%s", id);
   return 0;
 }
@@ -70,8 +69,7 @@ static int all_live(const char *verb, cli_tasks_t *t) {
                                   TFS_STATE_BIT(TFS_PAUSED)};
   int err = t->store ? tfs_task_list_opts(t->store, &lo, take_all, t, NULL) : 0;
   if (err) {
-    cli_error(verb, "cannot list the tasks of %s: %s", tfs_store_path(t->store),
-              tfs_strerror(err));
+    cli_error(verb, "cannot list the tasks of %s: %s", tfs_store_path(t->store), tfs_strerror(err));
     return cli_exit_for(err);
   }
   return CLI_EXIT_OK;

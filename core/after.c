@@ -71,7 +71,7 @@ static int walk(walk_t *w, const char *id) {
     err = walk(w, rec.after[i]);
   w->depth--;
   tfs_record_free(&rec);
-  if (!err && !(err = tfs__grow(&w->done, &w->cap, w->ndone + 1, sizeof *w->done, 64)))
+  if (!err && !(err = tfs_grow(&w->done, &w->cap, w->ndone + 1, sizeof *w->done, 64)))
     snprintf(w->done[w->ndone++], TFS_ID_MAX + 1, "%s", id);
   return err;
 }

@@ -91,15 +91,7 @@ static char *request_text(const char *who, char **by, int64_t *at) {
     text = json_dumps(j, JSON_PRESERVE_ORDER);
   }
   json_decref(j);
-  size_t n = text ? strlen(text) : 0;
-  char *line = text ? realloc(text, n + 2) : NULL;
-  if (!line) {
-    free(text);
-    return NULL;
-  }
-  line[n] = '\n';
-  line[n + 1] = '\0';
-  return line;
+  return tfs_str_line(text, NULL);
 }
 
 /* After the request is written: if the task has ended meanwhile, and not

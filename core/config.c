@@ -149,7 +149,7 @@ static int config_read(tfs_store_t *store, config_t *c, char *why, size_t whylen
     if (nl)
       *nl++ = 0;
     lineno++;
-    if ((err = tfs__grow(&c->v, &c->cap, c->n + 1, sizeof *c->v, 16)))
+    if ((err = tfs_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v, 16)))
       return err;
     cline_t *l = &c->v[c->n++];
     memset(l, 0, sizeof *l);

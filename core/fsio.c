@@ -167,39 +167,15 @@ int tfs__read_fd(int fd, size_t max, char **out, size_t *len) {
     return TFS_ECORRUPT;
   if ((size_t)st.st_size > max)
     return -EFBIG;
-  size_t cap = (size_t)st.st_size + 1, n = 0;
-  char *buf = malloc(cap + 1);
+  /* The file may grow while we read; read until EOF but never past max. */
+  tfs_buf_t b TFS_AUTOBUF = TFS_BUF_INIT;
+  size_t n;
+  int err = tfs_buf_reserve(&b, (size_t)st.st_size + 1);
+  if (err || (err = tfs_buf_read(&b, fd, max)))
+    return err;
+  char *buf = tfs_buf_take(&b, &n);
   if (!buf)
     return -ENOMEM;
-  /* The file may grow while we read; read until EOF but never past max. */
-  for (;;) {
-    if (n == cap) {
-      if (cap > max) {
-        free(buf);
-        return -EFBIG;
-      }
-      size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-      char *nb = realloc(buf, ncap + 1);
-      if (!nb) {
-        free(buf);
-        return -ENOMEM;
-      }
-      buf = nb;
-      cap = ncap;
-    }
-    ssize_t r = read(fd, buf + n, cap - n);
-    if (r < 0) {
-      if (errno == EINTR)
-        continue;
-      int e = -errno;
-      free(buf);
-      return e;
-    }
-    if (r == 0)
-      break;
-    n += (size_t)r;
-  }
-  buf[n] = '\0'; /* n < cap <= max + 1: a file past max stopped the loop */
   *out = buf;
   if (len)
     *len = n;
@@ -285,19 +261,4 @@ int tfs__rm_task(const tfs_store_t *store, const char *id) {
   if (err)
     renameat(store->tasks_fd, gone, store->tasks_fd, id);
   return err;
-}
-
-int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first) {
-  void **pv = v;
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap ? *cap : first;
-  while (ncap < need)
-    ncap *= 2;
-  void *nv = realloc(*pv, ncap * size);
-  if (!nv)
-    return -ENOMEM;
-  *pv = nv;
-  *cap = ncap;
-  return 0;
 }

@@ -3,6 +3,7 @@
 #define TASKFS_CORE_INTERNAL_H
 
 #include "taskfs/cleanup.h"
+#include "taskfs/buf.h"
 #include "taskfs/taskfs.h"
 
 #include <dirent.h>
@@ -169,10 +170,6 @@ int tfs__process_self(pid_t *pid, uint64_t *start_ticks, char boot[40]);
 /* 1 if s[0..len) is valid UTF-8 without NUL bytes: what
  * tfs_utf8_sanitize() would return unchanged. */
 int tfs__utf8_valid(const char *s, size_t len);
-
-/* Makes room for at least need elements of size bytes in the array *v of
- * *cap elements, doubling from first. 0 or -ENOMEM (*v unchanged). */
-int tfs__grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
 
 /* Removes what killed writers left: temp files older than
  * TFS__CREATING_GRACE_MS in the store's root and keys/, keys naming no

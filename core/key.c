@@ -276,7 +276,7 @@ int tfs_key_list(tfs_store_t *store, char ***keys, size_t *n) {
   while ((de = readdir(d))) {
     if (!is_key_entry(store, de))
       continue;
-    if ((err = tfs__grow(&v, &cap, len + 2, sizeof *v, 64)))
+    if ((err = tfs_grow(&v, &cap, len + 2, sizeof *v, 64)))
       break;
     if (!(v[len] = strdup(de->d_name))) {
       err = -ENOMEM;

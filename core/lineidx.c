@@ -92,14 +92,8 @@ typedef struct {
 } idx_t;
 
 static int push(idx_t *x, int64_t off, int64_t lines) {
-  if (x->n == x->cap) {
-    size_t cap = x->cap ? x->cap * 2 : 64;
-    tfs_lineidx_cp_t *v = realloc(x->v, cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    x->v = v;
-    x->cap = cap;
-  }
+  if (tfs_grow(&x->v, &x->cap, x->n + 1, sizeof *x->v, 64))
+    return -ENOMEM;
   x->v[x->n++] = (tfs_lineidx_cp_t){off, lines};
   return 0;
 }

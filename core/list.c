@@ -43,7 +43,7 @@ static int collect(tfs_store_t *store, tfs__idbuf_t **out, size_t *n, int sort, 
   while ((de = readdir(d))) {
     if (!tfs_id_valid(de->d_name) || (dirs_only && !is_task_dir(d, de)))
       continue;
-    if ((err = tfs__grow(&ids, &cap, len + 1, sizeof *ids, 256)))
+    if ((err = tfs_grow(&ids, &cap, len + 1, sizeof *ids, 256)))
       break;
     memcpy(ids[len++], de->d_name, 16);
   }

@@ -166,7 +166,7 @@ static void take(walk_t *w, const char *id, slot_t *s) {
     if (!w->st->corrupt++ || strcmp(id, w->st->first_corrupt) < 0)
       snprintf(w->st->first_corrupt, sizeof w->st->first_corrupt, "%s", id);
   } else if (s->status == SLOT_OK && w->o->limit && !w->o->newest_first) {
-    if (tfs__grow(&w->kept, &w->capkept, w->nkept + 1, sizeof *w->kept, 64)) {
+    if (tfs_grow(&w->kept, &w->capkept, w->nkept + 1, sizeof *w->kept, 64)) {
       w->err = -ENOMEM;
       return;
     }
@@ -203,8 +203,8 @@ static void walk(tfs_store_t *store, const tfs__idbuf_t *ids, size_t n, walk_t *
     w->err = -ENOMEM;
     return;
   }
-  job_t base = {store, ids,       slots, 0, 0, o->states ? o->states : ~0u, o->with_json,
-                arenas, tfs_now_ms()};
+  job_t base = {store,        ids,    slots,       0, 0, o->states ? o->states : ~0u,
+                o->with_json, arenas, tfs_now_ms()};
   for (size_t done = 0; done < n && !w->stopped && !w->err;) {
     size_t len = n - done < chunk ? n - done : chunk;
     size_t from = backwards ? n - done - len : done;

@@ -109,34 +109,17 @@ static int record_read(int fd, char stack[RECORD_STACK + 1], char **heap, const 
     *len = (size_t)r;
     return 0;
   }
-  size_t n = RECORD_STACK;
-  size_t cap = (size_t)st.st_size + 1 > 2 * n ? (size_t)st.st_size + 1 : 2 * n;
-  char *buf = malloc(cap + 1);
-  if (!buf)
-    return -ENOMEM;
+  tfs_buf_t b TFS_AUTOBUF = TFS_BUF_INIT;
+  size_t n = (size_t)st.st_size + 1 > 2 * RECORD_STACK ? (size_t)st.st_size + 1 : 2 * RECORD_STACK;
+  int err = tfs_buf_reserve(&b, n);
+  if (!err)
+    err = tfs_buf_append(&b, stack, RECORD_STACK);
+  if (!err && (err = tfs_buf_read(&b, fd, TFS_RECORD_MAX - RECORD_STACK)) == -EFBIG)
+    return TFS_ECORRUPT;
+  char *buf = err ? NULL : tfs_buf_take(&b, &n);
+  if (err || !buf)
+    return err ? err : -ENOMEM;
   *heap = buf;
-  memcpy(buf, stack, n);
-  for (;;) {
-    if (n > TFS_RECORD_MAX)
-      return TFS_ECORRUPT;
-    if (n == cap) {
-      size_t ncap = cap * 2 > TFS_RECORD_MAX + 1 ? TFS_RECORD_MAX + 1 : cap * 2;
-      char *nb = realloc(buf, ncap + 1);
-      if (!nb)
-        return -ENOMEM;
-      *heap = buf = nb;
-      cap = ncap;
-    }
-    r = read(fd, buf + n, cap - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return -errno;
-    if (r == 0)
-      break;
-    n += (size_t)r;
-  }
-  buf[n] = '\0';
   *text = buf;
   *len = n;
   return 0;
@@ -201,8 +184,8 @@ int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned fl
    * visible at once but leave the disk to its own pace. */
   int sync = tfs_state_terminal(rec->state) && !(flags & TFS_SAVE_NOSYNC);
   err = len > TFS_RECORD_MAX ? -EFBIG
-        : tfs__write_atomic_flags(dfd, TFS__FILE(RECORD), text, len,
-                                  sync ? 0 : TFS__WRITE_NOSYNC, NULL);
+                             : tfs__write_atomic_flags(dfd, TFS__FILE(RECORD), text, len,
+                                                       sync ? 0 : TFS__WRITE_NOSYNC, NULL);
   free(text);
   return err;
 }

@@ -2,41 +2,20 @@
  * that process still lives. Liveness compares the boot id and the process
  * start time in clock ticks, so a recycled PID never reads as alive. */
 #include "core/internal.h"
+#include "taskfs/proc.h"
 
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Field 22 (starttime) of /proc/<pid>/stat. The command name (field 2) may
- * hold spaces and parentheses, so parsing starts after the last ')'. */
+/* Field 22 (starttime) of /proc/<pid>/stat. */
 static int proc_start_ticks(pid_t pid, uint64_t *ticks) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -EIO;
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  if (!p)
-    return -EIO;
-  p++;
-  /* After ')' come fields 3.. ; starttime is field 22, i.e. the 20th. */
-  for (int field = 3; field < 22; field++) {
-    p = strchr(p + 1, ' ');
-    if (!p)
-      return -EIO;
-  }
-  char *end;
-  unsigned long long v = strtoull(p + 1, &end, 10);
-  if (end == p + 1)
-    return -EIO;
-  *ticks = v;
-  return 0;
+  tfs_proc_stat_t st;
+  int err = tfs_proc_stat(pid, &st);
+  if (!err)
+    *ticks = st.start;
+  return err;
 }
 
 static void boot_id(char out[40]) {

@@ -25,7 +25,7 @@ static int match(const tfs_record_t *rec, const char *json, size_t len, void *ar
     if (p->now - when <= p->o->older_than_ms)
       return 0;
   }
-  if ((p->err = tfs__grow(&p->ids, &p->cap, p->n + 1, sizeof *p->ids, 256)))
+  if ((p->err = tfs_grow(&p->ids, &p->cap, p->n + 1, sizeof *p->ids, 256)))
     return 1;
   memcpy(p->ids[p->n++], rec->id, 16);
   return 0;

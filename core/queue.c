@@ -239,7 +239,7 @@ int tfs__queue_entries(int wfd, tfs__idbuf_t **ids, size_t *n) {
   struct dirent *de;
   int err = 0;
   while (!err && (de = readdir(d)))
-    if (tfs_id_valid(de->d_name) && !(err = tfs__grow(ids, &cap, *n + 1, sizeof **ids, 64)))
+    if (tfs_id_valid(de->d_name) && !(err = tfs_grow(ids, &cap, *n + 1, sizeof **ids, 64)))
       memcpy((*ids)[(*n)++], de->d_name, 16);
   closedir(d);
   if (err) {
@@ -345,7 +345,7 @@ int tfs_queue_list(tfs_store_t *store, tfs_queue_info_t **out, size_t *n) {
     int qfd TFS_AUTOCLOSE = tfs__dir_checked(store, qs, de->d_name, 0);
     if (qfd < 0)
       continue; /* not a queue of ours (a file, a symlink): not listed */
-    if (!(err = tfs__grow(out, &cap, *n + 1, sizeof **out, 8)) &&
+    if (!(err = tfs_grow(out, &cap, *n + 1, sizeof **out, 8)) &&
         !(err = queue_info(store, qfd, de->d_name, &(*out)[*n])))
       (*n)++;
   }
@@ -461,7 +461,7 @@ static int live_waiters(tfs_store_t *store, int qfd, char ***out, size_t *n) {
   size_t nl, cap = 0;
   int err = tfs__queue_live(store, qfd, &live, &nl);
   for (size_t i = 0; !err && i < nl; i++)
-    if (!(err = tfs__grow(out, &cap, *n + 2, sizeof **out, 16)) &&
+    if (!(err = tfs_grow(out, &cap, *n + 2, sizeof **out, 16)) &&
         !((*out)[(*n)++] = strdup(live[i])))
       err = -ENOMEM;
   free(live);
@@ -489,7 +489,7 @@ int tfs_queue_tasks(tfs_store_t *store, const char *name, char ***running, size_
   }
   size_t cap = 0;
   for (int i = 0; !err && i < held && (size_t)i < max; i++)
-    if (holders[i][0] && !(err = tfs__grow(running, &cap, *nrunning + 2, sizeof **running, 8)) &&
+    if (holders[i][0] && !(err = tfs_grow(running, &cap, *nrunning + 2, sizeof **running, 8)) &&
         !((*running)[(*nrunning)++] = strdup(holders[i])))
       err = -ENOMEM;
   free(holders);

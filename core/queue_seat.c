@@ -18,10 +18,10 @@ struct tfs_queue_seat {
   tfs_store_t *store;
   char name[TFS_QUEUE_NAME_MAX + 1];
   char id[TFS_ID_MAX + 1];
-  int qfd;    /* queues/<name> */
-  int wfd;    /* its waiting/ */
-  int entry;  /* our waiting/<id>, locked while we wait; -1: not waiting */
-  int slot;   /* the slot we hold; -1: none */
+  int qfd;   /* queues/<name> */
+  int wfd;   /* its waiting/ */
+  int entry; /* our waiting/<id>, locked while we wait; -1: not waiting */
+  int slot;  /* the slot we hold; -1: none */
 };
 
 /* Makes and locks our waiter entry, with the queue lock held (so nobody
@@ -225,7 +225,7 @@ static qcache_t *queue_of(tfs_queue_positions_t *p, const char *name) {
   for (size_t i = 0; i < p->n; i++)
     if (!strcmp(p->q[i].name, name))
       return &p->q[i];
-  if (tfs__grow(&p->q, &p->cap, p->n + 1, sizeof *p->q, 4))
+  if (tfs_grow(&p->q, &p->cap, p->n + 1, sizeof *p->q, 4))
     return NULL;
   qcache_t *c = &p->q[p->n++];
   memset(c, 0, sizeof *c);
@@ -254,8 +254,7 @@ static void ordinal(int n, char *buf, size_t len) {
   snprintf(buf, len, "%d%s", n, sfx);
 }
 
-void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char *buf,
-                        size_t len) {
+void tfs_queue_describe(tfs_queue_positions_t *p, const tfs_record_t *rec, char *buf, size_t len) {
   char nth[24];
   if (!len)
     return;

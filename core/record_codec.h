@@ -76,11 +76,9 @@ extern const rf_field_t tfs__record_fields[];
  * json_dumps(JSON_INDENT(2) | JSON_PRESERVE_ORDER) bytes. */
 #define RF_DEPTH_MAX 8
 struct jw {
-  char *buf;
-  size_t len, cap;
+  tfs_buf_t b; /* b.oom: an allocation failed */
   int depth;
   int first[RF_DEPTH_MAX]; /* nothing written yet at this depth */
-  int oom;
 };
 
 void tfs__jw_put(jw_t *w, const char *s, size_t n);

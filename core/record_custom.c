@@ -37,7 +37,7 @@ static int utf8_ok(const char *s) {
 static void b64(jw_t *w, const char *s) {
   char *e = tfs_b64_encode(s, strlen(s));
   if (!e) {
-    w->oom = 1;
+    w->b.oom = 1;
     return;
   }
   tfs__jw_open(w, '{');

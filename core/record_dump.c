@@ -9,7 +9,7 @@
  * values (tests/test_record.c checks it), so files written before and
  * after read the same: strings are valid UTF-8 (tfs_utf8_sanitize), and
  * only '"', '\\' and C0 controls are escaped (\b \f \n \r \t, else
- * \u00XX in upper-case hex). */
+ * \u00XX in upper-case hex), by tfs_buf_json(), the one escaper. */
 #include "core/record_codec.h"
 #include "taskfs/text.h"
 
@@ -19,22 +19,7 @@
 #include <string.h>
 
 void tfs__jw_put(jw_t *w, const char *s, size_t n) {
-  if (w->oom)
-    return;
-  if (w->len + n + 2 > w->cap) {
-    size_t cap = w->cap ? w->cap : 1024;
-    while (w->len + n + 2 > cap)
-      cap *= 2;
-    char *b = realloc(w->buf, cap);
-    if (!b) {
-      w->oom = 1;
-      return;
-    }
-    w->buf = b;
-    w->cap = cap;
-  }
-  memcpy(w->buf + w->len, s, n);
-  w->len += n;
+  tfs_buf_append(&w->b, s, n);
 }
 
 void tfs__jw_raw(jw_t *w, const char *s) {
@@ -79,50 +64,6 @@ void tfs__jw_close(jw_t *w, char c) {
   tfs__jw_put(w, &c, 1);
 }
 
-/* Writes s[0..len) as a JSON string body: valid UTF-8 with the escapes
- * jansson uses. */
-static void put_escaped(jw_t *w, const char *s, size_t len) {
-  static const char hex[] = "0123456789ABCDEF";
-  size_t run = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c != '"' && c != '\\')
-      continue;
-    tfs__jw_put(w, s + run, i - run);
-    run = i + 1;
-    char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
-    size_t n = 2;
-    switch (c) {
-    case '"':
-    case '\\':
-      esc[1] = (char)c;
-      break;
-    case '\b':
-      esc[1] = 'b';
-      break;
-    case '\f':
-      esc[1] = 'f';
-      break;
-    case '\n':
-      esc[1] = 'n';
-      break;
-    case '\r':
-      esc[1] = 'r';
-      break;
-    case '\t':
-      esc[1] = 't';
-      break;
-    default:
-      memcpy(esc + 1, "u00", 3);
-      esc[4] = hex[c >> 4];
-      esc[5] = hex[c & 15];
-      n = 6;
-    }
-    tfs__jw_put(w, esc, n);
-  }
-  tfs__jw_put(w, s + run, len - run);
-}
-
 /* A string value (outside bytes are made valid UTF-8 first), or null. */
 void tfs__jw_str(jw_t *w, const char *s) {
   if (!s) {
@@ -133,13 +74,13 @@ void tfs__jw_str(jw_t *w, const char *s) {
   char *clean = NULL;
   if (!tfs__utf8_valid(s, len)) {
     if (!(clean = tfs_utf8_sanitize(s, len, &len))) {
-      w->oom = 1;
+      w->b.oom = 1;
       return;
     }
     s = clean;
   }
   tfs__jw_put(w, "\"", 1);
-  put_escaped(w, s, len);
+  tfs_buf_json(&w->b, s, len);
   tfs__jw_put(w, "\"", 1);
   free(clean);
 }
@@ -276,10 +217,5 @@ char *tfs_record_dump(const tfs_record_t *rec) {
   tfs__jw_close(&w, '}');
   /* A trailing newline makes `cat record.json` friendly. */
   tfs__jw_put(&w, "\n", 1);
-  if (w.oom) {
-    free(w.buf);
-    return NULL;
-  }
-  w.buf[w.len] = '\0';
-  return w.buf;
+  return tfs_buf_take(&w.b, NULL);
 }

@@ -127,7 +127,7 @@ int tfs_watch_add(tfs_watch_t *w, const char *id, unsigned what) {
     return TFS_EBADID;
   entry_t *e = find(w, id);
   if (!e) {
-    if (tfs__grow(&w->e, &w->cap, w->n + 1, sizeof *w->e, 8))
+    if (tfs_grow(&w->e, &w->cap, w->n + 1, sizeof *w->e, 8))
       return -ENOMEM;
     e = &w->e[w->n++];
     memset(e, 0, sizeof *e);
@@ -170,7 +170,7 @@ int tfs_watch_tick_ms(const tfs_watch_t *w) {
 }
 
 static int report(tfs_watch_t *w, const char *id, unsigned what) {
-  if (tfs__grow(&w->r, &w->rcap, w->nr + 1, sizeof *w->r, 16))
+  if (tfs_grow(&w->r, &w->rcap, w->nr + 1, sizeof *w->r, 16))
     return -ENOMEM;
   snprintf(w->r[w->nr].id, sizeof w->r[w->nr].id, "%s", id ? id : "");
   w->r[w->nr++].what = what;

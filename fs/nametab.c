@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fs/fs.h"
+#include "taskfs/buf.h"
 
 static uint32_t fnv1a(const char *s) {
   uint32_t h = 2166136261u;
@@ -58,14 +59,8 @@ int fs_tab_intern(nametab_t *t, const char *name, size_t *idx) {
     if (err)
       return err;
   }
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 64;
-    tab_entry_t *v = realloc(t->v, cap * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    t->v = v;
-    t->cap = cap;
-  }
+  if (tfs_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v, 64))
+    return -ENOMEM;
   char *copy = strdup(name);
   if (!copy)
     return -ENOMEM;

@@ -10,31 +10,12 @@
 #include <string.h>
 
 #include "fs/fs.h"
-
-/* Appends a newline to a malloc'ed JSON text (jansson does not). */
-static char *with_newline(char *js, size_t *len) {
-  if (!js)
-    return NULL;
-  size_t n = strlen(js);
-  if (n && js[n - 1] == '\n') {
-    *len = n;
-    return js;
-  }
-  char *r = realloc(js, n + 2);
-  if (!r) {
-    free(js);
-    return NULL;
-  }
-  r[n] = '\n';
-  r[n + 1] = 0;
-  *len = n + 1;
-  return r;
-}
+#include "taskfs/buf.h"
 
 /* Dumps obj as indented JSON with a final newline and drops the
  * reference; a NULL obj (a failed allocation) is -ENOMEM. */
 static int dump_json(json_t *obj, char **out, size_t *len) {
-  *out = obj ? with_newline(json_dumps(obj, JSON_INDENT(2) | JSON_PRESERVE_ORDER), len) : NULL;
+  *out = obj ? tfs_str_line(json_dumps(obj, JSON_INDENT(2) | JSON_PRESERVE_ORDER), len) : NULL;
   json_decref(obj);
   return *out ? 0 : -ENOMEM;
 }
@@ -69,7 +50,7 @@ static int render_record(tfs_store_t *s, const char *id, char **out, size_t *len
   tfs_record_t rec;
   int err = tfs_task_load(s, id, &rec);
   if (!err) {
-    *out = with_newline(tfs_record_dump(&rec), len);
+    *out = tfs_str_line(tfs_record_dump(&rec), len);
     if (!*out)
       err = -ENOMEM;
   }

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "http/a2a.h"
+#include "taskfs/buf.h"
 
 #define FLUSH_BYTES (64u * 1024)
 #define SLICE_BYTES (256u * 1024)
@@ -71,9 +72,8 @@ static void flush_lines(follow_t *f, int last) {
   uv_timer_stop(&f->flush);
   if (!f->r || (!f->len && !last))
     return;
-  json_t *part =
-      json_pack("{s:o, s:s}", "text", a2a_text(f->len ? f->buf : "", f->len), "mediaType",
-                "text/plain");
+  json_t *part = json_pack("{s:o, s:s}", "text", a2a_text(f->len ? f->buf : "", f->len),
+                           "mediaType", "text/plain");
   json_t *art = json_pack("{s:s, s:s, s:[o]}", "artifactId", "transcript", "name", "transcript",
                           "parts", part);
   if (f->len) /* an empty last chunk has no lines to number */
@@ -94,16 +94,8 @@ static void on_flush(uv_timer_t *t) {
 
 /* Adds text to the lines gathered, flushing past FLUSH_BYTES. */
 static void gather(follow_t *f, int64_t n, const char *text, size_t len) {
-  if (f->len + len + 1 > f->cap) {
-    size_t cap = f->cap ? f->cap : 4096;
-    while (cap < f->len + len + 1)
-      cap *= 2;
-    char *b = realloc(f->buf, cap);
-    if (!b)
-      return; /* the text is lost, not the stream */
-    f->buf = b;
-    f->cap = cap;
-  }
+  if (tfs_grow(&f->buf, &f->cap, f->len + len + 1, 1, 4096))
+    return; /* the text is lost, not the stream */
   if (!f->len)
     f->first = n;
   f->last = n;

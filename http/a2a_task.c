@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "http/a2a.h"
+#include "taskfs/buf.h"
 #include "taskfs/text.h"
 
 /* queued -> submitted, running (and paused: still a live task that will
@@ -150,34 +151,22 @@ static json_t *task_meta(const tfs_record_t *rec) {
 /* The important lines, as data ({lead, lines: [{line, kind, text}],
  * total}) and as text ("LINE: text" each) for a client that shows text
  * only. */
-static void add_line(json_t *lines, char **text, size_t *tlen, const tfs_important_line_t *l) {
+static void add_line(json_t *lines, tfs_buf_t *text, const tfs_important_line_t *l) {
   if (!l || !l->text)
     return;
   json_array_append_new(lines, json_pack("{s:I, s:s, s:s}", "line", (json_int_t)l->line, "kind",
                                          tfs_line_kind_name(l->kind), "text", l->text));
-  char head[32];
-  int hn = snprintf(head, sizeof head, "%" PRId64 ": ", l->line);
-  size_t n = strlen(l->text);
-  char *t = realloc(*text, *tlen + (size_t)hn + n + 2);
-  if (!t)
-    return;
-  memcpy(t + *tlen, head, (size_t)hn);
-  memcpy(t + *tlen + hn, l->text, n);
-  *tlen += (size_t)hn + n;
-  t[(*tlen)++] = '\n';
-  t[*tlen] = '\0';
-  *text = t;
+  tfs_buf_printf(text, "%" PRId64 ": %s\n", l->line, l->text);
 }
 
 static json_t *important_artifact(const tfs_record_t *rec) {
   const tfs_important_t *imp = &rec->important;
   json_t *lines = json_array();
-  char *text = NULL;
-  size_t tlen = 0;
+  tfs_buf_t text TFS_AUTOBUF = TFS_BUF_INIT;
   for (size_t i = 0; i < imp->nfirst; i++)
-    add_line(lines, &text, &tlen, &imp->first[i]);
+    add_line(lines, &text, &imp->first[i]);
   for (size_t i = 0; i < imp->nlast; i++)
-    add_line(lines, &text, &tlen, tfs_important_last(imp, i));
+    add_line(lines, &text, tfs_important_last(imp, i));
   json_t *data = json_pack("{s:o, s:I}", "lines", lines, "total", (json_int_t)imp->total);
   if (imp->lead.line && imp->lead.text)
     json_object_set_new(data, "lead",
@@ -186,10 +175,9 @@ static json_t *important_artifact(const tfs_record_t *rec) {
   json_t *parts = json_array();
   json_array_append_new(parts,
                         json_pack("{s:o, s:s}", "data", data, "mediaType", "application/json"));
-  if (tlen)
-    json_array_append_new(
-        parts, json_pack("{s:o, s:s}", "text", a2a_text(text, tlen), "mediaType", "text/plain"));
-  free(text);
+  if (text.len && !text.oom)
+    json_array_append_new(parts, json_pack("{s:o, s:s}", "text", a2a_text(text.s, text.len),
+                                           "mediaType", "text/plain"));
   return json_pack("{s:s, s:s, s:s, s:o}", "artifactId", "important", "name", "important lines",
                    "description",
                    "the first and last lines that say what happened (errors, warnings, failures, "
@@ -227,8 +215,9 @@ json_t *a2a_task_json(tfs_store_t *store, const tfs_record_t *rec, int artifacts
   json_t *t = json_pack("{s:s, s:s, s:o, s:o}", "id", rec->id, "contextId", rec->id, "status",
                         a2a_status_json(rec), "metadata", task_meta(rec));
   if (artifacts)
-    json_object_set_new(t, "artifacts",
-                        json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec, NULL)));
+    json_object_set_new(
+        t, "artifacts",
+        json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec, NULL)));
   return t;
 }
 

@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "http/internal.h"
+#include "taskfs/buf.h"
 
 const char *http_header(http_req_t *r, const char *name) {
   return MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, name);
@@ -122,16 +123,8 @@ static int take_body(http_req_t *r, const char *data, size_t n) {
     r->len = r->cap = 0;
     return r->discarded > HTTP_BODY_DISCARD_MAX ? -1 : 0;
   }
-  if (r->len + n + 1 > r->cap) {
-    size_t cap = r->cap ? r->cap : 4096;
-    while (cap < r->len + n + 1)
-      cap *= 2;
-    char *b = realloc(r->body, cap);
-    if (!b)
-      return -1;
-    r->body = b;
-    r->cap = cap;
-  }
+  if (tfs_grow(&r->body, &r->cap, r->len + n + 1, 1, 4096))
+    return -1;
   memcpy(r->body + r->len, data, n);
   r->len += n;
   r->body[r->len] = '\0';

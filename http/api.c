@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "http/internal.h"
+#include "taskfs/buf.h"
 
 #define API_LIMIT_DEFAULT 100
 #define API_LIMIT_MAX 1000
@@ -73,15 +74,10 @@ static void api_error(http_req_t *r, unsigned status, const char *state, const c
     http_respond_text(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     return;
   }
-  size_t n = strlen(text);
-  char *body = realloc(text, n + 2);
-  if (!body) {
-    free(text);
-    return;
-  }
-  body[n] = '\n';
-  body[n + 1] = '\0';
-  http_respond_take(r, status, JSON_CT, body, n + 1);
+  size_t n;
+  char *body = tfs_str_line(text, &n);
+  if (body)
+    http_respond_take(r, status, JSON_CT, body, n);
 }
 
 static void api_no_task(http_req_t *r, const char *id) {
@@ -127,40 +123,17 @@ static int64_t parse_num(const char *s, int64_t max) {
 /* ---- GET /api/tasks ---------------------------------------------------- */
 
 typedef struct {
-  char *buf;
-  size_t len, cap;
+  tfs_buf_t b;
   size_t n;
-  int oom;
 } page_t;
-
-static void page_put(page_t *p, const char *s, size_t n) {
-  if (p->oom)
-    return;
-  if (p->len + n + 1 > p->cap) {
-    size_t cap = p->cap ? p->cap : 64 * 1024;
-    while (cap < p->len + n + 1)
-      cap *= 2;
-    char *b = realloc(p->buf, cap);
-    if (!b) {
-      p->oom = 1;
-      return;
-    }
-    p->buf = b;
-    p->cap = cap;
-  }
-  memcpy(p->buf + p->len, s, n);
-  p->len += n;
-  p->buf[p->len] = '\0';
-}
 
 static int on_listed(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
   page_t *p = arg;
   if (p->n++)
-    page_put(p, ",", 1);
+    tfs_buf_append(&p->b, ",", 1);
   if (len && json[len - 1] == '\n')
     len--;
-  page_put(p, json, len);
-  return p->oom;
+  return tfs_buf_append(&p->b, json, len) ? 1 : 0;
 }
 
 void http_api_tasks(http_req_t *r) {
@@ -186,35 +159,35 @@ void http_api_tasks(http_req_t *r) {
     }
     pg.limit = (size_t)v;
   }
-  page_t p = {0};
+  page_t p = {TFS_BUF_INIT, 0};
   char why[256];
-  page_put(&p, "{\"tasks\":[", 10);
+  tfs_buf_reserve(&p.b, 64 * 1024);
+  tfs_buf_puts(&p.b, "{\"tasks\":[");
   int err = tfs_task_page(store_of(r), &pg, on_listed, &p, why, sizeof why);
   if (err == TFS_ENOTASK) {
-    free(p.buf);
+    tfs_buf_free(&p.b);
     api_error(r, MHD_HTTP_BAD_REQUEST, NULL, "?cursor=: %s", why);
     return;
   }
-  if (err || p.oom) {
-    free(p.buf);
+  if (err || p.b.oom) {
+    tfs_buf_free(&p.b);
     api_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "the tasks cannot be listed: %s",
               err ? why : "out of memory");
     return;
   }
-  char tail[96];
   /* More ids than the walk reached: the next page starts below the last
    * one it looked at. */
   if (pg.next[0])
-    snprintf(tail, sizeof tail, "],\"next\":\"%s\"}\n", pg.next);
+    tfs_buf_printf(&p.b, "],\"next\":\"%s\"}\n", pg.next);
   else
-    snprintf(tail, sizeof tail, "],\"next\":null}\n");
-  page_put(&p, tail, strlen(tail));
-  if (p.oom) {
-    free(p.buf);
+    tfs_buf_puts(&p.b, "],\"next\":null}\n");
+  size_t len;
+  char *body = tfs_buf_take(&p.b, &len);
+  if (!body) {
     api_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
     return;
   }
-  http_respond_take(r, MHD_HTTP_OK, JSON_CT, p.buf, p.len);
+  http_respond_take(r, MHD_HTTP_OK, JSON_CT, body, len);
 }
 
 /* ---- GET /api/tasks/<id> ------------------------------------------------ */

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "http/feed.h"
+#include "taskfs/buf.h"
 
 typedef struct feed_id {
   char id[TFS_ID_MAX + 1];
@@ -89,14 +90,8 @@ static int id_insert(http_feed_t *fd, const char *id) {
   size_t at = id_find(fd, id, &found);
   if (found)
     return 0;
-  if (fd->nids == fd->capids) {
-    size_t cap = fd->capids ? fd->capids * 2 : 256;
-    feed_id_t *n = realloc(fd->ids, cap * sizeof *n);
-    if (!n)
-      return -ENOMEM;
-    fd->ids = n;
-    fd->capids = cap;
-  }
+  if (tfs_grow(&fd->ids, &fd->capids, fd->nids + 1, sizeof *fd->ids, 256))
+    return -ENOMEM;
   memmove(fd->ids + at + 1, fd->ids + at, (fd->nids - at) * sizeof *fd->ids);
   snprintf(fd->ids[at].id, sizeof fd->ids[at].id, "%s", id);
   fd->nids++;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "http/internal.h"
+#include "taskfs/buf.h"
 
 void http_add_header(http_req_t *r, const char *name, const char *value) {
   http_header_t *h = realloc(r->hdrs, (r->nhdrs + 1) * sizeof *h);
@@ -286,16 +287,8 @@ void http_stream_write(http_req_t *r, const char *data, size_t len) {
     r->out_len = unread;
     r->out_off = 0;
   }
-  if (r->out_len + len > r->out_cap) {
-    size_t cap = r->out_cap ? r->out_cap : 4096;
-    while (cap < r->out_len + len)
-      cap *= 2;
-    char *b = realloc(r->out, cap);
-    if (!b)
-      return;
-    r->out = b;
-    r->out_cap = cap;
-  }
+  if (tfs_grow(&r->out, &r->out_cap, r->out_len + len, 1, 4096))
+    return;
   memcpy(r->out + r->out_len, data, len);
   r->out_len += len;
   r->out_at = http_now_ms();

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mcp/internal.h"
+#include "taskfs/buf.h"
 
 #define LINE_CUT 240      /* bytes kept of one output line */
 #define TAIL_KEPT 1       /* tail lines kept before important lines are dropped */
@@ -37,14 +38,8 @@ static int collect_line(int64_t lineno, const char *line, size_t len, int partia
     o->v[o->n - 1].total += len;
     return 0;
   }
-  if (o->n == o->cap) {
-    size_t cap = o->cap ? o->cap * 2 : 32;
-    out_line_t *v = realloc(o->v, cap * sizeof *v);
-    if (!v)
-      return 1;
-    o->v = v;
-    o->cap = cap;
-  }
+  if (tfs_grow(&o->v, &o->cap, o->n + 1, sizeof *o->v, 32))
+    return 1;
   out_line_t *l = &o->v[o->n++];
   l->line = lineno;
   l->total = len;
@@ -199,10 +194,9 @@ static json_t *important_json(const shown_t *sh) {
   if (order)
     qsort(order, sh->keep, sizeof *order, by_line);
   for (size_t i = 0; order && i < sh->keep; i++)
-    json_array_append_new(order[i]->from_last ? last : first,
-                          important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD
-                                                              ? sh->lead_cut
-                                                              : LINE_CUT));
+    json_array_append_new(
+        order[i]->from_last ? last : first,
+        important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD ? sh->lead_cut : LINE_CUT));
   free(order);
   json_t *o = json_pack("{s:I, s:o, s:o}", "total", (json_int_t)sh->imp->total, "first", first,
                         "last", last);
@@ -282,9 +276,9 @@ static const char *const all_fields[] = {"command", "cwd",  "reason", "match",
  * the task used, how the wait went), which say least about what went
  * wrong; then what the caller knows already or the state says. The task,
  * its state, exit and reason, the lead and where the output stands stay. */
-static const char *const figures[] = {
-    "cpuMs",   "maxRssKb", "createdAt", "startedAt", "bytes",   "restarts", "waitedMs",
-    "cwdFrom", "cwdNote",  "existing",  "started",   "endedAt", "durationMs", NULL};
+static const char *const figures[] = {"cpuMs",    "maxRssKb", "createdAt",  "startedAt", "bytes",
+                                      "restarts", "waitedMs", "cwdFrom",    "cwdNote",   "existing",
+                                      "started",  "endedAt",  "durationMs", NULL};
 static const char *const minor[] = {"hint",     "match",   "command", "cwd",
                                     "timedOut", "taskKey", "signal",  NULL};
 static const char *const last_members[] = {"reason", NULL};

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mcp/internal.h"
+#include "taskfs/buf.h"
 
 json_t *mcp_time_or_null(int64_t ms) {
   char buf[TFS_TIME_BUF];
@@ -71,67 +72,6 @@ json_t *mcp_call_result(json_t *structured, int is_error) {
   return r;
 }
 
-/* Bytes that n bytes of s take inside a JSON string as json_escape()
- * writes them: quote and backslash take two, the control characters two
- * (\b \f \n \r \t) or six (\u00XX), every other byte (UTF-8 included) one,
- * as in jansson's compact dump. */
-static size_t json_escaped_len(const char *s, size_t n) {
-  size_t len = n;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
-      len += 1;
-    else if (c < 0x20)
-      len += 5;
-  }
-  return len;
-}
-
-/* Writes n bytes of s escaped for a JSON string at o; returns the end. */
-static char *json_escape(char *o, const char *s, size_t n) {
-  static const char hex[] = "0123456789ABCDEF";
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    char e = 0;
-    switch (c) {
-    case '"':
-      e = '"';
-      break;
-    case '\\':
-      e = '\\';
-      break;
-    case '\b':
-      e = 'b';
-      break;
-    case '\f':
-      e = 'f';
-      break;
-    case '\n':
-      e = 'n';
-      break;
-    case '\r':
-      e = 'r';
-      break;
-    case '\t':
-      e = 't';
-      break;
-    default:
-      if (c >= 0x20) {
-        *o++ = (char)c;
-        continue;
-      }
-      memcpy(o, "\\u00", 4);
-      o[4] = hex[c >> 4];
-      o[5] = hex[c & 15];
-      o += 6;
-      continue;
-    }
-    *o++ = '\\';
-    *o++ = e;
-  }
-  return o;
-}
-
 /* The pieces of a tools/call result message around its id, the text block
  * and the structured content. */
 #define RESULT_HEAD "{\"jsonrpc\":\"2.0\",\"id\":"
@@ -144,12 +84,7 @@ static char *json_escape(char *o, const char *s, size_t n) {
 size_t mcp_result_size(const char *text) {
   size_t n = strlen(text);
   return sizeof "{\"content\":[{\"type\":\"text\",\"text\":\"\"}],\"structuredContent\":}" - 1 +
-         json_escaped_len(text, n) + n + 48;
-}
-
-static char *put(char *o, const char *s, size_t n) {
-  memcpy(o, s, n);
-  return o + n;
+         tfs_json_escaped_len(text, n) + n + 48;
 }
 
 /* The message is assembled as text around the one dump, so a result of a
@@ -162,28 +97,32 @@ void mcp_reply_result(const mcp_req_t *r, json_t *structured, char *text) {
   char *idt = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
   size_t n = text ? strlen(text) : 0, in = idt ? strlen(idt) : 0, en;
   const char *era = mcp_era_tail(r, &en);
-  size_t len = sizeof RESULT_HEAD - 1 + in + sizeof RESULT_TEXT - 1 + json_escaped_len(text, n) +
-               sizeof RESULT_STRUCT - 1 + n + en + sizeof RESULT_TAIL - 1;
-  char *m = text && idt ? malloc(len + 1) : NULL;
-  if (!m) {
-    free(text);
-    free(idt);
+  size_t len = sizeof RESULT_HEAD - 1 + in + sizeof RESULT_TEXT - 1 +
+               tfs_json_escaped_len(text, n) + sizeof RESULT_STRUCT - 1 + n + en +
+               sizeof RESULT_TAIL - 1;
+  tfs_buf_t m = TFS_BUF_INIT;
+  int whole = text && idt && !tfs_buf_reserve(&m, len);
+  if (whole) {
+    tfs_buf_append(&m, RESULT_HEAD, sizeof RESULT_HEAD - 1);
+    tfs_buf_append(&m, idt, in);
+    tfs_buf_append(&m, RESULT_TEXT, sizeof RESULT_TEXT - 1);
+    tfs_buf_json(&m, text, n);
+    tfs_buf_append(&m, RESULT_STRUCT, sizeof RESULT_STRUCT - 1);
+    tfs_buf_append(&m, text, n);
+    tfs_buf_append(&m, era, en);
+    tfs_buf_append(&m, RESULT_TAIL, sizeof RESULT_TAIL - 1);
+  }
+  free(text);
+  free(idt);
+  size_t mlen;
+  char *msg = whole ? tfs_buf_take(&m, &mlen) : NULL;
+  if (!msg) {
+    tfs_buf_free(&m);
     mcp_reply(r, mcp_call_result(structured, 0));
     return;
   }
-  char *o = put(m, RESULT_HEAD, sizeof RESULT_HEAD - 1);
-  o = put(o, idt, in);
-  o = put(o, RESULT_TEXT, sizeof RESULT_TEXT - 1);
-  o = json_escape(o, text, n);
-  o = put(o, RESULT_STRUCT, sizeof RESULT_STRUCT - 1);
-  o = put(o, text, n);
-  o = put(o, era, en);
-  o = put(o, RESULT_TAIL, sizeof RESULT_TAIL - 1);
-  *o = 0;
-  free(text);
-  free(idt);
   json_decref(structured);
-  mcp_send_reply_raw(r->sess, id, m, (size_t)(o - m));
+  mcp_send_reply_raw(r->sess, id, msg, mlen);
 }
 
 void mcp_tool_error(const mcp_req_t *r, const char *fmt, ...) {

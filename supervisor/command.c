@@ -7,6 +7,7 @@
  * loop's reaping: it is waited for by pid before the loop runs again, so
  * the SIGCHLD reaper never sees it and the tree is never left with it.
  */
+#include "supervisor/child.h"
 #include "supervisor/sup.h"
 
 #include <errno.h>
@@ -43,15 +44,8 @@ int sup_find_program(const char *name, char *const *env, char *out, size_t len) 
 /* The helper between fork and exec: default signals, both outputs on the
  * pipe, stdin /dev/null; it dies with us. */
 static void __attribute__((noreturn)) helper_child(char *const argv[], char *const env[], int out) {
-  struct sigaction dfl = {.sa_handler = SIG_DFL};
-  for (int sig = 1; sig < NSIG; sig++)
-    sigaction(sig, &dfl, NULL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  int null = open("/dev/null", O_RDONLY);
-  if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null < 0 || sup_child_init(&(sup_child_t){.deathsig = SIGKILL, .stdio = {null, out, out}}))
     _exit(127);
   execve(argv[0], argv, env ? env : environ);
   _exit(127);
@@ -85,8 +79,7 @@ static int read_output(int fd, int64_t deadline, char *out, size_t outlen) {
   }
 }
 
-int sup_command(char *const argv[], char *const env[], int timeout_ms, char *out,
-                size_t outlen) {
+int sup_command(char *const argv[], char *const env[], int timeout_ms, char *out, size_t outlen) {
   int p[2];
   if (outlen)
     out[0] = 0;

@@ -6,45 +6,17 @@
  * runs with an LD_PRELOAD or a TASKFS_* meant for the user's program.
  */
 #include "supervisor/sup.h"
+#include "taskfs/buf.h"
 #include "taskfs/cleanup.h"
 #include "taskfs/text.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 extern char **environ;
-
-/* Reads the whole of fd from its start into a new NUL-terminated buffer.
- * Returns 0 with *out and *len, or a negative errno. */
-static int read_fd(int fd, char **out, size_t *len_out) {
-  size_t len = 0, cap = 4096;
-  char *buf TFS_AUTOFREE = malloc(cap);
-  if (!buf)
-    return -ENOMEM;
-  for (;;) {
-    if (cap - len < 2) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb)
-        return -ENOMEM;
-      buf = nb;
-    }
-    ssize_t n = pread(fd, buf + len, cap - len - 1, (off_t)len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    if (n == 0)
-      break;
-    len += (size_t)n;
-  }
-  buf[len] = 0;
-  *out = buf;
-  *len_out = len;
-  buf = NULL;
-  return 0;
-}
 
 /* The non-empty records of buf (len bytes), as a new NULL-terminated array
  * of pointers into it, or NULL (out of memory). */
@@ -62,12 +34,14 @@ static char **split_records(char *buf, size_t len) {
 }
 
 int sup_env_read(sup_t *s, int fd) {
-  char *buf TFS_AUTOFREE = NULL;
-  size_t len = 0;
-  int err = read_fd(fd, &buf, &len);
+  /* From its start: the launcher's writes left the shared offset at the end. */
+  tfs_buf_t text TFS_AUTOBUF = TFS_BUF_INIT;
+  int err = lseek(fd, 0, SEEK_SET) < 0 ? -errno : tfs_buf_read(&text, fd, SIZE_MAX);
   close(fd);
-  if (err)
-    return err;
+  size_t len = 0;
+  char *buf TFS_AUTOFREE = err ? NULL : tfs_buf_take(&text, &len);
+  if (err || !buf)
+    return err ? err : -ENOMEM;
   char **over TFS_AUTOFREE = split_records(buf, len);
   if (!over)
     return -ENOMEM;

@@ -34,6 +34,7 @@
  * launches it, in two steps a face may split (the MCP server answers
  * between them).
  */
+#include "supervisor/child.h"
 #include "supervisor/internal.h"
 #include "taskfs/text.h"
 
@@ -267,19 +268,9 @@ static void child_fail(const spawn_t *sp, int code) {
 /* The grandchild: a clean slate (signals, fds, cwd), then exec. Only
  * async-signal-safe calls. */
 static void spawn_exec(const spawn_t *sp) {
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, NULL);
-  struct sigaction dfl = {.sa_handler = SIG_DFL};
-  for (int sig = 1; sig < NSIG; sig++)
-    sigaction(sig, &dfl, NULL);
-  if (dup2(sp->devnull, 0) < 0 || dup2(sp->devnull, 1) < 0 || dup2(sp->logfd, 2) < 0 ||
-      chdir("/") < 0)
+  sup_child_t c = {.stdio = {sp->devnull, sp->devnull, sp->logfd}, .cloexec_from = 3};
+  if (sup_child_init(&c) || chdir("/") < 0)
     child_fail(sp, 1);
-  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    for (int fd = 3; fd < 1024; fd++)
-      if (fd != sp->st[1])
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
   /* The one fd the supervisor inherits on purpose. */
   if (sp->envfd >= 0 && fcntl(sp->envfd, F_SETFD, 0) < 0)
     child_fail(sp, 1);

@@ -8,6 +8,7 @@
  * process of the tree (the supervisor is their subreaper).
  */
 #include "supervisor/sup.h"
+#include "taskfs/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,33 +137,17 @@ void sup_usage_run_end(sup_t *s, tfs_usage_t *run) {
 /* The CPU time (utime + stime and the same of its reaped children, in
  * ms) and peak RSS (VmHWM, kB) of one live process; 0 or -1. */
 static int proc_use(pid_t pid, int64_t *cpu_ms, int64_t *hwm_kb) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = 0;
-  /* After the command name, which may hold spaces and ')': fields 3..17. */
-  char *p = strrchr(buf, ')');
-  unsigned long long ut, st;
-  long long cut, cst;
-  char state;
+  tfs_proc_stat_t st;
   /* A zombie is about to be reaped: wait4 counts it then. */
-  if (!p ||
-      sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &state, &ut,
-             &st, &cut, &cst) != 5 ||
-      state == 'Z')
+  if (tfs_proc_stat(pid, &st) || st.state == 'Z')
     return -1;
   long hz = sysconf(_SC_CLK_TCK);
-  *cpu_ms = (int64_t)(ut + st + (unsigned long long)cut + (unsigned long long)cst) * 1000 /
+  *cpu_ms = (int64_t)(st.utime + st.stime + (uint64_t)st.cutime + (uint64_t)st.cstime) * 1000 /
             (hz > 0 ? hz : 100);
+  char path[64], buf[2048];
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
   if (fd >= 0)
     close(fd);
   *hwm_kb = 0;

@@ -9,6 +9,8 @@
  */
 #include "supervisor/internal.h"
 #include "taskfs/cleanup.h"
+#include "taskfs/proc.h"
+#include "taskfs/buf.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -24,58 +26,10 @@ typedef struct {
   pid_t pid, ppid;
 } proc_t;
 
-/* Reads the parent pid from /proc/<pid>/stat. The command name in
- * parentheses may hold spaces and ')', so parse after the last ')'. */
-static int read_ppid(int procfd, const char *name, pid_t *ppid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "%s/stat", name);
-  int fd TFS_AUTOCLOSE = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  if (n <= 0)
-    return -EIO;
-  buf[n] = 0;
-  char *p = strrchr(buf, ')');
-  int pp;
-  char state;
-  if (!p || sscanf(p + 1, " %c %d", &state, &pp) != 2)
-    return -EIO;
-  *ppid = pp;
-  return 0;
-}
-
 static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid) {
-  if (*n == *cap) {
-    pid_t *nv = realloc(*v, (*cap *= 2) * sizeof **v);
-    if (!nv)
-      return -ENOMEM;
-    *v = nv;
-  }
-  (*v)[(*n)++] = pid;
-  return 0;
-}
-
-/* Reads all of fd into a new NUL-terminated buffer in *out. Returns 0 or
- * -ENOMEM; a read error ends the text early (the process went away). */
-static int read_all(int fd, char **out) {
-  size_t len = 0, cap = 4096;
-  char *buf TFS_AUTOFREE = malloc(cap);
-  ssize_t r;
-  while (buf && (r = read(fd, buf + len, cap - len - 1)) > 0) {
-    len += (size_t)r;
-    if (cap - len < 2) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb)
-        return -ENOMEM;
-      buf = nb;
-    }
-  }
-  if (!buf)
+  if (tfs_grow(v, cap, *n + 1, sizeof **v, 64))
     return -ENOMEM;
-  buf[len] = 0;
-  *out = buf;
-  buf = NULL;
+  (*v)[(*n)++] = pid;
   return 0;
 }
 
@@ -89,9 +43,10 @@ static int add_thread_children(int dfd, const char *tid, pid_t pid, pid_t **v, s
   int fd TFS_AUTOCLOSE = openat(dfd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT && pid == getpid() ? -ENOENT : 0;
-  char *buf TFS_AUTOFREE = NULL;
-  int err = read_all(fd, &buf);
-  for (char *p = buf, *q; !err && *p; p = q) {
+  tfs_buf_t list TFS_AUTOBUF = TFS_BUF_INIT;
+  /* A read error ends the list early: the thread went away. */
+  int err = tfs_buf_read(&list, fd, SIZE_MAX) == -ENOMEM || tfs_buf_reserve(&list, 0) ? -ENOMEM : 0;
+  for (char *p = list.s, *q; !err && *p; p = q) {
     long child = strtol(p, &q, 10);
     if (q == p)
       break;
@@ -120,10 +75,8 @@ static int add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap) {
 }
 
 int sup_descendants(pid_t **out, size_t *count) {
-  size_t n = 0, cap = 64, i = 0;
-  pid_t *v = malloc(cap * sizeof *v);
-  if (!v)
-    return -ENOMEM;
+  size_t n = 0, cap = 0, i = 0;
+  pid_t *v = NULL;
   int err = add_children(getpid(), &v, &n, &cap);
   while (!err && i < n)
     err = add_children(v[i++], &v, &n, &cap);
@@ -166,21 +119,18 @@ static ssize_t read_procs(proc_t **out) {
   DIR *d = opendir("/proc");
   if (!d)
     return -errno;
-  size_t n = 0, cap = 256;
-  proc_t *ps = malloc(cap * sizeof *ps);
+  size_t n = 0, cap = 0;
+  proc_t *ps = NULL;
+  int err = tfs_grow(&ps, &cap, 256, sizeof *ps, 256);
   struct dirent *e;
-  while (ps && (e = readdir(d))) {
-    pid_t ppid;
-    if (!isdigit((unsigned char)e->d_name[0]) || read_ppid(dirfd(d), e->d_name, &ppid) < 0)
+  while (!err && (e = readdir(d))) {
+    tfs_proc_stat_t st;
+    if (!isdigit((unsigned char)e->d_name[0]) || tfs_proc_stat_at(dirfd(d), e->d_name, &st))
       continue; /* not a process, or it went away meanwhile */
-    if (n == cap) {
-      proc_t *np = realloc(ps, (cap *= 2) * sizeof *ps);
-      if (!np)
-        break;
-      ps = np;
-    }
-    ps[n].pid = (pid_t)atoi(e->d_name);
-    ps[n].ppid = ppid;
+    if (tfs_grow(&ps, &cap, n + 1, sizeof *ps, 256))
+      break;
+    ps[n].pid = st.pid;
+    ps[n].ppid = st.ppid;
     n++;
   }
   closedir(d);

@@ -32,7 +32,9 @@
  * a worker exit, and once the worker is reaped and it is the only
  * descendant left it is killed and reaped.
  */
+#include "supervisor/child.h"
 #include "supervisor/sup.h"
+#include "taskfs/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,54 +52,22 @@ extern char **environ;
 /* The longest a sentinel waits between SIGTERM and SIGKILL. */
 #define SENTINEL_GRACE_MAX_MS 5000
 
-/* Writes the decimal digits of v (> 0) into buf; returns the length. */
-static size_t put_num(char *buf, long v) {
-  char tmp[24];
-  size_t n = 0, len = 0;
-  do
-    tmp[n++] = (char)('0' + v % 10);
-  while ((v /= 10) > 0);
-  while (n)
-    buf[len++] = tmp[--n];
-  return len;
-}
-
-/* The process group in /proc/<name>/stat (after the command's ')': state,
- * ppid, pgrp), or -1; also for a zombie, which lives no more (it waits for
- * a reaper that may take its time). */
+/* The process group of process name (a /proc entry), or -1; also for a
+ * zombie, which lives no more (it waits for a reaper that may take its
+ * time), and for this process. */
 static long stat_pgrp(int procfd, const char *name) {
-  char path[64], buf[512];
-  size_t n = strnlen(name, 32);
-  memcpy(path, name, n);
-  memcpy(path + n, "/stat", 6);
-  int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  tfs_proc_stat_t st;
+  if (tfs_proc_stat_at(procfd, name, &st) || st.state == 'Z' || st.state == 'X' ||
+      st.pid == getpid())
     return -1;
-  ssize_t r = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (r <= 0)
-    return -1;
-  buf[r] = 0;
-  char *p = strrchr(buf, ')');
-  if (p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X'))
-    return -1;
-  int field = 0;
-  for (p = p ? p + 1 : NULL; p && *p; p++)
-    if (*p == ' ' && ++field == 3) {
-      long v = 0;
-      for (p++; *p >= '0' && *p <= '9'; p++)
-        v = v * 10 + (*p - '0');
-      return v;
-    }
-  return -1;
+  return st.pgrp;
 }
 
 /* 1 if a process other than this one is in group pgid (a /proc walk with
  * system calls only: the sentinel allocates nothing), 0 if none, -1 if
  * /proc cannot tell. */
 static int group_has_others(pid_t pgid) {
-  char self[24], buf[4096] __attribute__((aligned(8)));
-  self[put_num(self, getpid())] = 0;
+  char buf[4096] __attribute__((aligned(8)));
   int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (procfd < 0)
     return -1;
@@ -113,8 +83,7 @@ static int group_has_others(pid_t pgid) {
         char name[];
       } *d = (void *)(buf + off);
       off += d->reclen;
-      if (d->name[0] >= '1' && d->name[0] <= '9' && strcmp(d->name, self) &&
-          stat_pgrp(procfd, d->name) == pgid)
+      if (d->name[0] >= '1' && d->name[0] <= '9' && stat_pgrp(procfd, d->name) == pgid)
         found = 1;
     }
   }
@@ -148,15 +117,8 @@ static void run_cleanup(char *const *cmd, char *const *env) {
     return;
   pid_t pid = fork();
   if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      dup2(null, 0);
-      dup2(null, 1);
-      dup2(null, 2);
-    }
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    sup_child_init(&(sup_child_t){.stdio = {null, null, null}});
     execve(cmd[0], cmd, env);
     _exit(127);
   }
@@ -175,8 +137,7 @@ static void run_cleanup(char *const *cmd, char *const *env) {
  * member of the group, which is what keeps the group id from being
  * recycled: if it could not join, it signals nothing. */
 static void __attribute__((noreturn)) sentinel_main(const sup_t *s, pid_t parent, pid_t pgid,
-                                                    int64_t grace_ms, int keep,
-                                                    char *const *kick) {
+                                                    int64_t grace_ms, int keep, char *const *kick) {
   /* Every fd goes but the slot's (keep; -1: none). */
   int failed = keep < 0 ? close_range(0, ~0U, 0) < 0
                         : (keep > 0 && close_range(0, (unsigned)keep - 1, 0) < 0) ||

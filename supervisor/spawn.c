@@ -6,6 +6,7 @@
  * exec back, with its errno, so the reason a command cannot start is told
  * in words ("command not found", "not executable", ...).
  */
+#include "supervisor/child.h"
 #include "supervisor/sup.h"
 
 #include <errno.h>
@@ -48,22 +49,18 @@ static void pipes_close(pipes_t *p) {
  * (even killed -9): unsupervised, nothing could stop it any more. If we
  * died before that was set, the worker must not start at all. */
 static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const pipes_t *p) {
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-    _exit(127);
-  struct sigaction dfl = {.sa_handler = SIG_DFL};
-  for (int sig = 1; sig < NSIG; sig++)
-    sigaction(sig, &dfl, NULL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-  setpgid(0, 0);
   start_err_t e = {0, 0, -1};
   /* A pipe, never the transcript itself: a worker that reopens its output
    * (`> /dev/stderr`, `exec >/dev/stdout`, `: > /proc/self/fd/1`) opens
    * the pipe again, which cannot truncate what was written. */
   int err_fd = p->err[1] >= 0 ? p->err[1] : p->out[1];
   int in_fd = s->stdin_rd >= 0 ? s->stdin_rd : s->devnull;
-  if (dup2(in_fd, 0) < 0 || dup2(p->out[1], 1) < 0 || dup2(err_fd, 2) < 0) {
+  sup_child_t c = {.deathsig = SIGKILL, .parent = parent, .stdio = {in_fd, p->out[1], err_fd}};
+  setpgid(0, 0);
+  int failed = sup_child_init(&c);
+  if (failed == SUP_CHILD_PARENT)
+    _exit(127);
+  if (failed) {
     e.stage = STAGE_DUP;
   } else if (s->rec.cwd && chdir(s->rec.cwd) < 0) {
     e.stage = STAGE_CHDIR;
