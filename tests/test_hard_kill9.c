@@ -15,6 +15,7 @@
  * HH_SEED=<seed>. */
 #include "tests/hardening/hard.h"
 
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 static unsigned hh_seed(void) {
@@ -444,6 +445,9 @@ Test(hard_kill9, cli_writer) {
 /* A reader that works the mount until it is killed: lists tasks, reads
  * records and transcripts, sometimes requests a stop. Runs in a child. */
 static void mount_reader(const char *mnt, unsigned seed) {
+  /* It loops until killed: a failed check before the kill takes it along. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+    _exit(1);
   srand(seed);
   char path[4096];
   for (;;) {
