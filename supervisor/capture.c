@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,8 @@ int sup_capture_init(sup_capture_t *c, int fd, int rfd, int side_fd, tfs_importa
     c->bytes = st.st_size;
   c->alloc_end = c->bytes;
   c->open_stream = -1;
+  c->splice = 1;
+  c->sfd = -1;
   int err = sup_counter_init(&c->cnt, rfd, side_fd, imp, lines, c->bytes);
   for (int i = 0; i < 2 && !err; i++)
     if (!(c->s[i].buf = malloc(SUP_CAPTURE_BUF)))
@@ -65,6 +68,9 @@ int sup_capture_init(sup_capture_t *c, int fd, int rfd, int side_fd, tfs_importa
 }
 
 void sup_capture_free(sup_capture_t *c) {
+  if (c->sfd >= 0)
+    close(c->sfd);
+  c->sfd = -1;
   if (c->cnt.ready) {
     sup_counter_free(&c->cnt);
     close(c->cnt.rfd);
@@ -91,17 +97,20 @@ void sup_capture_sync(sup_capture_t *c) {
 /* Room for the next write, taken before it: fallocate() with KEEP_SIZE
  * gives the blocks without changing the file's size, so a write into them
  * cannot run out of space half way and no reader ever sees the first bytes
- * of a line whose write then failed. Taken SUP_CAPTURE_AHEAD at a time
- * (one call per that much output), or exactly what this write needs when
+ * of a line whose write then failed. Taken SUP_CAPTURE_AHEAD ahead (as
+ * much as the write itself when that is more: one call per that much
+ * output), or exactly what this write needs when
  * the disk is too full for more. A file system without fallocate (-ENOTSUP)
  * is not asked again; the truncation in lose() then still keeps the lines
  * whole, though a reader may glimpse the partial bytes before it. */
 static int reserve(sup_capture_t *c, size_t len) {
   int64_t need = c->bytes + (int64_t)len;
+  /* A large write (a splice of a grown pipe) reserves as much again. */
+  off_t ahead = len > SUP_CAPTURE_AHEAD ? (off_t)len : SUP_CAPTURE_AHEAD;
   if (c->no_fallocate || need <= c->alloc_end)
     return 0;
-  if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, c->bytes, (off_t)len + SUP_CAPTURE_AHEAD) == 0) {
-    c->alloc_end = need + SUP_CAPTURE_AHEAD;
+  if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, c->bytes, (off_t)len + ahead) == 0) {
+    c->alloc_end = need + ahead;
     return 0;
   }
   if (errno == ENOSPC || errno == EDQUOT) {
@@ -173,6 +182,71 @@ static int put(sup_capture_t *c, int st, const char *data, size_t len) {
   c->cnt.lidx = c->lidx;
   sup_counter_landed(&c->cnt, c->bytes, st);
   return 0;
+}
+
+/* ---- splicing the merged stream ----------------------------------------- */
+
+/* Bytes a splice moves at most: a grown pipe's worth. */
+#define SPLICE_MAX (1 << 20)
+
+/* The transcript once more, for writing without O_APPEND (splice refuses
+ * an appending file); the same file, or none. */
+static int open_splice_fd(sup_capture_t *c) {
+  char path[64];
+  struct stat a, b;
+  snprintf(path, sizeof path, "/proc/self/fd/%d", c->fd);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0 && (fstat(fd, &a) || fstat(c->fd, &b) || a.st_ino != b.st_ino ||
+                  a.st_dev != b.st_dev || !S_ISREG(a.st_mode))) {
+    close(fd);
+    fd = -1;
+  }
+  c->sfd = fd;
+  return fd;
+}
+
+/* From here on (for this worker) the line buffer takes the bytes: a line
+ * the splices left open at the transcript's end is the stream's open line,
+ * as a long line's first pieces are, so the buffer's rules (a failed write
+ * cuts back to the last line end) go on from the right place. */
+static ssize_t go_buffered(sup_capture_t *c) {
+  c->splice = 0;
+  sup_counter_drain(&c->cnt);
+  if (sup_counter_line_end(&c->cnt) < c->bytes)
+    c->open_stream = SUP_STDOUT;
+  return -ENOTSUP;
+}
+
+ssize_t sup_capture_splice(sup_capture_t *c, int fd) {
+  if (!c->splice || c->s[SUP_STDOUT].len || c->s[SUP_STDOUT].skip)
+    return -ENOTSUP;
+  if (c->sfd < 0 && open_splice_fd(c) < 0)
+    return go_buffered(c);
+  int avail = 0;
+  size_t len = 64 * 1024;
+  if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
+    len = (size_t)avail < SPLICE_MAX ? (size_t)avail : SPLICE_MAX;
+  /* Room first, as for a write: a splice then cannot stop half way for
+   * want of space. No room: the line buffer's rules decide what is kept. */
+  if (reserve(c, len))
+    return go_buffered(c);
+  loff_t off = c->bytes;
+  ssize_t n;
+  do
+    n = splice(fd, NULL, c->sfd, &off, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    c->bytes += n;
+    c->spliced = 1;
+    c->cnt.lidx = c->lidx;
+    sup_counter_landed(&c->cnt, c->bytes, SUP_STDOUT);
+    return n;
+  }
+  if (n == 0 || errno == EAGAIN)
+    return n == 0 ? 0 : -EAGAIN;
+  /* No splice here (EINVAL), or the write failed (ENOSPC, EIO): what is
+   * still in the pipe goes through the buffer, which keeps lines whole. */
+  return go_buffered(c);
 }
 
 void sup_capture_release(sup_capture_t *c) {
@@ -291,6 +365,14 @@ void sup_capture_cut(sup_capture_t *c) {
 }
 
 void sup_capture_restart(sup_capture_t *c) {
+  /* A line the splices left open ends here, as a buffered one does. */
+  if (c->spliced && c->open_stream < 0) {
+    sup_counter_drain(&c->cnt);
+    if (sup_counter_line_end(&c->cnt) < c->bytes)
+      c->open_stream = SUP_STDOUT;
+  }
+  c->spliced = 0;
+  c->splice = 1;
   if (c->open_stream >= 0) {
     put(c, c->open_stream, "\n", 1);
     c->open_stream = -1;

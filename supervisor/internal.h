@@ -115,6 +115,12 @@ typedef struct {
   int last_err;    /* the last write error (negative errno), 0 if none */
   int open_stream; /* stream whose line is open at the transcript's end, or -1 */
   int64_t cuts;    /* long lines ended early by sup_capture_cut */
+  /* The merged stream is spliced from its pipe into the transcript (no
+   * copy through this process) while splice is on; sfd is the transcript
+   * open for that (splice refuses O_APPEND), -1 before the first. */
+  int splice;
+  int sfd;
+  int spliced; /* bytes were spliced since the last restart */
   sup_cap_stream_t s[2];
   sup_counter_t cnt;
 } sup_capture_t;
@@ -126,6 +132,14 @@ typedef struct {
 int sup_capture_init(sup_capture_t *c, int fd, int rfd, int side_fd, tfs_important_t *imp,
                      int64_t lines, int64_t bytes);
 void sup_capture_free(sup_capture_t *c);
+/* Moves what the pipe fd (the merged stream's, non-blocking) holds into
+ * the transcript with splice(2). Returns the bytes moved, 0 at the pipe's
+ * end, -EAGAIN when it is empty, or -ENOTSUP: the bytes go through the line
+ * buffer from now on (read them into sup_capture_space and commit), for
+ * this worker: no splice on this file system or pipe, or room for the
+ * next bytes could not be reserved (a full disk, whose rules only the
+ * line buffer keeps). */
+ssize_t sup_capture_splice(sup_capture_t *c, int fd);
 /* Where the next read of stream st should go; *n is never 0 while the
  * stream is not held back (see sup_capture_holder). */
 void sup_capture_space(sup_capture_t *c, int st, char **p, size_t *n);

@@ -9,11 +9,21 @@
  * ending). A pipe still open once the worker's tree is gone (a process
  * outside the tree holds it) is closed after DRAIN_MS. A line left without
  * its newline is written after PARTIAL_QUIET_MS of quiet (a prompt).
+ *
+ * The merged stream (the default: one pipe) is direct: libuv only says
+ * when its pipe is readable (a uv_poll_t) and the capture splices the
+ * bytes into the transcript (sup_capture_splice), without copying them
+ * through this process; a prompt is there at once, and after the same
+ * quiet its start goes to the classifier. When splicing cannot go on (a
+ * full disk, a file system without it) the bytes are read into the line
+ * buffer by hand, as libuv would.
  */
 #include "supervisor/sup.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #define HOLD_MAX_MS 1000 /* a stream held back by a long line waits at most this */
 #define DRAIN_MS 1000    /* pipes still open once the tree is gone */
@@ -30,6 +40,7 @@
 #define PARTIAL_MAX_MS 500
 
 static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
+static void on_direct(uv_poll_t *h, int status, int events);
 static void update_reading(sup_t *s);
 
 static int stream_of(sup_t *s, uv_handle_t *h) {
@@ -107,13 +118,19 @@ static void update_reading(sup_t *s) {
   else if (!uv_is_active((uv_handle_t *)&s->hold_timer))
     uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
   for (int i = 0; i < 2; i++) {
-    if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+    if (!s->pipe_open[i] || s->pipe_closing[i])
       continue;
     int want = h < 0 || h == i;
-    if (want && !s->reading[i])
+    if (i == SUP_STDOUT && s->direct) {
+      if (want && !s->reading[i])
+        uv_poll_start(&s->direct_poll, UV_READABLE, on_direct);
+      else if (!want && s->reading[i])
+        uv_poll_stop(&s->direct_poll);
+    } else if (want && !s->reading[i]) {
       uv_read_start((uv_stream_t *)&s->pipe[i], on_alloc, on_read);
-    else if (!want && s->reading[i])
+    } else if (!want && s->reading[i]) {
       uv_read_stop((uv_stream_t *)&s->pipe[i]);
+    }
     s->reading[i] = want;
   }
 }
@@ -124,11 +141,26 @@ static void on_pipe_closed(uv_handle_t *h) {
   sup_check_generation_end(s);
 }
 
+/* The direct pipe's poll is closed before the pipe (which closes the fd),
+ * and the pipe counts as closed only then: the next worker's poll reuses
+ * the handle. */
+static void on_poll_closed(uv_handle_t *h) {
+  sup_t *s = h->data;
+  uv_close((uv_handle_t *)&s->pipe[SUP_STDOUT], on_pipe_closed);
+}
+
 static void close_pipe(sup_t *s, int i) {
-  if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+  if (!s->pipe_open[i] || s->pipe_closing[i])
     return;
-  uv_read_stop((uv_stream_t *)&s->pipe[i]);
+  s->pipe_closing[i] = 1;
   s->reading[i] = 0;
+  if (i == SUP_STDOUT && s->direct) {
+    uv_poll_stop(&s->direct_poll);
+    sup_capture_eof(&s->cap, i);
+    uv_close((uv_handle_t *)&s->direct_poll, on_poll_closed);
+    return;
+  }
+  uv_read_stop((uv_stream_t *)&s->pipe[i]);
   sup_capture_eof(&s->cap, i);
   uv_close((uv_handle_t *)&s->pipe[i], on_pipe_closed);
 }
@@ -194,6 +226,57 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
   update_reading(s);
 }
 
+/* After PARTIAL_QUIET_MS without output on the direct pipe: a line left
+ * open in the transcript (a prompt) goes to the classifier as it stands. */
+static void on_quiet_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  sup_counter_flush(&s->cap.cnt);
+}
+
+/* One read of the direct pipe through the line buffer (splicing is off):
+ * what on_read does with libuv's reads. */
+static ssize_t read_buffered(sup_t *s, int fd) {
+  char *p;
+  size_t n;
+  sup_capture_space(&s->cap, SUP_STDOUT, &p, &n);
+  ssize_t r = read(fd, p, n);
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+  if (r > 0) {
+    if ((size_t)r == n)
+      grow_pipe(s, SUP_STDOUT);
+    sup_capture_commit(&s->cap, SUP_STDOUT, (size_t)r);
+  }
+  return r;
+}
+
+/* The direct pipe is readable: moves what it holds, a bounded number of
+ * rounds so that other events get their turn, until it is empty or ends. */
+static void on_direct(uv_poll_t *h, int status, int events) {
+  sup_t *s = h->data;
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&s->pipe[SUP_STDOUT], &fd))
+    return;
+  ssize_t n = -EAGAIN;
+  for (int round = 0; round < 64; round++) {
+    n = sup_capture_splice(&s->cap, fd);
+    if (n == -ENOTSUP)
+      n = read_buffered(s, fd);
+    if (n >= 64 * 1024)
+      grow_pipe(s, SUP_STDOUT);
+    if (n <= 0)
+      break;
+  }
+  sup_mark_dirty(s);
+  if (n != -EAGAIN && n <= 0) {
+    close_pipe(s, SUP_STDOUT); /* its end, or an error reading it */
+  } else if (s->cap.spliced) {
+    uv_timer_start(&s->quiet_timer, on_quiet_timer, PARTIAL_QUIET_MS, 0);
+  }
+  arm_partial(s);
+  update_reading(s);
+}
+
 static void on_drain_timer(uv_timer_t *t) {
   sup_t *s = t->data;
   /* Some process outside the tree still holds a pipe: stop waiting. */
@@ -206,13 +289,15 @@ void sup_pipes_init(sup_t *s) {
   uv_timer_init(&s->loop, &s->hold_timer);
   uv_timer_init(&s->loop, &s->drain_timer);
   uv_timer_init(&s->loop, &s->partial_timer);
-  s->hold_timer.data = s->drain_timer.data = s->partial_timer.data = s;
+  uv_timer_init(&s->loop, &s->quiet_timer);
+  s->hold_timer.data = s->drain_timer.data = s->partial_timer.data = s->quiet_timer.data = s;
 }
 
 void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {
   int fds[2] = {out_fd, err_fd};
+  s->direct = 0;
   for (int i = 0; i < 2; i++) {
-    s->pipe_open[i] = s->reading[i] = s->pipe_grown[i] = 0;
+    s->pipe_open[i] = s->reading[i] = s->pipe_grown[i] = s->pipe_closing[i] = 0;
     if (fds[i] < 0) {
       /* The merged stream: stderr has no pipe of its own. */
       s->cap.s[i].eof = 1;
@@ -223,6 +308,11 @@ void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {
     uv_pipe_open(&s->pipe[i], fds[i]);
     s->pipe_open[i] = 1;
     s->reading[i] = 0;
+  }
+  /* The merged stream alone: direct (see the top). */
+  if (err_fd < 0 && out_fd >= 0 && uv_poll_init(&s->loop, &s->direct_poll, out_fd) == 0) {
+    s->direct_poll.data = s;
+    s->direct = 1;
   }
   update_reading(s);
 }

@@ -57,7 +57,13 @@ typedef struct sup_s {
    * (a prompt); partial_since_ms: when the oldest unwritten byte came. */
   uv_timer_t partial_timer;
   int64_t partial_since_ms;
-  int pipe_grown[2]; /* grown for a flood (FLOOD_PIPE), once */
+  int pipe_grown[2];   /* grown for a flood (FLOOD_PIPE), once */
+  int pipe_closing[2]; /* close_pipe has begun */
+  /* The merged stream's pipe is direct: polled, and spliced into the
+   * transcript; quiet_timer: the open line's start to the classifier. */
+  int direct;
+  uv_poll_t direct_poll;
+  uv_timer_t quiet_timer;
 
   /* spawn.c, sentinel.c, reap.c: the current worker */
   uv_signal_t sigchld;
