@@ -227,8 +227,11 @@ ssize_t sup_capture_splice(sup_capture_t *c, int fd) {
   if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
     len = (size_t)avail < SPLICE_MAX ? (size_t)avail : SPLICE_MAX;
   /* Room first, as for a write: a splice then cannot stop half way for
-   * want of space. No room: the line buffer's rules decide what is kept. */
-  if (reserve(c, len))
+   * want of space; and SUP_CAPTURE_AHEAD more, so that on a full disk the
+   * line a splice leaves open can still be ended (write_lines) and no
+   * reader who saw its start sees it cut away. No room: the line buffer's
+   * rules decide what is kept. */
+  if (reserve(c, len + SUP_CAPTURE_AHEAD))
     return go_buffered(c);
   loff_t off = c->bytes;
   ssize_t n;
@@ -281,7 +284,18 @@ void sup_capture_space(sup_capture_t *c, int st, char **p, size_t *n) {
 static void write_lines(sup_capture_t *c, int st, size_t end) {
   sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
-  put(c, st, s->buf, end);
+  size_t first = 0;
+  if (c->open_stream == st) {
+    /* The end of an open line lands on its own: the room taken ahead with
+     * its earlier pieces (or splices) holds it on a full disk, and lines
+     * after it that cannot land do not take it with them. A reader who saw
+     * its start then sees it whole. */
+    first = (size_t)((const char *)memchr(s->buf, '\n', end) - s->buf) + 1;
+    put(c, st, s->buf, first);
+    c->open_stream = -1;
+  }
+  if (first < end)
+    put(c, st, s->buf + first, end - first);
   c->open_stream = -1;
   memmove(s->buf, s->buf + end, s->len - end);
   s->len -= end;

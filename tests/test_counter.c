@@ -108,7 +108,8 @@ Test(counter, a_producer_faster_than_the_classifier_never_waits_for_it) {
   cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
   cr_assert_eq(rec.lines, N);
   cr_assert_eq(rec.bytes, (int64_t)c.want);
-  cr_assert_eq(rec.important.total, N, "important lines seen: %lld", (long long)rec.important.total);
+  cr_assert_eq(rec.important.total, N, "important lines seen: %lld",
+               (long long)rec.important.total);
   cr_assert_eq(rec.important.first[0].line, 1);
   cr_assert_gt(rec.important.nlast, 0);
   cr_assert_eq(tfs_important_last(&rec.important, rec.important.nlast - 1)->line, N);
