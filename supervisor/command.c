@@ -85,7 +85,8 @@ static int read_output(int fd, int64_t deadline, char *out, size_t outlen) {
   }
 }
 
-int sup_command(char *const argv[], char *const env[], int timeout_ms, char *out, size_t outlen) {
+int sup_command(char *const argv[], char *const env[], int timeout_ms, char *out,
+                size_t outlen) {
   int p[2];
   if (outlen)
     out[0] = 0;

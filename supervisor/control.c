@@ -75,8 +75,7 @@ void sup_control_resumed(sup_t *s) {
 static void resume_tree(sup_t *s, const tfs_control_t *c) {
   sup_sched_t *ss = s->sched;
   if (s->rec.state != TFS_PAUSED || ss->resuming) {
-    sup_log(s, "resume by %s: %s", c->by,
-            ss->resuming ? "already waiting for a slot" : "not paused");
+    sup_log(s, "resume by %s: %s", c->by, ss->resuming ? "already waiting for a slot" : "not paused");
     return;
   }
   if (!ss->slot_freed) {
@@ -93,7 +92,8 @@ static void resume_tree(sup_t *s, const tfs_control_t *c) {
     sup_control_resumed(s);
     return;
   }
-  sup_sched_say(ss, "resume requested by %s; waiting for a slot in queue %s", c->by, s->rec.queue);
+  sup_sched_say(ss, "resume requested by %s; waiting for a slot in queue %s", c->by,
+                s->rec.queue);
   sup_sched_advance(ss); /* arms the look again */
 }
 

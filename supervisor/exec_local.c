@@ -28,7 +28,8 @@ static void local_kill(sup_t *s, int round) {
   sup_signal_tree(s, SIGKILL);
 }
 
-static void local_describe(sup_t *s) {}
+static void local_describe(sup_t *s) {
+}
 
 const sup_executor_t sup_exec_local = {local_spawn, local_started, local_stop, local_kill,
                                        local_describe};

@@ -66,9 +66,8 @@ static struct {
 /* Options that would break the contract: output to files on the node
  * (nothing would stream), a pty or stdin, labels, our job name. */
 static const char *const refused[] = {
-    "-o",           "--output",    "-e",      "--error", "-i",         "--input",
-    "--pty",        "-l",          "--label", "-J",      "--job-name", "-u",
-    "--unbuffered", "--test-only", "-Q",      "--quiet", "--jobid",    NULL};
+    "-o", "--output", "-e", "--error", "-i", "--input", "--pty", "-l", "--label", "-J",
+    "--job-name", "-u", "--unbuffered", "--test-only", "-Q", "--quiet", "--jobid", NULL};
 
 int sup_slurm_options_check(char *const *opts, char *why, size_t whylen) {
   for (int i = 0; opts && opts[i]; i++) {
@@ -298,9 +297,8 @@ static void job_started(sup_t *s, const char *submit, const char *start) {
  * found): updates the record; 1 if it changed. */
 static int poll_job(sup_t *s) {
   char out[2048];
-  char *argv[] = {sl.squeue, "-h", "-t",    "all", "-u",
-                  sl.uid,    "-n", sl.name, "-o",  "%i|%T|%r|%P|%N|%V|%S",
-                  NULL};
+  char *argv[] = {sl.squeue, "-h", "-t", "all", "-u", sl.uid, "-n", sl.name,
+                  "-o", "%i|%T|%r|%P|%N|%V|%S", NULL};
   int rc = sup_command(argv, sl.env, HELPER_MS, out, sizeof out);
   tfs_executor_t *ex = &s->rec.exec;
   if (rc != 0) {
@@ -424,8 +422,8 @@ static void srun_message(sup_t *s, char *buf, size_t len) {
     char *nl = strchr(l, '\n');
     if (nl)
       *nl = 0;
-    if (!strncmp(l, "srun: ", 6) &&
-        (!best || strncmp(best, "srun: error: ", 13) || !strncmp(l, "srun: error: ", 13)))
+    if (!strncmp(l, "srun: ", 6) && (!best || strncmp(best, "srun: error: ", 13) ||
+                                     !strncmp(l, "srun: error: ", 13)))
       best = l;
     l = nl ? nl + 1 : NULL;
   }
@@ -446,7 +444,8 @@ static void wait_gone(sup_t *s) {
     scancel(NULL);
     usleep(20 * 1000);
   }
-  sup_log(s, "job %s still in squeue %d s after the stop", s->rec.exec.job_id, GONE_WAIT_MS / 1000);
+  sup_log(s, "job %s still in squeue %d s after the stop", s->rec.exec.job_id,
+          GONE_WAIT_MS / 1000);
 }
 
 /* An end that Slurm chose, in words, or NULL. */
@@ -520,8 +519,8 @@ static void slurm_describe(sup_t *s) {
     s->worker_status = sig > 0 ? (sig & 0x7f) : (e & 0xff) << 8;
   const char *why = slurm_end(state, s->stopping);
   if (why) {
-    snprintf(s->end_note, sizeof s->end_note, "Slurm ended job %s: %s (%s%s%s)", ex->job_id, why,
-             state, ex->job_reason ? ", " : "", ex->job_reason ? ex->job_reason : "");
+    snprintf(s->end_note, sizeof s->end_note, "Slurm ended job %s: %s (%s%s%s)", ex->job_id,
+             why, state, ex->job_reason ? ", " : "", ex->job_reason ? ex->job_reason : "");
     s->end_failed = 1;
   }
 }

@@ -61,8 +61,8 @@ static void describe_exit(sup_t *s, char *buf, size_t len) {
    * not ended by a limit. */
   if (n < len)
     tfs_exit_describe_limits(s->worker_status, &s->worker_memcg, &now,
-                             s->stopping || s->timed_out ? NULL : &s->rec.limits, s->worker_cpu_ms,
-                             s->killed, buf + n, len - n);
+                             s->stopping || s->timed_out ? NULL : &s->rec.limits,
+                             s->worker_cpu_ms, s->killed, buf + n, len - n);
 }
 
 /* Appends the worker's exit to the record's last exits (the oldest falls

@@ -24,9 +24,9 @@ typedef struct sup_sched {
   const char *woken_by;   /* what made the last look (for the log) */
 
   /* control.c */
-  off_t control_off; /* requests read so far */
-  int slot_freed;    /* paused with free-slot: the slot went back */
-  int resuming;      /* a resume waits for the slot */
+  off_t control_off;  /* requests read so far */
+  int slot_freed;     /* paused with free-slot: the slot went back */
+  int resuming;       /* a resume waits for the slot */
   char resume_by[256];
   char *kick_argv[10]; /* `taskfs supervise --queue-kick`, for the sentinel */
   char kick_fd[16];
@@ -35,7 +35,7 @@ typedef struct sup_sched {
   int fifo; /* the task's stdin FIFO, -1: none */
   uv_poll_t fifo_poll;
   int fifo_on;
-  int wr;             /* the worker's stdin pipe, our end; -1: none */
+  int wr; /* the worker's stdin pipe, our end; -1: none */
   uv_poll_t *wr_poll; /* its own per pipe (malloc'ed, freed when closed) */
   int wr_on;
   char buf[SUP_STDIN_BUF];

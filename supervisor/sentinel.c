@@ -175,7 +175,8 @@ static void run_cleanup(char *const *cmd, char *const *env) {
  * member of the group, which is what keeps the group id from being
  * recycled: if it could not join, it signals nothing. */
 static void __attribute__((noreturn)) sentinel_main(const sup_t *s, pid_t parent, pid_t pgid,
-                                                    int64_t grace_ms, int keep, char *const *kick) {
+                                                    int64_t grace_ms, int keep,
+                                                    char *const *kick) {
   /* Every fd goes but the slot's (keep; -1: none). */
   int failed = keep < 0 ? close_range(0, ~0U, 0) < 0
                         : (keep > 0 && close_range(0, (unsigned)keep - 1, 0) < 0) ||

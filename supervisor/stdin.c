@@ -130,7 +130,8 @@ void sup_stdin_forked(sup_t *s) {
   close(s->stdin_rd);
   s->stdin_rd = -1;
   fcntl(ss->wr, F_SETFL, O_NONBLOCK);
-  if (!(ss->wr_poll = malloc(sizeof *ss->wr_poll)) || uv_poll_init(&s->loop, ss->wr_poll, ss->wr)) {
+  if (!(ss->wr_poll = malloc(sizeof *ss->wr_poll)) ||
+      uv_poll_init(&s->loop, ss->wr_poll, ss->wr)) {
     free(ss->wr_poll);
     ss->wr_poll = NULL;
     close(ss->wr);
