@@ -163,6 +163,14 @@ static void lose(sup_capture_t *c, const char *data, size_t len, int err) {
   c->open_stream = -1;
 }
 
+/* The line index hook (lineidx.h): the counter feeds it every landed
+ * byte, in order. Handed over before the counter's thread starts (at the
+ * first landed bytes), so the thread only ever reads it. */
+static void hand_lidx(sup_capture_t *c) {
+  if (!c->cnt.started && !c->cnt.inline_work)
+    c->cnt.lidx = c->lidx;
+}
+
 /* The one place bytes go into the transcript: data is whole lines, or a
  * piece of one long line (see write_lines and write_piece), of stream st.
  * A short write is completed (tfs_transcript_append goes on from where it
@@ -178,8 +186,7 @@ static int put(sup_capture_t *c, int st, const char *data, size_t len) {
     return err;
   }
   c->bytes += (int64_t)len;
-  /* The line index hook: every landed write, in order (lineidx.h). */
-  c->cnt.lidx = c->lidx;
+  hand_lidx(c);
   sup_counter_landed(&c->cnt, c->bytes, st);
   return 0;
 }
@@ -241,7 +248,7 @@ ssize_t sup_capture_splice(sup_capture_t *c, int fd) {
   if (n > 0) {
     c->bytes += n;
     c->spliced = 1;
-    c->cnt.lidx = c->lidx;
+    hand_lidx(c);
     sup_counter_landed(&c->cnt, c->bytes, SUP_STDOUT);
     return n;
   }
