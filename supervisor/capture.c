@@ -1,10 +1,13 @@
 /* Capture: a worker's output, read from its pipes, written into one
  * transcript. With the merged stream (the default) there is one pipe,
  * fd 1 and fd 2 of the worker both, and only stream 0 is used: the bytes
- * arrive in the order the program wrote them. With stderr split, stream 1
- * is stderr's own pipe.
+ * arrive in the order the program wrote them, and they are spliced from
+ * the pipe into the transcript (sup_capture_splice: no copy through this
+ * process) for as long as that works. With stderr split, stream 1 is
+ * stderr's own pipe.
  *
- * Each stream has a line buffer of SUP_CAPTURE_BUF bytes that only ever
+ * Otherwise (split, or the merged stream once a splice could not have its
+ * room or failed) each stream has a line buffer of SUP_CAPTURE_BUF bytes that only ever
  * holds an incomplete line: as soon as a read brings newlines, every
  * complete line in the buffer goes to the transcript in a single write (a
  * batch of whole lines; a line is never split between two writes, so the
