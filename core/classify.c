@@ -47,6 +47,44 @@
  * examined length. */
 #include "core/classify.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Control bytes that text carries (tab, the line and page ends, backspace
+ * of overstruck man pages, bell, shift out/in, escape): bit i set for byte
+ * i. Every other byte below 0x20 is one text never holds. */
+#define TEXT_CONTROLS                                                                              \
+  ((1u << '\t') | (1u << '\n') | (1u << '\v') | (1u << '\f') | (1u << '\r') | (1u << '\b') |       \
+   (1u << '\a') | (1u << 0x0e) | (1u << 0x0f) | (1u << 0x1b))
+
+/* A line with two or more control bytes text never holds (NUL among them)
+ * is binary data: random bytes have one in every dozen, text none. It is
+ * never important, and saying so early keeps binary floods (an image or a
+ * core dump written to stdout) from costing the full classifier per line.
+ * Only the bytes the classifier would examine are looked at. */
+static int binary(const unsigned char *s, size_t n) {
+  int seen = 0;
+  size_t i = 0;
+  if (n > TFS__CLASSIFY_SCAN)
+    n = TFS__CLASSIFY_SCAN;
+#if defined(__SSE2__)
+  const __m128i top = _mm_set1_epi8(0x1f);
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    /* Bytes below 0x20: max(v, 0x1f) == 0x1f. */
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, top), top));
+    for (; m; m &= m - 1)
+      if (!(TEXT_CONTROLS >> s[i + (unsigned)__builtin_ctz(m)] & 1) && ++seen == 2)
+        return 1;
+  }
+#endif
+  for (; i < n; i++)
+    if (s[i] < 0x20 && !(TEXT_CONTROLS >> s[i] & 1) && ++seen == 2)
+      return 1;
+  return 0;
+}
+
 /* The end of an escape sequence starting at s[i] == ESC: CSI ("\x1b[31m")
  * and OSC ("\x1b]8;;URL\x07", ended by BEL or ESC \\; OSC 8 is a terminal
  * hyperlink). Returns i if no complete sequence starts there. */
@@ -225,7 +263,7 @@ tfs_line_kind_t tfs__classify(const char *line, size_t len, int *rank, int *bloc
    * plain (tests/test_important.c checks all of them). Deciding that before
    * the escape memchr makes floods of short lines ("y" from yes, "." from
    * progress dots) cost almost nothing. */
-  if (!line || len < TFS__CLASSIFY_MIN)
+  if (!line || len < TFS__CLASSIFY_MIN || binary((const unsigned char *)line, len))
     return TFS_LINE_PLAIN;
   line_t l;
   unsigned char plain[TFS__CLASSIFY_SCAN];

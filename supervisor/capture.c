@@ -1,10 +1,13 @@
 /* Capture: a worker's output, read from its pipes, written into one
  * transcript. With the merged stream (the default) there is one pipe,
  * fd 1 and fd 2 of the worker both, and only stream 0 is used: the bytes
- * arrive in the order the program wrote them. With stderr split, stream 1
- * is stderr's own pipe.
+ * arrive in the order the program wrote them, and they are spliced from
+ * the pipe into the transcript (sup_capture_splice: no copy through this
+ * process) for as long as that works. With stderr split, stream 1 is
+ * stderr's own pipe.
  *
- * Each stream has a line buffer of SUP_CAPTURE_BUF bytes that only ever
+ * Otherwise (split, or the merged stream once a splice could not have its
+ * room or failed) each stream has a line buffer of SUP_CAPTURE_BUF bytes that only ever
  * holds an incomplete line: as soon as a read brings newlines, every
  * complete line in the buffer goes to the transcript in a single write (a
  * batch of whole lines; a line is never split between two writes, so the
@@ -14,9 +17,10 @@
  * stream is held back (the caller stops reading its pipe), so the
  * transcript stays the exact bytes of each stream and memory stays bounded.
  *
- * Each new line is fed to the important-line tracker (its first
- * SUP_CAPTURE_FEED_MAX bytes), found 64 bytes at a time: a flood of lines
- * too short to be important costs a popcount per block.
+ * What the written bytes hold (the line count, the important lines, the
+ * line index, stderr's line ranges) is found by the counter (counter.c)
+ * on a thread of its own, from the transcript's page cache: a producer
+ * faster than the classifier never waits for it.
  *
  * A line without a newline that stays alone in its buffer (a prompt:
  * `printf 'Continue? '`) is written after a short quiet (pipes.c calls
@@ -32,43 +36,48 @@
 #include "supervisor/internal.h"
 
 #include <errno.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sup_capture_init(sup_capture_t *c, int fd, int side_fd, tfs_important_t *imp, int64_t lines,
-                     int64_t bytes) {
+int sup_capture_init(sup_capture_t *c, int fd, int rfd, int side_fd, tfs_important_t *imp,
+                     int64_t lines, int64_t bytes) {
   memset(c, 0, sizeof *c);
   c->fd = fd;
-  c->side_fd = side_fd;
-  c->imp = imp;
   c->lines = lines;
-  c->bytes = c->line_end = bytes;
-  /* What is there already is never truncated (lose() cuts back to
-   * line_end only), whatever the record counted. */
+  c->bytes = bytes;
+  /* What is there already is never truncated (lose() cuts back to the
+   * last line end only), whatever the record counted. */
   struct stat st;
   if (fstat(fd, &st) == 0 && st.st_size > bytes)
-    c->bytes = c->line_end = st.st_size;
+    c->bytes = st.st_size;
   c->alloc_end = c->bytes;
   c->open_stream = -1;
-  for (int i = 0; i < 2; i++) {
-    c->s[i].buf = malloc(SUP_CAPTURE_BUF);
-    if (!c->s[i].buf) {
-      sup_capture_free(c);
-      return -ENOMEM;
-    }
+  c->splice = 1;
+  c->sfd = -1;
+  int err = sup_counter_init(&c->cnt, rfd, side_fd, imp, lines, c->bytes);
+  for (int i = 0; i < 2 && !err; i++)
+    if (!(c->s[i].buf = malloc(SUP_CAPTURE_BUF)))
+      err = -ENOMEM;
+  if (err) {
+    sup_capture_free(c);
+    close(rfd);
   }
-  return 0;
+  return err;
 }
 
 void sup_capture_free(sup_capture_t *c) {
+  if (c->sfd >= 0)
+    close(c->sfd);
+  c->sfd = -1;
+  if (c->cnt.ready) {
+    sup_counter_free(&c->cnt);
+    close(c->cnt.rfd);
+  }
   for (int i = 0; i < 2; i++) {
     free(c->s[i].buf);
     c->s[i].buf = NULL;
@@ -76,56 +85,35 @@ void sup_capture_free(sup_capture_t *c) {
 }
 
 void sup_capture_flush_side(sup_capture_t *c) {
-  char buf[64];
-  if (!c->err_first)
-    return;
-  if (c->side_fd >= 0) {
-    int n = snprintf(buf, sizeof buf, "%" PRId64 "-%" PRId64 "\n", c->err_first, c->err_last);
-    /* A failed sidecar write loses only the stream attribution of these
-     * lines; the transcript itself is intact. */
-    if (write(c->side_fd, buf, (size_t)n) < 0)
-      c->last_err = -errno;
-  }
-  c->err_first = c->err_last = 0;
+  if (c->cnt.ready)
+    sup_counter_flush_side(&c->cnt);
 }
 
-/* Notes that line lineno came from stream st. */
-static void note_line(sup_capture_t *c, int st, int64_t lineno, const char *line, size_t len) {
-  if (c->imp)
-    tfs_important_feed(c->imp, lineno, line,
-                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
-  if (st != SUP_STDERR)
-    return;
-  if (c->err_first && c->err_last + 1 == lineno) {
-    c->err_last = lineno;
-    return;
-  }
-  sup_capture_flush_side(c);
-  c->err_first = c->err_last = lineno;
-}
-
-/* Notes where the last whole line of data, written at offset at, ends:
- * the transcript's last line boundary. */
-static void note_boundary(sup_capture_t *c, int64_t at, const char *data, size_t len) {
-  const char *nl = len ? memrchr(data, '\n', len) : NULL;
-  if (nl)
-    c->line_end = at + (nl - data) + 1;
+void sup_capture_sync(sup_capture_t *c) {
+  sup_counter_flush(&c->cnt);
+  sup_counter_drain(&c->cnt);
+  sup_counter_lock(&c->cnt);
+  c->lines = c->cnt.lines;
+  sup_counter_unlock(&c->cnt);
 }
 
 /* Room for the next write, taken before it: fallocate() with KEEP_SIZE
  * gives the blocks without changing the file's size, so a write into them
  * cannot run out of space half way and no reader ever sees the first bytes
- * of a line whose write then failed. Taken SUP_CAPTURE_AHEAD at a time
- * (one call per that much output), or exactly what this write needs when
+ * of a line whose write then failed. Taken SUP_CAPTURE_AHEAD ahead (as
+ * much as the write itself when that is more: one call per that much
+ * output), or exactly what this write needs when
  * the disk is too full for more. A file system without fallocate (-ENOTSUP)
  * is not asked again; the truncation in lose() then still keeps the lines
  * whole, though a reader may glimpse the partial bytes before it. */
 static int reserve(sup_capture_t *c, size_t len) {
   int64_t need = c->bytes + (int64_t)len;
+  /* A large write (a splice of a grown pipe) reserves as much again. */
+  off_t ahead = len > SUP_CAPTURE_AHEAD ? (off_t)len : SUP_CAPTURE_AHEAD;
   if (c->no_fallocate || need <= c->alloc_end)
     return 0;
-  if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, c->bytes, (off_t)len + SUP_CAPTURE_AHEAD) == 0) {
-    c->alloc_end = need + SUP_CAPTURE_AHEAD;
+  if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, c->bytes, (off_t)len + ahead) == 0) {
+    c->alloc_end = need + ahead;
     return 0;
   }
   if (errno == ENOSPC || errno == EDQUOT) {
@@ -148,22 +136,25 @@ static int reserve(sup_capture_t *c, size_t len) {
  * starts one. Everything dropped is counted (bytes and lines: a line
  * counts once however much of it went), with the time. */
 static void lose(sup_capture_t *c, const char *data, size_t len, int err) {
-  int64_t open_len = c->bytes - c->line_end; /* a counted line still open */
-  int starts = open_len == 0 ? 1 : 0;        /* data begins a new line */
+  /* The counter has worked on every landed byte: it knows the last line
+   * end, and none of what is cut away is read back later. */
+  sup_counter_drain(&c->cnt);
+  int64_t line_end = sup_counter_line_end(&c->cnt);
+  int64_t open_len = c->bytes - line_end; /* a counted line still open */
+  int starts = open_len == 0 ? 1 : 0;     /* data begins a new line */
   for (const char *p = data, *stop = data + len; (p = memchr(p, '\n', (size_t)(stop - p)));)
     if (++p < stop)
       starts++;
-  if (open_len > 0) {
-    c->lines--;
+  if (open_len > 0)
     starts++;
-  }
-  if (ftruncate(c->fd, c->line_end) == 0) {
-    c->bytes = c->line_end;
+  if (ftruncate(c->fd, line_end) == 0) {
+    c->bytes = line_end;
   } else { /* cannot happen on a regular file; keep the count true */
     struct stat st;
     if (fstat(c->fd, &st) == 0)
       c->bytes = st.st_size;
   }
+  sup_counter_truncated(&c->cnt, c->bytes);
   c->alloc_end = c->bytes;
   c->lost_bytes += (int64_t)len + open_len;
   c->lost_lines += len ? starts : open_len > 0;
@@ -175,14 +166,21 @@ static void lose(sup_capture_t *c, const char *data, size_t len, int err) {
   c->open_stream = -1;
 }
 
+/* The line index hook (lineidx.h): the counter feeds it every landed
+ * byte, in order. Handed over before the counter's thread starts (at the
+ * first landed bytes), so the thread only ever reads it. */
+static void hand_lidx(sup_capture_t *c) {
+  if (!c->cnt.started && !c->cnt.inline_work)
+    c->cnt.lidx = c->lidx;
+}
+
 /* The one place bytes go into the transcript: data is whole lines, or a
- * piece of one long line (see write_lines and write_piece). A short write
- * is completed (tfs_transcript_append goes on from where it stopped); a
- * write that cannot land whole (a full disk) leaves nothing (lose). The
- * transcript's last line boundary is kept in line_end. Returns 0 or the
- * negative errno. */
-static int put(sup_capture_t *c, const char *data, size_t len) {
-  int64_t at = c->bytes;
+ * piece of one long line (see write_lines and write_piece), of stream st.
+ * A short write is completed (tfs_transcript_append goes on from where it
+ * stopped); a write that cannot land whole (a full disk) leaves nothing
+ * (lose). What landed goes to the counter. Returns 0 or the negative
+ * errno. */
+static int put(sup_capture_t *c, int st, const char *data, size_t len) {
   int err = reserve(c, len);
   if (!err)
     err = tfs_transcript_append(c->fd, data, len, 0);
@@ -191,10 +189,77 @@ static int put(sup_capture_t *c, const char *data, size_t len) {
     return err;
   }
   c->bytes += (int64_t)len;
-  note_boundary(c, at, data, len);
-  /* The line index hook: every landed write, in order (lineidx.h). */
-  tfs_lineidx_feed(c->lidx, at, data, len);
+  hand_lidx(c);
+  sup_counter_landed(&c->cnt, c->bytes, st);
   return 0;
+}
+
+/* ---- splicing the merged stream ----------------------------------------- */
+
+/* Bytes a splice moves at most: a grown pipe's worth. */
+#define SPLICE_MAX (1 << 20)
+
+/* The transcript once more, for writing without O_APPEND (splice refuses
+ * an appending file); the same file, or none. */
+static int open_splice_fd(sup_capture_t *c) {
+  char path[64];
+  struct stat a, b;
+  snprintf(path, sizeof path, "/proc/self/fd/%d", c->fd);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0 && (fstat(fd, &a) || fstat(c->fd, &b) || a.st_ino != b.st_ino ||
+                  a.st_dev != b.st_dev || !S_ISREG(a.st_mode))) {
+    close(fd);
+    fd = -1;
+  }
+  c->sfd = fd;
+  return fd;
+}
+
+/* From here on (for this worker) the line buffer takes the bytes: a line
+ * the splices left open at the transcript's end is the stream's open line,
+ * as a long line's first pieces are, so the buffer's rules (a failed write
+ * cuts back to the last line end) go on from the right place. */
+static ssize_t go_buffered(sup_capture_t *c) {
+  c->splice = 0;
+  sup_counter_drain(&c->cnt);
+  if (sup_counter_line_end(&c->cnt) < c->bytes)
+    c->open_stream = SUP_STDOUT;
+  return -ENOTSUP;
+}
+
+ssize_t sup_capture_splice(sup_capture_t *c, int fd) {
+  if (!c->splice || c->s[SUP_STDOUT].len || c->s[SUP_STDOUT].skip)
+    return -ENOTSUP;
+  if (c->sfd < 0 && open_splice_fd(c) < 0)
+    return go_buffered(c);
+  int avail = 0;
+  size_t len = 64 * 1024;
+  if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
+    len = (size_t)avail < SPLICE_MAX ? (size_t)avail : SPLICE_MAX;
+  /* Room first, as for a write: a splice then cannot stop half way for
+   * want of space; and SUP_CAPTURE_AHEAD more, so that on a full disk the
+   * line a splice leaves open can still be ended (write_lines) and no
+   * reader who saw its start sees it cut away. No room: the line buffer's
+   * rules decide what is kept. */
+  if (reserve(c, len + SUP_CAPTURE_AHEAD))
+    return go_buffered(c);
+  loff_t off = c->bytes;
+  ssize_t n;
+  do
+    n = splice(fd, NULL, c->sfd, &off, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    c->bytes += n;
+    c->spliced = 1;
+    hand_lidx(c);
+    sup_counter_landed(&c->cnt, c->bytes, SUP_STDOUT);
+    return n;
+  }
+  if (n == 0 || errno == EAGAIN)
+    return n == 0 ? 0 : -EAGAIN;
+  /* No splice here (EINVAL), or the write failed (ENOSPC, EIO): what is
+   * still in the pipe goes through the buffer, which keeps lines whole. */
+  return go_buffered(c);
 }
 
 void sup_capture_release(sup_capture_t *c) {
@@ -207,7 +272,7 @@ void sup_capture_release(sup_capture_t *c) {
  * without a newline), close that line so the two never share one. */
 static void close_foreign(sup_capture_t *c, int st) {
   if (c->open_stream >= 0 && c->open_stream != st) {
-    put(c, "\n", 1);
+    put(c, c->open_stream, "\n", 1);
     c->open_stream = -1;
   }
 }
@@ -224,104 +289,23 @@ void sup_capture_space(sup_capture_t *c, int st, char **p, size_t *n) {
   *n = SUP_CAPTURE_BUF - s->len;
 }
 
-/* Notes that lines first..last came from stderr, extending the open range
- * when they follow it (what note_line() does one line at a time). */
-static void note_err_range(sup_capture_t *c, int64_t first, int64_t last) {
-  if (c->err_first && c->err_last + 1 == first) {
-    c->err_last = last;
-    return;
-  }
-  sup_capture_flush_side(c);
-  c->err_first = first;
-  c->err_last = last;
-}
-
-/* Feeds a line to the important-line tracker if it can classify as
- * anything: the length test is inline so that floods of short lines ("y"
- * from yes, progress dots) cost no call per line. */
-static inline void feed_line(sup_capture_t *c, int64_t lineno, const char *line, size_t len) {
-  if (len >= TFS_CLASSIFY_MIN_LEN)
-    tfs_important_feed(c->imp, lineno, line,
-                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
-}
-
-#if defined(__SSE2__)
-/* Bit i set: byte i of the 64 at p is a newline. */
-static inline uint64_t newline_mask64(const char *p) {
-  const __m128i nl = _mm_set1_epi8('\n');
-  uint64_t m = 0;
-  for (int i = 0; i < 4; i++)
-    m |= (uint64_t)(unsigned)_mm_movemask_epi8(
-             _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i)), nl))
-         << (16 * i);
-  return m;
-}
-#endif
-
-_Static_assert(TFS_CLASSIFY_MIN_LEN == 3, "the short-line test below checks 3 bytes");
-
-/* Counts the lines in [p, stop), where stop[-1] is a newline, feeding them
- * to the tracker as lines first, first + 1, ... Newlines are found 64
- * bytes at a time with compare masks. A block in which no line of
- * TFS_CLASSIFY_MIN_LEN bytes or more ends (no newline has three other
- * bytes before it: `yes`, progress dots) is only counted (a popcount);
- * otherwise its newlines are visited in order. Returns the count. */
-static int64_t scan_lines(sup_capture_t *c, const char *p, const char *stop, int64_t first) {
-  int64_t n = 0;
-  const char *line = p;
-  if (!c->imp) {
-    for (; (p = memchr(p, '\n', (size_t)(stop - p))) != NULL; p++)
-      n++;
-    return n;
-  }
-#if defined(__SSE2__)
-  /* prev: bit 63 - j set when byte -1 - j (before the block) is no
-   * newline and belongs to the current line. */
-  uint64_t prev = 0;
-  for (; stop - p >= 64; p += 64) {
-    uint64_t m = newline_mask64(p), nm = ~m;
-    uint64_t need =
-        m & ((nm << 1) | (prev >> 63)) & ((nm << 2) | (prev >> 62)) & ((nm << 3) | (prev >> 61));
-    if (!need) {
-      if (m) {
-        n += __builtin_popcountll(m);
-        line = p + 64 - __builtin_clzll(m);
-      }
-    } else {
-      for (uint64_t b = m; b; b &= b - 1) {
-        const char *nl = p + __builtin_ctzll(b);
-        feed_line(c, first + n++, line, (size_t)(nl - line));
-        line = nl + 1;
-      }
-    }
-    prev = nm;
-  }
-#endif
-  for (; p < stop; p++) {
-    if (*p == '\n') {
-      feed_line(c, first + n++, line, (size_t)(p - line));
-      line = p + 1;
-    }
-  }
-  return n;
-}
-
 /* Writes the complete lines at the start of stream st's buffer (up to and
  * including the newline at end - 1), then keeps the rest. */
 static void write_lines(sup_capture_t *c, int st, size_t end) {
   sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
-  int continuing = c->open_stream == st;
-  if (put(c, s->buf, end) == 0) {
-    const char *p = s->buf, *stop = s->buf + end;
-    if (continuing) /* the end of a long line: counted when it began */
-      p = (const char *)rawmemchr(p, '\n') + 1;
-    int64_t first = c->lines + 1;
-    int64_t n = scan_lines(c, p, stop, first);
-    c->lines += n;
-    if (n && st == SUP_STDERR)
-      note_err_range(c, first, first + n - 1);
+  size_t first = 0;
+  if (c->open_stream == st) {
+    /* The end of an open line lands on its own: the room taken ahead with
+     * its earlier pieces (or splices) holds it on a full disk, and lines
+     * after it that cannot land do not take it with them. A reader who saw
+     * its start then sees it whole. */
+    first = (size_t)((const char *)memchr(s->buf, '\n', end) - s->buf) + 1;
+    put(c, st, s->buf, first);
+    c->open_stream = -1;
   }
+  if (first < end)
+    put(c, st, s->buf + first, end - first);
   c->open_stream = -1;
   memmove(s->buf, s->buf + end, s->len - end);
   s->len -= end;
@@ -332,14 +316,10 @@ static void write_lines(sup_capture_t *c, int st, size_t end) {
 static void write_piece(sup_capture_t *c, int st) {
   sup_cap_stream_t *s = &c->s[st];
   close_foreign(c, st);
-  int starts = c->open_stream != st;
-  if (put(c, s->buf, s->len) == 0) {
-    if (starts)
-      note_line(c, st, ++c->lines, s->buf, s->len);
+  if (put(c, st, s->buf, s->len) == 0)
     c->open_stream = st;
-  } else if (!s->eof) {
+  else if (!s->eof)
     s->skip = 1; /* the rest of this line is lost too: resume at the next */
-  }
   s->len = s->clean = 0;
 }
 
@@ -391,6 +371,7 @@ int sup_capture_flush_partial(sup_capture_t *c, int st) {
   if (!s->len || s->skip || !c->s[!st].eof || (holder >= 0 && holder != st))
     return 0;
   write_piece(c, st);
+  sup_counter_flush(&c->cnt); /* the prompt is classified as it stands */
   return 1;
 }
 
@@ -402,14 +383,22 @@ void sup_capture_eof(sup_capture_t *c, int st) {
 void sup_capture_cut(sup_capture_t *c) {
   if (sup_capture_holder(c) < 0)
     return;
-  put(c, "\n", 1);
+  put(c, c->open_stream, "\n", 1);
   c->open_stream = -1;
   c->cuts++;
 }
 
 void sup_capture_restart(sup_capture_t *c) {
+  /* A line the splices left open ends here, as a buffered one does. */
+  if (c->spliced && c->open_stream < 0) {
+    sup_counter_drain(&c->cnt);
+    if (sup_counter_line_end(&c->cnt) < c->bytes)
+      c->open_stream = SUP_STDOUT;
+  }
+  c->spliced = 0;
+  c->splice = 1;
   if (c->open_stream >= 0) {
-    put(c, "\n", 1);
+    put(c, c->open_stream, "\n", 1);
     c->open_stream = -1;
   }
   for (int i = 0; i < 2; i++) {

@@ -9,21 +9,30 @@
  * ending). A pipe still open once the worker's tree is gone (a process
  * outside the tree holds it) is closed after DRAIN_MS. A line left without
  * its newline is written after PARTIAL_QUIET_MS of quiet (a prompt).
+ *
+ * The merged stream (the default: one pipe) is direct: libuv only says
+ * when its pipe is readable (a uv_poll_t) and the capture splices the
+ * bytes into the transcript (sup_capture_splice), without copying them
+ * through this process; a prompt is there at once, and after the same
+ * quiet its start goes to the classifier. When splicing cannot go on (a
+ * full disk, a file system without it) the bytes are read into the line
+ * buffer by hand, as libuv would.
  */
 #include "supervisor/sup.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #define HOLD_MAX_MS 1000 /* a stream held back by a long line waits at most this */
 #define DRAIN_MS 1000    /* pipes still open once the tree is gone */
-/* A flood: a read that emptied the pipe less than PACE_GAP_NS after the
- * one before. Reading then pauses for PACE_MS, so that the pipe (grown to
- * PACE_PIPE) fills meanwhile and is read in large pieces: a writer of 4 KiB
- * pieces no longer wakes the supervisor for each one. */
-#define PACE_GAP_NS 1000000
-#define PACE_MS 1
-#define PACE_PIPE (1 << 20)
+/* A flood (a read that filled all the room it was given) grows the pipe to
+ * this, once: the writer then runs ahead while the supervisor writes.
+ * Only then: an unprivileged user's pipe pages are limited
+ * (fs.pipe-user-pages-soft), and past the limit every new pipe of that
+ * user gets one page. */
+#define FLOOD_PIPE (1 << 20)
 /* A line without a newline (a prompt) goes to the transcript once its
  * stream has been quiet this long, and at the latest PARTIAL_MAX_MS after
  * its first unwritten byte (dots of progress every few ms). */
@@ -31,6 +40,7 @@
 #define PARTIAL_MAX_MS 500
 
 static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf);
+static void on_direct(uv_poll_t *h, int status, int events);
 static void update_reading(sup_t *s);
 
 static int stream_of(sup_t *s, uv_handle_t *h) {
@@ -97,8 +107,8 @@ static int settle_holder(sup_t *s) {
 }
 
 /* Reads only the streams that may write now: while one stream is in the
- * middle of a long line the other one waits, its pipe unread; during a
- * pause (a flood) none is read. */
+ * middle of a long line the other one waits, its pipe unread. Nothing
+ * else pauses reading: the capture never waits for the counter. */
 static void update_reading(sup_t *s) {
   int h = settle_holder(s);
   /* Only a stream that may have output waits behind the holder: with the
@@ -107,15 +117,20 @@ static void update_reading(sup_t *s) {
     uv_timer_stop(&s->hold_timer);
   else if (!uv_is_active((uv_handle_t *)&s->hold_timer))
     uv_timer_start(&s->hold_timer, on_hold_timer, HOLD_MAX_MS, 0);
-  int paused = uv_is_active((uv_handle_t *)&s->pace_timer);
   for (int i = 0; i < 2; i++) {
-    if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+    if (!s->pipe_open[i] || s->pipe_closing[i])
       continue;
-    int want = !paused && (h < 0 || h == i);
-    if (want && !s->reading[i])
+    int want = h < 0 || h == i;
+    if (i == SUP_STDOUT && s->direct) {
+      if (want && !s->reading[i])
+        uv_poll_start(&s->direct_poll, UV_READABLE, on_direct);
+      else if (!want && s->reading[i])
+        uv_poll_stop(&s->direct_poll);
+    } else if (want && !s->reading[i]) {
       uv_read_start((uv_stream_t *)&s->pipe[i], on_alloc, on_read);
-    else if (!want && s->reading[i])
+    } else if (!want && s->reading[i]) {
       uv_read_stop((uv_stream_t *)&s->pipe[i]);
+    }
     s->reading[i] = want;
   }
 }
@@ -126,51 +141,39 @@ static void on_pipe_closed(uv_handle_t *h) {
   sup_check_generation_end(s);
 }
 
+/* The direct pipe's poll is closed before the pipe (which closes the fd),
+ * and the pipe counts as closed only then: the next worker's poll reuses
+ * the handle. */
+static void on_poll_closed(uv_handle_t *h) {
+  sup_t *s = h->data;
+  uv_close((uv_handle_t *)&s->pipe[SUP_STDOUT], on_pipe_closed);
+}
+
 static void close_pipe(sup_t *s, int i) {
-  if (!s->pipe_open[i] || uv_is_closing((uv_handle_t *)&s->pipe[i]))
+  if (!s->pipe_open[i] || s->pipe_closing[i])
     return;
-  uv_read_stop((uv_stream_t *)&s->pipe[i]);
+  s->pipe_closing[i] = 1;
   s->reading[i] = 0;
+  if (i == SUP_STDOUT && s->direct) {
+    uv_poll_stop(&s->direct_poll);
+    sup_capture_eof(&s->cap, i);
+    uv_close((uv_handle_t *)&s->direct_poll, on_poll_closed);
+    return;
+  }
+  uv_read_stop((uv_stream_t *)&s->pipe[i]);
   sup_capture_eof(&s->cap, i);
   uv_close((uv_handle_t *)&s->pipe[i], on_pipe_closed);
 }
 
-static void on_pace_timer(uv_timer_t *t) {
-  update_reading(t->data);
-}
-
-/* Grows the open pipes to PACE_PIPE, once: a pause is only safe when the
- * pipe holds what the writer writes meanwhile (a 64 KiB one would stall
- * it). An unprivileged user's pipe pages are limited
- * (fs.pipe-user-pages-soft); a pipe that cannot grow means no pauses. */
-static int pipes_grown(sup_t *s) {
-  if (s->pacing_ok)
-    return s->pacing_ok > 0;
-  s->pacing_ok = 1;
-  for (int i = 0; i < 2; i++) {
-    uv_os_fd_t fd;
-    if (s->pipe_open[i] && uv_fileno((uv_handle_t *)&s->pipe[i], &fd) == 0 &&
-        fcntl(fd, F_SETPIPE_SZ, PACE_PIPE) < PACE_PIPE)
-      s->pacing_ok = -1;
-  }
-  return s->pacing_ok > 0;
-}
-
-/* After a read of n bytes that emptied pipe i (it was shorter than the
- * space offered): pauses reading when reads come faster than one per
- * PACE_GAP_NS. A pause that let the pipe fill to 3/4 (the writer may have
- * waited) is not repeated for 100 ms. */
-static void pace(sup_t *s, int i, size_t n, size_t offered) {
-  uint64_t now = uv_hrtime(), last = s->last_read_ns[i];
-  s->last_read_ns[i] = now;
-  s->paced_bytes += n;
-  if (n >= offered)
-    return; /* the pipe has more: go on reading */
-  if (s->paced_bytes >= PACE_PIPE / 4 * 3)
-    s->calm_until_ns = now + 100000000;
-  s->paced_bytes = 0;
-  if (now - last < PACE_GAP_NS && now >= s->calm_until_ns && pipes_grown(s))
-    uv_timer_start(&s->pace_timer, on_pace_timer, PACE_MS, 0);
+/* After a read that filled the room it was given: grows pipe i to
+ * FLOOD_PIPE, once per pipe (best effort). */
+static void grow_pipe(sup_t *s, int i) {
+  uv_os_fd_t fd;
+  if (s->pipe_grown[i])
+    return;
+  s->pipe_grown[i] = 1;
+  if (uv_fileno((uv_handle_t *)&s->pipe[i], &fd) == 0)
+    (void)fcntl(fd, F_SETPIPE_SZ, FLOOD_PIPE);
 }
 
 /* Writes what each stream holds of an unfinished line: the followers, the
@@ -209,10 +212,10 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
   sup_t *s = h->data;
   int i = stream_of(s, (uv_handle_t *)h);
   if (nread > 0) {
-    size_t offered = buf->len;
+    if ((size_t)nread == buf->len)
+      grow_pipe(s, i);
     sup_capture_commit(&s->cap, i, (size_t)nread);
     sup_mark_dirty(s);
-    pace(s, i, (size_t)nread, offered);
     arm_partial(s);
   } else if (nread == UV_ENOBUFS)
     ; /* held back: update_reading stops this pipe */
@@ -220,6 +223,57 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
     close_pipe(s, i);
     sup_mark_dirty(s); /* a final partial line may have been written */
   }
+  update_reading(s);
+}
+
+/* After PARTIAL_QUIET_MS without output on the direct pipe: a line left
+ * open in the transcript (a prompt) goes to the classifier as it stands. */
+static void on_quiet_timer(uv_timer_t *t) {
+  sup_t *s = t->data;
+  sup_counter_flush(&s->cap.cnt);
+}
+
+/* One read of the direct pipe through the line buffer (splicing is off):
+ * what on_read does with libuv's reads. */
+static ssize_t read_buffered(sup_t *s, int fd) {
+  char *p;
+  size_t n;
+  sup_capture_space(&s->cap, SUP_STDOUT, &p, &n);
+  ssize_t r = read(fd, p, n);
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+  if (r > 0) {
+    if ((size_t)r == n)
+      grow_pipe(s, SUP_STDOUT);
+    sup_capture_commit(&s->cap, SUP_STDOUT, (size_t)r);
+  }
+  return r;
+}
+
+/* The direct pipe is readable: moves what it holds, a bounded number of
+ * rounds so that other events get their turn, until it is empty or ends. */
+static void on_direct(uv_poll_t *h, int status, int events) {
+  sup_t *s = h->data;
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&s->pipe[SUP_STDOUT], &fd))
+    return;
+  ssize_t n = -EAGAIN;
+  for (int round = 0; round < 64; round++) {
+    n = sup_capture_splice(&s->cap, fd);
+    if (n == -ENOTSUP)
+      n = read_buffered(s, fd);
+    if (n >= 64 * 1024)
+      grow_pipe(s, SUP_STDOUT);
+    if (n <= 0)
+      break;
+  }
+  sup_mark_dirty(s);
+  if (n != -EAGAIN && n <= 0) {
+    close_pipe(s, SUP_STDOUT); /* its end, or an error reading it */
+  } else if (s->cap.spliced) {
+    uv_timer_start(&s->quiet_timer, on_quiet_timer, PARTIAL_QUIET_MS, 0);
+  }
+  arm_partial(s);
   update_reading(s);
 }
 
@@ -234,16 +288,16 @@ static void on_drain_timer(uv_timer_t *t) {
 void sup_pipes_init(sup_t *s) {
   uv_timer_init(&s->loop, &s->hold_timer);
   uv_timer_init(&s->loop, &s->drain_timer);
-  uv_timer_init(&s->loop, &s->pace_timer);
   uv_timer_init(&s->loop, &s->partial_timer);
-  s->hold_timer.data = s->drain_timer.data = s->pace_timer.data = s->partial_timer.data = s;
+  uv_timer_init(&s->loop, &s->quiet_timer);
+  s->hold_timer.data = s->drain_timer.data = s->partial_timer.data = s->quiet_timer.data = s;
 }
 
 void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {
   int fds[2] = {out_fd, err_fd};
-  s->pacing_ok = 0; /* new pipes: grown when a flood first needs it */
+  s->direct = 0;
   for (int i = 0; i < 2; i++) {
-    s->pipe_open[i] = s->reading[i] = 0;
+    s->pipe_open[i] = s->reading[i] = s->pipe_grown[i] = s->pipe_closing[i] = 0;
     if (fds[i] < 0) {
       /* The merged stream: stderr has no pipe of its own. */
       s->cap.s[i].eof = 1;
@@ -254,6 +308,11 @@ void sup_pipes_open(sup_t *s, int out_fd, int err_fd) {
     uv_pipe_open(&s->pipe[i], fds[i]);
     s->pipe_open[i] = 1;
     s->reading[i] = 0;
+  }
+  /* The merged stream alone: direct (see the top). */
+  if (err_fd < 0 && out_fd >= 0 && uv_poll_init(&s->loop, &s->direct_poll, out_fd) == 0) {
+    s->direct_poll.data = s;
+    s->direct = 1;
   }
   update_reading(s);
 }

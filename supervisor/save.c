@@ -35,10 +35,25 @@ void sup_save(sup_t *s) {
   sup_save_flags(s, 0);
 }
 
+/* The counter's figures (lines, the bytes they are of, important lines
+ * seen), which its thread moves on meanwhile. */
+static void counts(sup_t *s, int64_t *lines, int64_t *bytes, size_t *important) {
+  sup_counter_lock(&s->cap.cnt);
+  *lines = s->cap.cnt.lines;
+  *bytes = s->cap.cnt.counted;
+  *important = s->rec.important.total;
+  sup_counter_unlock(&s->cap.cnt);
+}
+
 void sup_save_flags(sup_t *s, unsigned flags) {
   int64_t now = tfs_now_ms();
-  s->rec.lines = s->cap.lines;
-  s->rec.bytes = s->cap.bytes;
+  /* The record shows what the counter has worked on: lines and bytes of
+   * the same stretch, and a tracker it is not feeding meanwhile (it waits
+   * for the save, never the capture). Exact at the end (sup_finish waits
+   * for the counter first). */
+  sup_counter_lock(&s->cap.cnt);
+  s->rec.lines = s->cap.cnt.lines;
+  s->rec.bytes = s->cap.cnt.counted;
   s->rec.lost_bytes = s->cap.lost_bytes;
   s->rec.lost_lines = s->cap.lost_lines;
   s->rec.lost_first_ms = s->cap.lost_first_ms;
@@ -49,6 +64,8 @@ void sup_save_flags(sup_t *s, unsigned flags) {
   if (s->phase == PH_RUNNING || s->phase == PH_DRAINING)
     sup_usage_live(s, &s->rec.usage);
   int err = tfs_task_save_flags(s->store, &s->rec, flags);
+  size_t important = s->rec.important.total;
+  sup_counter_unlock(&s->cap.cnt);
   s->rec.usage = total;
   if (err) {
     /* Retried on the next tick; logged at most every 10 s. */
@@ -63,9 +80,9 @@ void sup_save_flags(sup_t *s, unsigned flags) {
   }
   s->save_failed = 0;
   s->last_save_ms = now;
-  s->saved_lines = s->cap.lines;
-  s->saved_bytes = s->cap.bytes;
-  s->saved_important = s->rec.important.total;
+  s->saved_lines = s->rec.lines;
+  s->saved_bytes = s->rec.bytes;
+  s->saved_important = (int64_t)important;
 }
 
 /* Counters are saved by a one-shot timer armed by output (sup_mark_dirty):
@@ -77,10 +94,15 @@ static void on_save_tick(uv_timer_t *t) {
   sup_capture_flush_side(&s->cap);
   if (s->phase == PH_DONE)
     return;
-  if (s->save_failed || s->cap.lines != s->saved_lines || s->cap.bytes != s->saved_bytes ||
-      s->rec.important.total != s->saved_important)
+  int64_t lines, bytes;
+  size_t important;
+  counts(s, &lines, &bytes, &important);
+  if (s->save_failed || lines != s->saved_lines || bytes != s->saved_bytes ||
+      (int64_t)important != s->saved_important)
     sup_save(s);
-  if (s->save_failed) /* retried on the next tick */
+  /* Retried on the next tick; so is a save of figures the counter was
+   * still behind on. */
+  if (s->save_failed || s->saved_bytes < s->cap.bytes)
     uv_timer_start(&s->save_timer, on_save_tick, SAVE_TICK_MS, 0);
 }
 
@@ -179,6 +201,7 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
   sup_pipes_eof(s);
+  sup_capture_sync(&s->cap); /* every line counted and classified */
   sup_capture_flush_side(&s->cap);
   note_dropped(s, reason, sizeof reason);
   sup_capture_release(&s->cap);

@@ -53,15 +53,17 @@ typedef struct sup_s {
   int pipe_open[2]; /* initialized and not yet closed */
   int reading[2];
   uv_timer_t hold_timer, drain_timer;
-  uv_timer_t pace_timer; /* while it runs, no pipe is read (a flood) */
   /* A line without a newline is written after PARTIAL_QUIET_MS of quiet
    * (a prompt); partial_since_ms: when the oldest unwritten byte came. */
   uv_timer_t partial_timer;
   int64_t partial_since_ms;
-  int pacing_ok;         /* the pipes were made large enough to pause */
-  uint64_t last_read_ns[2];
-  uint64_t calm_until_ns; /* no pause before this (the pipe nearly filled) */
-  size_t paced_bytes;     /* read since the last pause ended */
+  int pipe_grown[2];   /* grown for a flood (FLOOD_PIPE), once */
+  int pipe_closing[2]; /* close_pipe has begun */
+  /* The merged stream's pipe is direct: polled, and spliced into the
+   * transcript; quiet_timer: the open line's start to the classifier. */
+  int direct;
+  uv_poll_t direct_poll;
+  uv_timer_t quiet_timer;
 
   /* spawn.c, sentinel.c, reap.c: the current worker */
   uv_signal_t sigchld;
@@ -121,7 +123,7 @@ typedef struct sup_s {
   uv_timer_t timeout_timer;
   int timed_out; /* the wall-clock limit of this run ran out */
   int64_t run_user_us, run_sys_us, run_maxrss_kb, run_out_start;
-  int64_t worker_cpu_ms; /* the worker's own (and its reaped children's) */
+  int64_t worker_cpu_ms;                     /* the worker's own (and its reaped children's) */
   int64_t live_at, live_cpu_ms, live_hwm_kb; /* the last sample of the live tree */
 } sup_t;
 

@@ -249,7 +249,19 @@ static int open_output(sup_t *s) {
   fcntl(s->tx_fd, F_SETFD, FD_CLOEXEC);
   if (s->side_fd >= 0)
     fcntl(s->side_fd, F_SETFD, FD_CLOEXEC);
-  int err = sup_capture_init(&s->cap, s->tx_fd, s->side_fd, &s->rec.important, s->rec.lines,
+  /* The counter reads back what the capture wrote: the same file, for
+   * reading (a file swapped between the two opens is refused). */
+  int rfd = tfs_task_file_open(s->store, s->id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
+  struct stat wst, rst;
+  if (rfd >= 0 && (fstat(s->tx_fd, &wst) || fstat(rfd, &rst) || wst.st_ino != rst.st_ino ||
+                   wst.st_dev != rst.st_dev)) {
+    close(rfd);
+    rfd = -ESTALE;
+  }
+  if (rfd < 0)
+    return fail_setup(s, "cannot open the transcript: %s", tfs_strerror(rfd));
+  fcntl(rfd, F_SETFD, FD_CLOEXEC);
+  int err = sup_capture_init(&s->cap, s->tx_fd, rfd, s->side_fd, &s->rec.important, s->rec.lines,
                              s->rec.bytes);
   if (err)
     return fail_setup(s, "cannot set up: %s", tfs_strerror(err));

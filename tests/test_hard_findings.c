@@ -22,21 +22,35 @@
  * (pad: N % 200 'x's, so lengths vary and writes straddle block ends), one
  * write() each, appending N to COUNTFILE every 64 lines and after the
  * last; it stops after a multiple of 64 lines once STOPFILE exists. A
- * failed write ends it with status 3. */
+ * failed write ends it with status 3. `--hf-chunks` writes the same lines
+ * in writes of 100 bytes that cut lines anywhere (what `dd` does), so
+ * the capture often finds a line half written. */
 __attribute__((constructor)) static void hf_lines_ctor(int argc, char **argv, char **envp) {
   (void)envp;
-  if (argc < 4 || strcmp(argv[1], "--hf-lines"))
+  if (argc < 4 || (strcmp(argv[1], "--hf-lines") && strcmp(argv[1], "--hf-chunks")))
     return;
+  int chunks = !strcmp(argv[1], "--hf-chunks");
   int cfd = open(argv[2], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  char buf[320], pad[200];
+  char buf[320], pad[200], group[64 * 320];
+  size_t glen = 0;
   memset(pad, 'x', sizeof pad);
   if (cfd < 0)
     _exit(2);
   for (long i = 1;; i++) {
     int n = snprintf(buf, sizeof buf, "line %ld %.*s\n", i, (int)(i % 200), pad);
-    if (write(1, buf, (size_t)n) != n)
+    if (chunks) {
+      memcpy(group + glen, buf, (size_t)n);
+      glen += (size_t)n;
+    } else if (write(1, buf, (size_t)n) != n) {
       _exit(3);
+    }
     if (i % 64 == 0) {
+      for (size_t off = 0; off < glen; off += 100) {
+        size_t len = glen - off < 100 ? glen - off : 100;
+        if (write(1, group + off, len) != (ssize_t)len)
+          _exit(3);
+      }
+      glen = 0;
       n = snprintf(buf, sizeof buf, "%ld\n", i);
       if (write(cfd, buf, (size_t)n) != n)
         _exit(4);
@@ -94,11 +108,14 @@ static void wait_count(const char *cnt, long want, const char *what) {
             count_now(cnt), want);
 }
 
-Test(hard_findings, a_full_disk_tears_no_line) {
+/* The worker (--hf-lines or --hf-chunks) writes into a store that fills,
+ * then has room again; a follower reads the transcript through the mount
+ * all along. */
+static void full_disk_case(const char *mode) {
   char *fs = hh_store_on_tmpfs("size=4m,mode=0700");
   char *cnt = hh_strdupf("%s/count", hh.root), *stop = hh_strdupf("%s/stop", hh.root);
   char id[TFS_ID_MAX + 1];
-  const char *cmd[] = {hh.self, "--hf-lines", cnt, stop, NULL};
+  const char *cmd[] = {hh.self, mode, cnt, stop, NULL};
   hh_run_task(NULL, cmd, id);
   char *mnt = hh_strdupf("%s/mnt", hh.root);
   hh_mount_t m = {0};
@@ -177,6 +194,18 @@ Test(hard_findings, a_full_disk_tears_no_line) {
   free(fs);
 }
 
+Test(hard_findings, a_full_disk_tears_no_line) {
+  full_disk_case("--hf-lines");
+}
+
+/* The same with writes that cut lines: the merged stream is spliced, so a
+ * splice often leaves a line open when the disk fills; the line buffer
+ * that takes over must end that line (a follower saw its start), not cut
+ * it away. */
+Test(hard_findings, a_full_disk_tears_no_line_written_in_pieces) {
+  full_disk_case("--hf-chunks");
+}
+
 /* ---- 2. a launcher that dies before its supervisor -------------------------- */
 
 /* The one task of the store (the test made one), in id. */
@@ -197,9 +226,10 @@ Test(hard_findings, a_task_whose_launcher_died_before_starting_it_ends_lost) {
     cr_skip_test("needs strace");
   /* The launcher dies at its first clone: the task is made, its
    * supervisor never forked. */
-  hh_res_t r = hh_sh(HH_STRACE "-e trace=clone,clone3 "
-                     "-e inject=clone,clone3:signal=SIGKILL:when=1 '%s' run -- /bin/sleep 1",
-                     tu_taskfs_bin());
+  hh_res_t r =
+      hh_sh(HH_STRACE "-e trace=clone,clone3 "
+                      "-e inject=clone,clone3:signal=SIGKILL:when=1 '%s' run -- /bin/sleep 1",
+            tu_taskfs_bin());
   cr_assert_neq(r.status, 0, "taskfs run survived its kill: %s", r.out);
   hh_res_free(&r);
   char id[TFS_ID_MAX + 1];
@@ -327,7 +357,7 @@ Test(hard_findings, creators_killed_at_each_syscall_leave_nothing_after_a_prune)
        * when-th call of the kind. */
       for (int keyed = 0; keyed < 2; keyed++) {
         hh_res_t r = hh_sh(HH_STRACE "-e trace=%s%s -e inject=%s%s:signal=SIGKILL:"
-                           "when=%d '%s' run %s%s%s%d -- /bin/true",
+                                     "when=%d '%s' run %s%s%s%d -- /bin/true",
                            calls[c], !strcmp(calls[c], "rename") ? ",renameat,renameat2" : "",
                            calls[c], !strcmp(calls[c], "rename") ? ",renameat,renameat2" : "", when,
                            tu_taskfs_bin(), keyed ? "--key k-" : "", keyed ? calls[c] : "",

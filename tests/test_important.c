@@ -458,6 +458,34 @@ Test(classify, line_edges) {
   cr_assert_eq(tfs_classify_line("bin\0ary error: x", 16), TFS_LINE_ERROR);
 }
 
+/* Two or more control bytes text never holds make a line binary data
+ * (random bytes, an image written to stdout): plain whatever words it
+ * holds. The controls text does carry (tab, CR, backspace, bell, shift
+ * out/in, escape) and a single stray byte change nothing. */
+Test(classify, binary_lines_are_plain) {
+  static const struct {
+    const char *s;
+    size_t n;
+  } bin[] = {{"error: x\x01\x02", 10},
+             {"\0\0error: disk failed", 21},
+             {"FAILED \x10 tests \x1f", 16},
+             {"src/a.c:1: error: \x7f\x00\x05", 21}};
+  for (size_t i = 0; i < sizeof bin / sizeof *bin; i++)
+    cr_assert_eq(tfs_classify_line(bin[i].s, bin[i].n), TFS_LINE_PLAIN, "binary line %zu", i);
+  static const char *const text[] = {"\x1b[31merror:\x1b[0m x\t\r", "error: x\a\a",
+                                     "error: a\x0e\x0f", "error: one stray \x01 byte"};
+  for (size_t i = 0; i < sizeof text / sizeof *text; i++)
+    cr_assert_eq(tfs_classify_line(text[i], strlen(text[i])), TFS_LINE_ERROR, "text line %zu", i);
+  /* Far past the bytes the classifier examines, controls change nothing. */
+  size_t n = 64 << 10;
+  char *late = malloc(n);
+  memset(late, 'x', n);
+  memcpy(late, "error: late binary", 18);
+  memset(late + n / 2, 1, 8);
+  cr_assert_eq(tfs_classify_line(late, n), TFS_LINE_ERROR);
+  free(late);
+}
+
 /* Only the start of an enormous line is examined: a 10 MB line classifies
  * by its first few KiB, whatever comes later. */
 Test(classify, enormous_line, .timeout = 30) {

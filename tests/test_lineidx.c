@@ -127,6 +127,14 @@ Test(lineidx, count_newlines_matches_brute_force) {
       cr_assert_eq(tfs_lineidx_count_newlines(b + s, n - s), brute_newlines(b + s, n - s));
     free(b);
   }
+  /* Nothing but newlines, over many rounds of the byte counters (255 of 16
+   * bytes each): no counter may wrap. */
+  size_t big = 100003;
+  char *nl = malloc(big);
+  memset(nl, '\n', big);
+  for (size_t len = big - 40; len <= big; len += 7)
+    cr_assert_eq(tfs_lineidx_count_newlines(nl + big - len, len), (int64_t)len);
+  free(nl);
 }
 
 Test(lineidx, written_as_captured_matches_brute_force) {

@@ -29,7 +29,9 @@ static void capt_open(capt_t *t) {
   t->side = open(t->sidepath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   cr_assert(t->fd >= 0 && t->side >= 0);
   cr_assert_eq(tfs_important_init(&t->imp, 5), 0);
-  cr_assert_eq(sup_capture_init(&t->cap, t->fd, t->side, &t->imp, 0, 0), 0);
+  int rfd = open(t->tx, O_RDONLY | O_CLOEXEC);
+  cr_assert(rfd >= 0);
+  cr_assert_eq(sup_capture_init(&t->cap, t->fd, rfd, t->side, &t->imp, 0, 0), 0);
 }
 
 static void capt_close(capt_t *t) {
@@ -69,6 +71,7 @@ Test(capture, lines_of_two_streams_stay_whole) {
   feed(&t, SUP_STDERR, "error: e3\n", 10);
   sup_capture_eof(&t.cap, SUP_STDOUT);
   sup_capture_eof(&t.cap, SUP_STDERR);
+  sup_capture_sync(&t.cap);
   sup_capture_flush_side(&t.cap);
   char *tx = tu_read_file(t.tx, NULL), *side = tu_read_file(t.sidepath, NULL);
   cr_assert_str_eq(tx, "a\ne1\ne2\nbc\nerror: e3\n");
@@ -97,6 +100,7 @@ Test(capture, a_long_line_holds_the_other_stream_back) {
   feed(&t, SUP_STDOUT, "end\nnext\n", 9);
   cr_assert_eq(sup_capture_holder(&t.cap), -1);
   pending(&t);
+  sup_capture_sync(&t.cap);
   sup_capture_flush_side(&t.cap);
   size_t len;
   char *tx = tu_read_file(t.tx, &len);
@@ -140,6 +144,7 @@ Test(capture, short_lines_are_counted_and_long_ones_fed_in_every_block) {
   for (size_t off = 0, step = 1; off < len; off += step, step = step * 7 % 1013 + 1)
     feed(&t, SUP_STDOUT, data + off, off + step > len ? len - off : step);
   sup_capture_eof(&t.cap, SUP_STDOUT);
+  sup_capture_sync(&t.cap);
   cr_assert_eq(t.cap.lines, lines);
   cr_assert_eq(t.cap.bytes, (int64_t)len);
   cr_assert_eq(t.imp.total, important);
@@ -160,6 +165,7 @@ Test(capture, final_partial_lines_are_kept) {
   feed(&t, SUP_STDERR, "three", 5);
   sup_capture_eof(&t.cap, SUP_STDOUT);
   sup_capture_eof(&t.cap, SUP_STDERR);
+  sup_capture_sync(&t.cap);
   char *tx = tu_read_file(t.tx, NULL);
   /* Two unterminated last lines never share a line: the first is ended. */
   cr_assert_str_eq(tx, "one\ntwo\nthree");
