@@ -91,7 +91,7 @@ static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mc
 /* ---- the lines, read on the thread pool --------------------------------- */
 
 struct mcp_tail {
-  mcp_scan_t *sc;     /* while queued or on the pool */
+  live_scan_t *sc;    /* while queued or on the pool */
   int gone;           /* the read let go: the scan's end frees it */
   int ready;          /* out holds the lines */
   int keep_partial;   /* what they were read with (the task had ended) */
@@ -152,7 +152,7 @@ int mcp_output_prepare(mcp_server_t *srv, mcp_read_t *ra, const tfs_record_t *re
   t->ra.since_line = ra->since_line;
   t->tell = tell;
   t->arg = arg;
-  t->sc = mcp_scan_submit(srv, tail_run, tail_done, t);
+  t->sc = live_scan_submit(srv->hub, tail_run, tail_done, t);
   if (!t->sc) {
     tail_destroy(t);
     ra->tail = NULL;
@@ -169,7 +169,7 @@ void mcp_output_tail_free(mcp_tail_t *t) {
     return;
   }
   t->gone = 1;
-  mcp_scan_cancel(t->sc); /* its end frees t, maybe right here */
+  live_scan_cancel(t->sc); /* its end frees t, maybe right here */
 }
 
 /* The important lines shown: the first keep picks of the triage, each in
@@ -199,10 +199,9 @@ static json_t *important_json(const shown_t *sh) {
   if (order)
     qsort(order, sh->keep, sizeof *order, by_line);
   for (size_t i = 0; order && i < sh->keep; i++)
-    json_array_append_new(order[i]->from_last ? last : first,
-                          important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD
-                                                              ? sh->lead_cut
-                                                              : LINE_CUT));
+    json_array_append_new(
+        order[i]->from_last ? last : first,
+        important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD ? sh->lead_cut : LINE_CUT));
   free(order);
   json_t *o = json_pack("{s:I, s:o, s:o}", "total", (json_int_t)sh->imp->total, "first", first,
                         "last", last);
@@ -282,9 +281,9 @@ static const char *const all_fields[] = {"command", "cwd",  "reason", "match",
  * the task used, how the wait went), which say least about what went
  * wrong; then what the caller knows already or the state says. The task,
  * its state, exit and reason, the lead and where the output stands stay. */
-static const char *const figures[] = {
-    "cpuMs",   "maxRssKb", "createdAt", "startedAt", "bytes",   "restarts", "waitedMs",
-    "cwdFrom", "cwdNote",  "existing",  "started",   "endedAt", "durationMs", NULL};
+static const char *const figures[] = {"cpuMs",    "maxRssKb", "createdAt",  "startedAt", "bytes",
+                                      "restarts", "waitedMs", "cwdFrom",    "cwdNote",   "existing",
+                                      "started",  "endedAt",  "durationMs", NULL};
 static const char *const minor[] = {"hint",     "match",   "command", "cwd",
                                     "timedOut", "taskKey", "signal",  NULL};
 static const char *const last_members[] = {"reason", NULL};
