@@ -330,8 +330,8 @@ coverage:
 	genhtml --quiet --output-directory $(COV_BUILD)/html $(COV_BUILD)/coverage.info
 	@lcov --summary $(COV_BUILD)/coverage.info 2>&1 | grep -E 'lines|functions'
 
-# `make api-reach`: each public function of libtaskfs.a and
-# libtaskfs-supervisor.a, whether the shipped binary reaches it (a
+# `make api-reach`: each public function of libtaskfs.a,
+# libtaskfs-supervisor.a and libtaskfs-live.a, whether the shipped binary reaches it (a
 # --gc-sections link in build-reach), and who calls it; fails when one is
 # called by tests alone.
 api-reach:

@@ -18,6 +18,11 @@
 #include "http/internal.h"
 #include "mcp/mcp.h"
 
+/* An HTTP body at /mcp holds one MCP message, bounded as a stdio line is;
+ * http/ keeps its own number, so that only this file and the /mcp route
+ * include mcp/. */
+_Static_assert(HTTP_BODY_MAX == MCP_LINE_MAX, "HTTP_BODY_MAX is MCP_LINE_MAX");
+
 #define STOP_GRACE_MS 5000
 #define EXIT_USAGE 100
 #define EXIT_SYSTEM 111

@@ -229,10 +229,6 @@ int live_follow_start(live_feed_t *fd, const char *id, off_t from, const live_fo
   return 0;
 }
 
-off_t live_follow_offset(const live_follow_t *fl) {
-  return fl->f ? tfs_follower_line_end(fl->f) : fl->from;
-}
-
 void live_follow_resume(live_follow_t *fl) {
   if (!fl || fl->dead || !fl->paused)
     return;

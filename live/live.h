@@ -126,8 +126,6 @@ live_scan_t *live_scan_submit(live_hub_t *hub, void (*run)(void *arg),
                               void (*done)(void *arg, int err), void *arg);
 /* The scan's client left: a running scan stops at its next block. */
 void live_scan_cancel(live_scan_t *sc);
-/* Scans of the hub on the pool now (not those queued). */
-int live_scans_running(const live_hub_t *hub);
 
 /* ---- the async launch (launch.c) -------------------------------------- */
 
@@ -189,9 +187,6 @@ int live_follow_start(live_feed_t *fd, const char *id, off_t from, const live_fo
                       void *arg, live_follow_t **out);
 /* The consumer has room again after its line callback said it had none. */
 void live_follow_resume(live_follow_t *fl);
-/* Where the follow stands: the byte after the last line handed out
- * (from, until the open is done). */
-off_t live_follow_offset(const live_follow_t *fl);
 /* No more callbacks, from this moment (also from inside one). */
 void live_follow_stop(live_follow_t *fl);
 

@@ -102,7 +102,3 @@ void live_scan_cancel(live_scan_t *sc) {
     }
   scan_end(sc, -ECANCELED);
 }
-
-int live_scans_running(const live_hub_t *hub) {
-  return hub->scanning;
-}
