@@ -71,8 +71,9 @@ static void flush_lines(follow_t *f, int last) {
   uv_timer_stop(&f->flush);
   if (!f->r || (!f->len && !last))
     return;
-  json_t *part = json_pack("{s:o, s:s}", "text", a2a_text(f->len ? f->buf : "", f->len),
-                           "mediaType", "text/plain");
+  json_t *part =
+      json_pack("{s:o, s:s}", "text", a2a_text(f->len ? f->buf : "", f->len), "mediaType",
+                "text/plain");
   json_t *art = json_pack("{s:s, s:s, s:[o]}", "artifactId", "transcript", "name", "transcript",
                           "parts", part);
   if (f->len) /* an empty last chunk has no lines to number */

@@ -227,9 +227,8 @@ json_t *a2a_task_json(tfs_store_t *store, const tfs_record_t *rec, int artifacts
   json_t *t = json_pack("{s:s, s:s, s:o, s:o}", "id", rec->id, "contextId", rec->id, "status",
                         a2a_status_json(rec), "metadata", task_meta(rec));
   if (artifacts)
-    json_object_set_new(
-        t, "artifacts",
-        json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec, NULL)));
+    json_object_set_new(t, "artifacts",
+                        json_pack("[o, o]", important_artifact(rec), tail_artifact(store, rec, NULL)));
   return t;
 }
 

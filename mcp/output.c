@@ -199,9 +199,10 @@ static json_t *important_json(const shown_t *sh) {
   if (order)
     qsort(order, sh->keep, sizeof *order, by_line);
   for (size_t i = 0; order && i < sh->keep; i++)
-    json_array_append_new(
-        order[i]->from_last ? last : first,
-        important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD ? sh->lead_cut : LINE_CUT));
+    json_array_append_new(order[i]->from_last ? last : first,
+                          important_entry(order[i]->line, order[i]->role == TFS_PICK_LEAD
+                                                              ? sh->lead_cut
+                                                              : LINE_CUT));
   free(order);
   json_t *o = json_pack("{s:I, s:o, s:o}", "total", (json_int_t)sh->imp->total, "first", first,
                         "last", last);
@@ -281,9 +282,9 @@ static const char *const all_fields[] = {"command", "cwd",  "reason", "match",
  * the task used, how the wait went), which say least about what went
  * wrong; then what the caller knows already or the state says. The task,
  * its state, exit and reason, the lead and where the output stands stay. */
-static const char *const figures[] = {"cpuMs",    "maxRssKb", "createdAt",  "startedAt", "bytes",
-                                      "restarts", "waitedMs", "cwdFrom",    "cwdNote",   "existing",
-                                      "started",  "endedAt",  "durationMs", NULL};
+static const char *const figures[] = {
+    "cpuMs",   "maxRssKb", "createdAt", "startedAt", "bytes",   "restarts", "waitedMs",
+    "cwdFrom", "cwdNote",  "existing",  "started",   "endedAt", "durationMs", NULL};
 static const char *const minor[] = {"hint",     "match",   "command", "cwd",
                                     "timedOut", "taskKey", "signal",  NULL};
 static const char *const last_members[] = {"reason", NULL};
