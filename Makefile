@@ -20,6 +20,7 @@ LDLIBS += $(PKG_LIBS) -lpthread
 
 CORE_SRC := $(sort $(wildcard core/*.c))
 SUP_SRC := $(sort $(wildcard supervisor/*.c))
+LIVE_SRC := $(sort $(wildcard live/*.c))
 FS_SRC := $(sort $(wildcard fs/*.c))
 MCP_SRC := $(sort $(wildcard mcp/*.c))
 HTTP_SRC := $(sort $(wildcard http/*.c))
@@ -34,8 +35,10 @@ TEST_HELPERS := $(sort $(wildcard tests/helpers/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
+# Link order is the layers' (docs/ARCHITECTURE.md, "Layers"): the faces,
+# then the live layer they sit on, the supervisor, core.
 LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
-        $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
+        $(BUILD)/libtaskfs-live.a $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BIN := $(BUILD)/taskfs
 # The supervisor on its own (supervisor/bin/taskfs-supervise.c): what a
@@ -46,7 +49,8 @@ BIN := $(BUILD)/taskfs
 SUPBIN := $(BUILD)/taskfs-supervise
 SUP_LIBS := $(shell $(PKG_CONFIG) --libs jansson libuv) -lpthread
 FACES_SO := $(BUILD)/taskfs-faces.so
-FACE_LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a
+FACE_LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
+             $(BUILD)/libtaskfs-live.a
 # systemd user units: every contrib/systemd/*.in (taskfs-mount.service
 # today; taskfs-serve.service and .socket join when `taskfs serve` does),
 # made with the installed paths substituted (rule in the install section).
@@ -76,6 +80,7 @@ $(BUILD)/http/web_assets.o: $(wildcard http/web/*)
 
 $(BUILD)/libtaskfs.a: $(call obj,$(CORE_SRC))
 $(BUILD)/libtaskfs-supervisor.a: $(call obj,$(SUP_SRC))
+$(BUILD)/libtaskfs-live.a: $(call obj,$(LIVE_SRC))
 $(BUILD)/libtaskfs-fs.a: $(call obj,$(FS_SRC))
 $(BUILD)/libtaskfs-mcp.a: $(call obj,$(MCP_SRC))
 $(BUILD)/libtaskfs-http.a: $(call obj,$(HTTP_SRC))
@@ -300,7 +305,7 @@ deb:
 	sh scripts/deb.sh $(DEB_DIR)
 
 format:
-	clang-format -i $(CORE_SRC) $(SUP_SRC) $(FS_SRC) $(MCP_SRC) $(HTTP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
+	clang-format -i $(CORE_SRC) $(SUP_SRC) $(LIVE_SRC) $(FS_SRC) $(MCP_SRC) $(HTTP_SRC) $(CLI_SRC) $(TEST_SRC) include/taskfs/*.h
 
 clean:
 	rm -rf $(BUILD) build-asan build-cov build-reach
@@ -325,8 +330,8 @@ coverage:
 	genhtml --quiet --output-directory $(COV_BUILD)/html $(COV_BUILD)/coverage.info
 	@lcov --summary $(COV_BUILD)/coverage.info 2>&1 | grep -E 'lines|functions'
 
-# `make api-reach`: each public function of libtaskfs.a and
-# libtaskfs-supervisor.a, whether the shipped binary reaches it (a
+# `make api-reach`: each public function of libtaskfs.a,
+# libtaskfs-supervisor.a and libtaskfs-live.a, whether the shipped binary reaches it (a
 # --gc-sections link in build-reach), and who calls it; fails when one is
 # called by tests alone.
 api-reach:

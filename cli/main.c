@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 #include "cli/verbs.h"
 
-#define TASKFS_VERSION "0.1.0"
+#define TASKFS_VERSION TFS_VERSION
 
 /* Adding a verb: a line here, a section in man/taskfs.1; the completions
  * learn it from `taskfs __complete` (cli/cmd_complete.c). */

@@ -5,7 +5,8 @@
  * render.c renders the small files, file.c opens, reads and releases
  * files, transcript.c serves transcript reads and poll, cancel.c takes
  * writes to cancel, control.c writes to control and stdin, queues.c is
- * the queues/ directory, dir.c lists directories, watch.c wakes pollers, ops.c
+ * the queues/ directory, dir.c lists directories, watch.c wakes pollers (on
+ * the live hub's watch, live/live.h), ops.c
  * is the operation table (and refuses every change to the namespace), and
  * mount.c and point.c run the mount. Every symbol outside its file carries
  * the fs_ prefix. */
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <uv.h>
 
+#include "live/live.h"
 #include "taskfs/mount.h"
 #include "taskfs/taskfs.h"
 
@@ -69,14 +71,9 @@ extern const fs_task_file_t fs_task_files[FS_NTASKFILES];
 /* The name of a file kind (K_RECORD...). */
 #define FS_KIND_NAME(kind) tfs_view_name(FS_KIND_VIEW(kind))
 
-struct tfile;
-
-/* One name in a name table, with the per-task watch state (unused for
- * keys). */
+/* One name in a name table. */
 typedef struct {
   char *name;
-  int watched;         /* on the mount's store watch (it has open transcripts) */
-  struct tfile *files; /* open transcript handles of this task */
 } tab_entry_t;
 
 typedef struct {
@@ -100,28 +97,21 @@ typedef struct tfile {
   uint64_t seen; /* transcript: end of the furthest read, for poll */
   int cached;    /* transcript of an ended task: read through the page cache */
   struct fuse_pollhandle *ph;
-  struct tfile *next;                /* in the task's list of open transcripts */
+  live_listener_t *l;                /* transcript: on the hub's watch of its task while open */
+  struct mnt *m;                     /* transcript: the mount, for the watch's calls */
   int accepted;                      /* cancel: a "1" was accepted on this handle */
   int for_write;                     /* cancel, control, stdin, queue files: opened for writing */
   int wrote;                         /* some write reached this handle */
   struct tfile *all_prev, *all_next; /* every open file, freed at unmount */
 } tfile_t;
 
-/* The store watch of one mount (fs/watch.c): one core watch, its fd under
- * a uv_poll, and the tick that re-checks waiting polls for what no event
- * shows (a supervisor that died, a task the watch could not add). */
-typedef struct {
-  tfs_watch_t *w;
-  uv_poll_t poller; /* on tfs_watch_fd(w), when there is one */
-  uv_timer_t tick;  /* runs while a poll handle waits */
-} fs_watch_t;
-
-typedef struct {
+typedef struct mnt {
   char *state_dir;
-  tfs_store_t *store; /* for the mount's life (refreshed in place) */
-  int store_gone;     /* why the store is not served (absent, refused), or 0:
-                         tasks/ reads empty meanwhile */
-  uid_t uid;          /* the mount's user, the store's owner: owns every file */
+  /* The live hub (live/live.h) on the loop: the store for the mount's life
+   * (refreshed in place; while it is absent or refused tasks/ reads empty)
+   * and the watch that wakes pollers (fs/watch.c). */
+  live_hub_t *hub;
+  uid_t uid; /* the mount's user, the store's owner: owns every file */
   gid_t gid;
   struct timespec mount_time;
   int use_syslog;
@@ -131,7 +121,6 @@ typedef struct {
   uv_loop_t loop;
   uv_poll_t fuse_watcher;
   uv_signal_t sig[3];
-  fs_watch_t watch;
   int stopping;
 
   nametab_t tasks;
@@ -231,12 +220,8 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ---- fs/watch.c ---- */
-int fs_watch_init(mnt_t *m);
-void fs_watch_close(mnt_t *m);
 void fs_watch_attach(mnt_t *m, tfile_t *f);
 void fs_watch_detach(mnt_t *m, tfile_t *f);
-/* A poll handle is kept on f: makes sure the tick runs. */
-void fs_watch_poll_kept(mnt_t *m);
 
 /* ---- fs/ops.c ---- */
 extern const struct fuse_lowlevel_ops fs_ops;

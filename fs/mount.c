@@ -1,6 +1,7 @@
 /* The mount's process: one libuv loop runs the FUSE session (a uv_poll on
- * the /dev/fuse fd), the store watch (inotify) and the signal handlers, so
- * everything happens on one thread and no state needs a lock.
+ * the /dev/fuse fd), the live hub (the store and its watch: live/live.h)
+ * and the signal handlers, so everything happens on one thread and no
+ * state needs a lock.
  *
  * fs_mount_run() goes through its steps in order: the mount's state, the
  * store, the checks on the two paths, the FUSE session, the loop; then it
@@ -34,32 +35,40 @@ void fs_log(mnt_t *m, int prio, const char *fmt, ...) {
 }
 
 /* Returns the store, or NULL while its directory is absent or refused
- * (the mount then shows it empty). tfs_store_refresh() checks the store's
- * identity at every call and reopens it in place when it was removed and
- * recreated under the mount, so one handle serves the mount's whole life
- * (the store watch holds it too) and a replaced store is picked up at the
- * next request, but only if it passes the checks of an open: a store
- * recreated by another user, or made writable by others, is refused
- * (said once in the log) until the path names one of ours again. */
+ * (the mount then shows it empty). The hub's refresh (live_store: core's
+ * tfs_store_refresh) checks the store's identity at every call and reopens
+ * it in place when it was removed and recreated under the mount, so one
+ * handle serves the mount's whole life (the watch holds it too) and a
+ * replaced store is picked up at the next request, but only if it passes
+ * the checks of an open: a store recreated by another user, or made
+ * writable by others, is refused (said once in the log, by on_store)
+ * until the path names one of ours again. */
 tfs_store_t *fs_store(mnt_t *m) {
-  int rc = tfs_store_refresh(m->store);
-  if (rc < 0) {
-    const char *why = tfs_store_refusal(m->store);
-    if (rc != m->store_gone && why)
+  tfs_store_t *s = live_store(m->hub);
+  return live_store_state(m->hub) ? NULL : s;
+}
+
+static void on_store(void *arg, int state, int before) {
+  mnt_t *m = arg;
+  if (state < 0) {
+    const char *why = tfs_store_refusal(live_store_handle(m->hub));
+    if (why)
       fs_log(m, LOG_WARNING,
              "refusing the store %s: %s; the mount shows it empty until it is yours and "
              "private again",
              m->state_dir, why);
-    else if (rc != m->store_gone)
+    else
       fs_log(m, LOG_WARNING, "the store %s is gone; the mount shows it empty until it returns",
              m->state_dir);
-    m->store_gone = rc;
-    return NULL;
-  }
-  if (m->store_gone)
+  } else if (before < 0) {
     fs_log(m, LOG_INFO, "serving the store %s", m->state_dir);
-  m->store_gone = 0;
-  return m->store;
+  }
+}
+
+/* The hub's own messages (the watch without inotify) go where the mount's
+ * go. */
+static void hub_log(void *arg, int prio, const char *msg) {
+  fs_log(arg, prio, "%s", msg);
 }
 
 /* Reads every request waiting on the FUSE fd. The fd is non-blocking, so
@@ -134,9 +143,7 @@ static mnt_t *mnt_new(const fs_mount_opts_t *opts) {
 
 /* Everything mnt_new and the steps after it took, in reverse. */
 static void mnt_free(mnt_t *m) {
-  fs_watch_close(m); /* after the open files, which leave it */
-  if (m->store)
-    tfs_store_close(m->store);
+  live_hub_free(m->hub); /* after the open files, which leave its watch */
   fs_tab_free(&m->tasks);
   fs_tab_free(&m->keys);
   fs_tab_free(&m->queues);
@@ -147,20 +154,30 @@ static void mnt_free(mnt_t *m) {
 
 /* Opens (and, the first time, creates) the store. That is not taking
  * ownership: the mount never calls tfs_store_acquire. The mount reads
- * through a reader's handle (it changes nothing), kept for its life. */
+ * through a reader's handle (it changes nothing), which the hub keeps for
+ * its life. The hub only notes the loop here: nothing of it is on the
+ * loop before the first transcript is opened. */
 static int mnt_open_store(mnt_t *m, const char *dir, char *msg, size_t msglen) {
-  tfs_store_t *s;
+  tfs_store_t *s, *store = NULL;
   int err = tfs_store_open(dir, &s);
   if (!err) {
     tfs_store_close(s);
-    err = tfs_store_open_existing(dir, &m->store);
+    err = tfs_store_open_existing(dir, &store);
   }
-  if (!err && !(m->state_dir = strdup(tfs_store_path(m->store))))
+  if (!err && !(m->state_dir = strdup(tfs_store_path(store))))
     err = -ENOMEM;
   if (err) {
+    tfs_store_close(store);
     snprintf(msg, msglen, "cannot open the store %s: %s", dir, tfs_strerror(err));
     return err;
   }
+  live_config_t lc = {
+      .loop = &m->loop, .store = store, .name = "taskfs mount", .log = hub_log, .arg = m};
+  if ((err = live_hub_open(&lc, &m->hub))) {
+    snprintf(msg, msglen, "cannot watch the store %s: %s", dir, tfs_strerror(err));
+    return err;
+  }
+  live_store_notify(m->hub, on_store, m);
   fs_store(m);
   return 0;
 }
@@ -230,8 +247,9 @@ static int session_mount(mnt_t *m, const fs_mount_opts_t *opts, char *msg, size_
   return 0;
 }
 
-/* Puts the FUSE fd, the store watch and the signals on the loop. Without
- * inotify the mount still works; poll is woken by the watch's tick. */
+/* Puts the FUSE fd and the signals on the loop (the hub's watch joins it
+ * with the first open transcript). Without inotify the mount still works;
+ * poll is woken by the watch's tick. */
 static int loop_start(mnt_t *m, char *msg, size_t msglen) {
   int fd = fuse_session_fd(m->se);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -244,10 +262,6 @@ static int loop_start(mnt_t *m, char *msg, size_t msglen) {
   }
   m->fuse_watcher.data = m;
   uv_poll_start(&m->fuse_watcher, UV_READABLE, on_fuse);
-  if ((err = fs_watch_init(m))) {
-    snprintf(msg, msglen, "cannot watch the store: %s", tfs_strerror(err));
-    return err;
-  }
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
   for (int i = 0; i < 3; i++) {
     uv_signal_init(&m->loop, &m->sig[i]);
@@ -267,17 +281,18 @@ static void detach_stdio(void) {
   close(nul);
 }
 
-/* Serves until unmounted or signalled, then closes the loop, unmounts and
- * frees what the kernel never released. */
+/* Serves until unmounted or signalled, then frees what the kernel never
+ * released (its transcripts leave the hub's watch, which closes its loop
+ * handles itself), closes the loop and unmounts. */
 static void serve(mnt_t *m) {
   uv_run(&m->loop, UV_RUN_DEFAULT);
+  fs_free_open_files(m);
   uv_walk(&m->loop, close_walk, NULL);
   uv_run(&m->loop, UV_RUN_DEFAULT);
   uv_loop_close(&m->loop);
   fuse_session_unmount(m->se);
   fuse_session_destroy(m->se);
   m->se = NULL;
-  fs_free_open_files(m);
 }
 
 int fs_mount_run(const fs_mount_opts_t *opts) {

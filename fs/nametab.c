@@ -65,7 +65,7 @@ int fs_tab_intern(nametab_t *t, const char *name, size_t *idx) {
   if (!copy)
     return -ENOMEM;
   size_t i = t->n++;
-  t->v[i] = (tab_entry_t){.name = copy, .watched = 0, .files = NULL};
+  t->v[i] = (tab_entry_t){.name = copy};
   size_t slot = fnv1a(name) & (t->hcap - 1);
   while (t->hash[slot])
     slot = (slot + 1) & (t->hcap - 1);

@@ -137,7 +137,7 @@ int fs_transcript_ready(mnt_t *m, tfile_t *f) {
 }
 
 /* Readiness of an open file. A transcript that is not ready keeps the
- * poll handle, and the store watch (or its tick) wakes it. Small files are
+ * poll handle, and the hub's watch (or its tick) wakes it (fs/watch.c). Small files are
  * always readable. Never ENOSYS: one ENOSYS turns poll off for the whole
  * mount. */
 void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -160,7 +160,5 @@ void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     fuse_pollhandle_destroy(f->ph);
     f->ph = NULL;
   }
-  if (f->ph)
-    fs_watch_poll_kept(m);
   fuse_reply_poll(req, ready ? POLLIN | POLLRDNORM : 0);
 }

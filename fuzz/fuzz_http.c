@@ -29,9 +29,11 @@
 
 #include "fuzz/check.h"
 #include "http/http.h"
+#include "mcp/mcp.h"
 
 
 static uv_loop_t loop;
+static live_hub_t *hub;
 static mcp_server_t *mcp;
 static http_server_t *http;
 static char dir[] = "/tmp/taskfs-fuzz-http-XXXXXX";
@@ -42,9 +44,12 @@ static void server_once(void) {
   CHECK(mkdtemp(dir));
   setenv("TASKFS_SUPERVISOR_EXE", "/nonexistent/taskfs-fuzz-never-runs", 1);
   CHECK(uv_loop_init(&loop) == 0);
-  mcp_server_config_t mc = {.loop = &loop, .state_dir = dir, .role = "fuzz"};
+  /* As `taskfs serve` does: the hub, and on it the MCP and HTTP servers. */
+  live_config_t lc = {.loop = &loop, .state_dir = dir, .name = "fuzz_http"};
+  CHECK(live_hub_open(&lc, &hub) == 0);
+  mcp_server_config_t mc = {.hub = hub, .role = "fuzz"};
   CHECK(mcp_server_open(&mc, &mcp) == 0);
-  http_server_config_t hc = {.loop = &loop,
+  http_server_config_t hc = {.hub = hub,
                              .mcp = mcp,
                              .token = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
                              .listen_fd = -1,

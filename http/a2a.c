@@ -18,7 +18,7 @@
 #include "http/a2a.h"
 
 tfs_store_t *a2a_store(http_req_t *r) {
-  return mcp_server_store(r->srv->mcp);
+  return http_store(r->srv);
 }
 
 static char *envelope(json_t *id, const char *field, json_t *value, size_t *len) {

@@ -38,7 +38,7 @@ void http_a2a_card(http_req_t *r) {
       "started it, and leaves its output and its end in a store on disk. This is `taskfs serve`'s "
       "A2A face over that store.",
       "supportedInterfaces", "url", url, "protocolBinding", "JSONRPC", "protocolVersion",
-      A2A_PROTOCOL_VERSION, "version", MCP_SERVER_VERSION, "capabilities", "streaming", 1,
+      A2A_PROTOCOL_VERSION, "version", TFS_VERSION, "capabilities", "streaming", 1,
       "pushNotifications", 0, "extendedAgentCard", 0, "securitySchemes", "bearer",
       "httpAuthSecurityScheme", "scheme", "Bearer", "description",
       "the token of `taskfs serve`: the line in its token file (<state>/serve.token unless "

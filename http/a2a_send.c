@@ -214,7 +214,7 @@ static void send_answer(send_t *s) {
   http_req_t *r = s->r;
   if (!r)
     return;
-  tfs_store_t *store = mcp_server_store(s->srv->mcp);
+  tfs_store_t *store = http_store(s->srv);
   tfs_record_t rec;
   int err = tfs_task_load(store, s->st.id, &rec);
   if (err) {
@@ -286,8 +286,7 @@ static void start(http_req_t *r, send_t *s) {
     tfs_launch_opts_t lo = {.wait_ms = LAUNCH_WAIT_MS};
     s->r = r;
     http_hold(r, on_gone, s);
-    if (!(err = tfs_task_start_launch_async(r->srv->loop, store, &lo, &s->st, "taskfs serve",
-                                            launch_done, s)))
+    if (!(err = live_launch(r->srv->hub, &lo, &s->st, "taskfs serve", launch_done, s)))
       return; /* launch_done answers and frees */
     s->r = NULL;
     r->on_gone = NULL;

@@ -1,6 +1,6 @@
-/* Following a task to its end on the server's feed (feed.c: one follow of
- * its transcript and state on the MCP server's watch of the store, never a
- * watch of our own), for SubscribeToTask and SendStreamingMessage (an SSE
+/* Following a task to its end on the server's feed (live/follow.c: one
+ * follow of its transcript and state on the hub's watch of the store,
+ * never a watch of our own), for SubscribeToTask and SendStreamingMessage (an SSE
  * stream of JSON-RPC responses: the Task, then status updates as its
  * state changes and artifact updates carrying its new output lines, and
  * last its final status, then the end) and for the calls that answer
@@ -31,7 +31,7 @@ typedef struct {
   json_t *id;
   int mode;
   char tid[TFS_ID_MAX + 1];
-  http_follow_t *fl; /* NULL once it ended or was stopped */
+  live_follow_t *fl; /* NULL once it ended or was stopped */
   uv_timer_t flush;  /* the lines gathered go out on the next turn */
   const char *sent;  /* the wire state last sent */
   char *buf;         /* lines gathered, each ending in '\n' but a partial one */
@@ -52,7 +52,7 @@ static void on_closed(uv_handle_t *h) {
  * has closed. */
 static void follow_close(follow_t *f) {
   if (f->fl)
-    http_follow_stop(f->fl);
+    live_follow_stop(f->fl);
   f->fl = NULL;
   f->r = NULL;
   if (!uv_is_closing((uv_handle_t *)&f->flush))
@@ -150,7 +150,7 @@ static void on_state(void *arg, const tfs_record_t *rec, const char *json) {
  * just ends, a held call gets the task as it stands). */
 static void on_end(void *arg, const tfs_record_t *rec, const char *json, int err) {
   follow_t *f = arg;
-  f->fl = NULL; /* over: no http_follow_stop() */
+  f->fl = NULL; /* over: no live_follow_stop() */
   http_req_t *r = f->r;
   tfs_record_t now;
   int loaded = 0;
@@ -188,7 +188,7 @@ static void on_drain(http_req_t *r, void *arg) {
   follow_t *f = arg;
   if (f->paused && f->fl) {
     f->paused = 0;
-    http_follow_resume(f->fl);
+    live_follow_resume(f->fl);
   }
 }
 
@@ -196,7 +196,7 @@ static void on_gone(http_req_t *r, void *arg) {
   follow_close(arg);
 }
 
-static const http_follow_ops_t ops = {on_line, on_state, on_end};
+static const live_follow_ops_t ops = {on_line, on_state, on_end};
 
 void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode) {
   tfs_store_t *store = a2a_store(r);
@@ -222,7 +222,7 @@ void a2a_follow(http_req_t *r, json_t *id, const tfs_record_t *rec, int mode) {
     task = a2a_task_json_at(store, rec, &from);
   else if (tfs_task_file_stat(store, rec->id, TFS_FILE_TRANSCRIPT, &st) == 0)
     from = st.st_size;
-  int err = http_follow_start(r->srv, rec->id, from, &ops, f, &f->fl);
+  int err = live_follow_start(http_feed(r->srv), rec->id, from, &ops, f, &f->fl);
   if (err) {
     json_decref(task);
     a2a_error(r, id, err == TFS_ENOTASK ? A2A_TASK_NOT_FOUND : A2A_INTERNAL_ERROR,

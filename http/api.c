@@ -10,7 +10,8 @@
  *   GET  /api/events                  SSE: tasks that appear, change, go
  *
  * A face only: the records, listings, transcripts and stop requests are
- * core's, the streams are http/feed.c's follows and task feed. Every id
+ * core's, the streams are the live layer's follows and task feed
+ * (live/feed.c, live/follow.c), written here as SSE. Every id
  * from a URL passes tfs_id_valid() before the store sees it, so nothing
  * outside the store is named. */
 #include <errno.h>
@@ -33,7 +34,7 @@
 #define JSON_CT "application/json; charset=utf-8"
 
 static tfs_store_t *store_of(http_req_t *r) {
-  return mcp_server_store(r->srv->mcp);
+  return http_store(r->srv);
 }
 
 /* The record text as one line: core writes it indented, and its strings
@@ -322,10 +323,10 @@ static void on_transcript_bytes(http_req_t *r, const char *id) {
   }
 }
 
-/* ?follow=1: a follow (feed.c) written as server-sent events. */
+/* ?follow=1: a follow (live/follow.c) written as server-sent events. */
 typedef struct {
   http_req_t *r;
-  http_follow_t *fl;
+  live_follow_t *fl;
   char id[TFS_ID_MAX + 1];
 } tail_t;
 
@@ -371,16 +372,16 @@ static void tail_end(void *arg, const tfs_record_t *rec, const char *json, int e
 
 static void tail_gone(http_req_t *r, void *arg) {
   tail_t *t = arg;
-  http_follow_stop(t->fl);
+  live_follow_stop(t->fl);
   free(t);
 }
 
 static void tail_drain(http_req_t *r, void *arg) {
   tail_t *t = arg;
-  http_follow_resume(t->fl);
+  live_follow_resume(t->fl);
 }
 
-static const http_follow_ops_t tail_ops = {tail_line, tail_state, tail_end};
+static const live_follow_ops_t tail_ops = {tail_line, tail_state, tail_end};
 
 static void on_transcript_follow(http_req_t *r, const char *id) {
   const char *from_s = http_header(r, "Last-Event-ID");
@@ -401,7 +402,7 @@ static void on_transcript_follow(http_req_t *r, const char *id) {
   }
   t->r = r;
   snprintf(t->id, sizeof t->id, "%s", id);
-  int err = http_follow_start(r->srv, id, (off_t)from, &tail_ops, t, &t->fl);
+  int err = live_follow_start(http_feed(r->srv), id, (off_t)from, &tail_ops, t, &t->fl);
   if (err) {
     free(t);
     api_task_error(r, id, err);
@@ -462,7 +463,7 @@ void http_api_task(http_req_t *r) {
 
 typedef struct {
   http_req_t *r;
-  http_task_sub_t *sub;
+  live_task_sub_t *sub;
 } events_t;
 
 static void events_told(void *arg, const char *id, const tfs_record_t *rec, const char *json) {
@@ -487,7 +488,7 @@ static void events_told(void *arg, const char *id, const tfs_record_t *rec, cons
 
 static void events_gone(http_req_t *r, void *arg) {
   events_t *e = arg;
-  http_tasks_unsubscribe(r->srv, e->sub);
+  live_tasks_unsubscribe(r->srv->feed, e->sub);
   free(e);
 }
 
@@ -498,7 +499,7 @@ void http_api_events(http_req_t *r) {
     return;
   }
   e->r = r;
-  int err = http_tasks_subscribe(r->srv, events_told, e, &e->sub);
+  int err = live_tasks_subscribe(http_feed(r->srv), events_told, e, &e->sub);
   if (err) {
     free(e);
     api_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "the tasks cannot be watched: %s",

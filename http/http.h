@@ -5,8 +5,10 @@
  * (http/routes.c) maps paths to handlers, and every request passes the same
  * gates before any handler sees it (http/guard.c: the Host and Origin
  * checks, the token). The MCP face is one handler (http/mcp.c, Streamable
- * HTTP at /mcp, both revisions through the one dispatcher of mcp/); the JSON
- * API, the web viewer and A2A are more rows of the same table.
+ * HTTP at /mcp, both revisions through the one dispatcher of mcp/, the
+ * only part of http/ that knows mcp/); the JSON API, the web viewer and
+ * A2A are more rows of the same table. All of them sit on a live hub
+ * (live/live.h: the store, its watch, the feeds), beside the MCP server.
  *
  * Two levels: http_serve() is the whole `taskfs serve` process (the store,
  * its token, the listening socket, the readiness report, signals, the
@@ -20,7 +22,7 @@
 
 #include <uv.h>
 
-#include "mcp/mcp.h"
+#include "live/live.h"
 
 #define HTTP_DEFAULT_LISTEN "127.0.0.1:7077"
 
@@ -53,8 +55,8 @@ int http_listen_fds(void);
 typedef struct http_server http_server_t;
 
 typedef struct {
-  uv_loop_t *loop;
-  mcp_server_t *mcp;              /* served at /mcp */
+  live_hub_t *hub;                /* the loop, the store, the feeds */
+  struct mcp_server *mcp;         /* served at /mcp (on the same hub) */
   const char *token;              /* the bearer token (URL-safe text) */
   const char *token_path;         /* where it is, for the 401's words; NULL: not said */
   int listen_fd;                  /* a listening socket, or -1 (http_server_add_connection) */
@@ -70,7 +72,7 @@ typedef struct {
   void *arg;
 } http_server_config_t;
 
-/* Starts serving on cfg->loop. Returns 0, or a negative error with why. */
+/* Starts serving on the hub's loop. Returns 0, or a negative error with why. */
 int http_server_start(const http_server_config_t *cfg, http_server_t **out, char *why,
                       size_t whylen);
 /* Serves one more connection (a connected socket, which it takes). */

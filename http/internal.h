@@ -9,10 +9,11 @@
  * leaves while we hold it; guard.c the gates (Host, Origin, the token);
  * addr.c listen addresses and the names the server answers to; routes.c
  * the route table; web.c the web viewer's files (web_assets.c compiles
- * them in); mcp.c and mcp_http.c the MCP face; api.c the JSON API; feed.c
- * what the faces stream from the store as it changes (a task's transcript
- * and state: follow.c; the tasks that come and go); server.c the server
- * object; serve.c the process. */
+ * them in); mcp.c and mcp_http.c the MCP face (the only files that know
+ * mcp/, with serve.c); api.c the JSON API; a2a*.c A2A; server.c the
+ * server object; serve.c the process. What the faces stream from the
+ * store as it changes (follows, the task feed) is the live layer's
+ * (live/live.h): the server keeps one feed of it. */
 #ifndef TASKFS_HTTP_INTERNAL_H
 #define TASKFS_HTTP_INTERNAL_H
 
@@ -25,7 +26,7 @@
 #include "taskfs/taskfs.h"
 
 /* Limits (docs/serve.md, "Limits"). */
-#define HTTP_BODY_MAX MCP_LINE_MAX         /* 4 MiB: larger bodies get 413 */
+#define HTTP_BODY_MAX (4u << 20)           /* larger bodies get 413; MCP_LINE_MAX too */
 #define HTTP_BODY_DISCARD_MAX (64u << 20)  /* past that, a body that keeps coming is cut off */
 #define HTTP_HEADERS_MAX 64                /* more header fields: 431 */
 #define HTTP_POOL_SIZE (32u * 1024)        /* per connection; bounds the header block */
@@ -88,7 +89,6 @@ int http_names_origin_ok(const http_names_t *h, const char *value);
 /* ---- the server (server.c, daemon.c) --------------------------------- */
 
 typedef struct http_mcp http_mcp_t;
-typedef struct http_feed http_feed_t;
 
 struct http_server {
   uv_loop_t *loop;
@@ -105,9 +105,10 @@ struct http_server {
   size_t token_len;
   char *token_path; /* named by the 401 (NULL: "the token file") */
   http_names_t names;
-  mcp_server_t *mcp;
+  live_hub_t *hub;
+  struct mcp_server *mcp;
   http_mcp_t *mcpx;  /* the MCP face's state (mcp.c) */
-  http_feed_t *feed; /* follows and the task feed (feed.c), made on first use */
+  live_feed_t *feed; /* follows and the task feed on the hub, made on first use */
   http_conn_t *conns;
   size_t nconns;
   http_conn_t *unauth_head, *unauth_tail; /* not yet shown the token, oldest first */
@@ -281,69 +282,15 @@ const http_route_t *http_route_find(const char *path);
 /* The Allow header value of a route. */
 void http_route_allow(const http_route_t *rt, char *buf, size_t len);
 
-/* ---- feeds (feed.c, follow.c) ------------------------------------------ */
+/* ---- feeds (live/live.h) ------------------------------------------------ */
 
-/* Everything runs on the server's loop (but a follow's open, on its
- * thread pool), on the MCP server's one watch of the store
- * (mcp_watch_add): no feed has a watch of its own. */
-
-/* A follow: one task's transcript from a byte offset, as it is written. */
-typedef struct http_follow http_follow_t;
-typedef struct {
-  /* Each complete new line (without its '\n'): n its 1-based number, end
-   * the byte offset just after it (what a reader gives to go on from
-   * there). partial 1: the final line of an ended task, which has no
-   * '\n'; 2: a 1 MiB piece of a longer line (the next piece has the same
-   * n). Returns non-zero when the consumer can take no more for now: the
-   * follow then reads nothing until http_follow_resume(). */
-  int (*line)(void *arg, int64_t n, off_t end, const char *text, size_t len, int partial);
-  /* The record (json: tfs_record_dump of it) at the first look, then
-   * whenever the task's state changes. */
-  void (*state)(void *arg, const tfs_record_t *rec, const char *json);
-  /* Once, last: the task has ended and every byte is handed out (rec,
-   * json, err 0), or it went away or cannot be read (rec NULL or not, err
-   * why). The follow is over: http_follow_stop() is no longer called. */
-  void (*end)(void *arg, const tfs_record_t *rec, const char *json, int err);
-} http_follow_ops_t;
-/* Starts following task id at the first line that starts at or after
- * byte from (0: the start). The first callbacks come on a later turn of
- * the loop, once the follow is open: the open (which counts the lines
- * before from) runs on the loop's thread pool, and an error it meets
- * then (the task went away meanwhile) comes as end. Returns 0,
- * TFS_EBADID, TFS_ENOTASK, or another error found before the open. */
-int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
-                      void *arg, http_follow_t **out);
-/* The consumer has room again after its line callback said it had none. */
-void http_follow_resume(http_follow_t *fl);
-/* Where the follow stands: the byte after the last line handed out
- * (from, until the open is done). */
-off_t http_follow_offset(const http_follow_t *fl);
-/* No more callbacks, from this moment (also from inside one). */
-void http_follow_stop(http_follow_t *fl);
-
-/* The task feed: fn(arg, id, rec, json) for every task that appears or
- * whose state changes (the record after the change), fn(arg, id, NULL,
- * NULL) for a task that went away, fn(arg, NULL, NULL, NULL) at the
- * server's stop (http_feed_stop). Set up when the call returns (what
- * happens from then on is told). */
-typedef struct http_task_sub http_task_sub_t;
-typedef void (*http_tasks_fn)(void *arg, const char *id, const tfs_record_t *rec, const char *json);
-int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_task_sub_t **out);
-/* No more calls, from this moment (also from inside one). */
-void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s);
-
-/* The server stops: every follow ends (end with rec NULL, err
- * -ESHUTDOWN) and every subscriber is told fn(arg, NULL, NULL, NULL),
- * the last call it gets. */
-void http_feed_stop(http_server_t *srv);
-/* How many follows are being opened on the thread pool: the stop waits
- * for them as for requests in flight. */
-int http_feed_opening(const http_server_t *srv);
-/* The server's feed state, made on first use (NULL: no memory). */
-http_feed_t *http_feed_get(http_server_t *srv);
-/* The end: every follow and subscription is let go of (http_server_free);
- * an open still on the thread pool frees only itself when it is done. */
-void http_feed_close(http_server_t *srv);
+/* The server's feed on the hub: the JSON API's and A2A's follows and
+ * task-feed subscriptions, ended together at the server's stop. Made on
+ * first use; NULL: no memory (live_follow_start and live_tasks_subscribe
+ * then answer -ENOMEM). */
+live_feed_t *http_feed(http_server_t *srv);
+/* The store every handler reads: the hub's, refreshed. */
+tfs_store_t *http_store(http_server_t *srv);
 
 /* ---- the JSON API (api.c) ---------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* `taskfs serve`: the process. In steps: the store and its token, the
- * listening socket (its own, or one systemd handed over), the MCP server
- * and the HTTP server on one libuv loop, the report (to the waiting
+ * listening socket (its own, or one systemd handed over), the live hub
+ * (live/live.h: the store, its watch, the feeds) and on it, side by side,
+ * the MCP server and the HTTP server, on one libuv loop, the report (to the waiting
  * parent in the background, to stdout in the foreground), then serving
  * until a signal, and the end: the MCP server answers every waiting
  * request, the HTTP server finishes what is in flight (at most 5 s), and
@@ -15,6 +16,12 @@
 #include <unistd.h>
 
 #include "http/internal.h"
+#include "mcp/mcp.h"
+
+/* An HTTP body at /mcp holds one MCP message, bounded as a stdio line is;
+ * http/ keeps its own number, so that only this file and the /mcp route
+ * include mcp/. */
+_Static_assert(HTTP_BODY_MAX == MCP_LINE_MAX, "HTTP_BODY_MAX is MCP_LINE_MAX");
 
 #define STOP_GRACE_MS 5000
 #define EXIT_USAGE 100
@@ -22,6 +29,7 @@
 
 typedef struct {
   uv_loop_t *loop;
+  live_hub_t *hub;
   mcp_server_t *mcp;
   http_server_t *http;
   uv_signal_t sig[3];
@@ -177,12 +185,14 @@ static void banner(const http_serve_opts_t *o, const http_addr_t *a, const serve
 
 /* ---- the end --------------------------------------------------------------- */
 
+/* The end waits for the MCP server's requests and for the hub's work on
+ * the thread pool (launches, scans), which mcp_server_idle counts too. */
 static void maybe_exit(serve_t *sv) {
   if (sv->stopping && sv->http_done && mcp_server_idle(sv->mcp))
     uv_stop(sv->loop);
 }
 
-static void on_mcp_idle(void *arg) {
+static void on_idle(void *arg) {
   maybe_exit(arg);
 }
 
@@ -219,6 +229,7 @@ static void teardown(serve_t *sv) {
   if (!mcp_server_idle(sv->mcp))
     return; /* a launch still runs on the thread pool: the exit ends it */
   mcp_server_free(sv->mcp);
+  live_hub_free(sv->hub);
   uv_walk(sv->loop, close_walk, NULL);
   uv_run(sv->loop, UV_RUN_DEFAULT);
   uv_loop_close(sv->loop);
@@ -242,14 +253,17 @@ static void detach(tfs_store_t *store, int ready_fd) {
 static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, const char *tokpath,
                  int fd, int twin_fd, int localhost, const char *dir) {
   char why[600];
-  mcp_server_config_t mc = {
-      .loop = sv->loop, .state_dir = dir, .role = "serve", .on_idle = on_mcp_idle, .arg = sv};
-  if (mcp_server_open(&mc, &sv->mcp)) {
+  live_config_t lc = {
+      .loop = sv->loop, .state_dir = dir, .name = "taskfs serve", .on_idle = on_idle, .arg = sv};
+  int err = live_hub_open(&lc, &sv->hub);
+  mcp_server_config_t mc = {.hub = sv->hub, .role = "serve", .on_idle = on_idle, .arg = sv};
+  if (err || mcp_server_open(&mc, &sv->mcp)) {
+    live_hub_free(sv->hub);
     if (twin_fd >= 0)
       close(twin_fd);
     return fail(o, EXIT_SYSTEM, "cannot serve the store %s (see above)", dir);
   }
-  http_server_config_t hc = {.loop = sv->loop,
+  http_server_config_t hc = {.hub = sv->hub,
                              .mcp = sv->mcp,
                              .token = sv->token,
                              /* Beyond loopback, a stranger's 401 does not
@@ -266,6 +280,7 @@ static int start(const http_serve_opts_t *o, serve_t *sv, const http_addr_t *a, 
                              .arg = sv};
   if (http_server_start(&hc, &sv->http, why, sizeof why)) {
     mcp_server_free(sv->mcp);
+    live_hub_free(sv->hub);
     return fail(o, EXIT_SYSTEM, "%s", why);
   }
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP};

@@ -31,7 +31,8 @@ int http_server_start(const http_server_config_t *cfg, http_server_t **out, char
     snprintf(why, whylen, "out of memory");
     return -ENOMEM;
   }
-  srv->loop = cfg->loop;
+  srv->hub = cfg->hub;
+  srv->loop = live_loop(cfg->hub);
   srv->mcp = cfg->mcp;
   srv->on_stopped = cfg->on_stopped;
   srv->arg = cfg->arg;
@@ -65,6 +66,16 @@ int http_server_add_connection(http_server_t *srv, int fd) {
   return 0;
 }
 
+live_feed_t *http_feed(http_server_t *srv) {
+  if (!srv->feed)
+    srv->feed = live_feed_open(srv->hub);
+  return srv->feed;
+}
+
+tfs_store_t *http_store(http_server_t *srv) {
+  return live_store(srv->hub);
+}
+
 /* ---- the end --------------------------------------------------------------- */
 
 static void stopped(http_server_t *srv) {
@@ -84,7 +95,7 @@ static void stopped(http_server_t *srv) {
  * being opened on the thread pool, or the grace is up. */
 static void on_stop_tick(uv_timer_t *t) {
   http_server_t *srv = t->data;
-  if ((!srv->nreqs && !http_feed_opening(srv)) || http_now_ms() >= srv->stop_deadline_ms)
+  if ((!srv->nreqs && !live_feed_opening(srv->feed)) || http_now_ms() >= srv->stop_deadline_ms)
     stopped(srv);
 }
 
@@ -99,7 +110,7 @@ void http_server_stop(http_server_t *srv, int64_t grace_ms) {
     close(lfd);
   http_daemon_twin_close(srv);
   http_mcp_stop(srv);
-  http_feed_stop(srv);
+  live_feed_stop(srv->feed);
   /* Idle keep-alive connections would never end on their own. */
   for (http_conn_t *hc = srv->conns; hc; hc = hc->next)
     hc->deadline_ms = 1;
@@ -131,7 +142,8 @@ void http_server_free(http_server_t *srv) {
     srv->mhd = NULL;
   }
   http_mcp_close(srv);
-  http_feed_close(srv);
+  live_feed_close(srv->feed);
+  srv->feed = NULL;
   http_daemon_twin_close(srv);
   uv_handle_t *hs[] = {(uv_handle_t *)&srv->mhd_poll, (uv_handle_t *)&srv->mhd_timer,
                        (uv_handle_t *)&srv->kick, (uv_handle_t *)&srv->sweep,

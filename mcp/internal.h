@@ -3,15 +3,14 @@
  * Who owns what: server.c the server object; session.c sessions and every
  * outgoing JSON-RPC message; dispatch.c method routing and the lifecycle;
  * era.c the per-request protocol era, the connection's pin and modern
- * shaping; watch.c the server's watch of tasks; pending.c requests that
- * wait; schema.c the tool descriptions; validate.c arguments against them;
- * reply.c tools/call results; tools.c tools/call routing; output.c a
- * task's output as an answer; shorten.c the bound's last resort;
- * tool_read.c, tool_start.c, tool_list.c (and the pager), tool_cancel.c,
- * tool_control.c one tool each; sched.c start's queue and dependencies; roots.c the client's roots; tasks.c the Task and the
- * 2025-11-25 Tasks utility; tasks_ext.c the 2026-07-28 tasks extension;
- * resources.c resources and subscriptions; listen.c subscriptions/listen;
- * prompts.c prompts and completion; limits.c the server's limits and the
+ * shaping (the watch of tasks, scans and launches are the hub's:
+ * live/live.h); pending.c requests that wait; schema.c the tool descriptions; validate.c arguments
+ * against them; reply.c tools/call results; tools.c tools/call routing; output.c a task's output as
+ * an answer; shorten.c the bound's last resort; tool_read.c, tool_start.c, tool_list.c (and the
+ * pager), tool_cancel.c, tool_control.c one tool each; sched.c start's queue and dependencies;
+ * roots.c the client's roots; tasks.c the Task and the 2025-11-25 Tasks utility; tasks_ext.c the
+ * 2026-07-28 tasks extension; resources.c resources and subscriptions; listen.c
+ * subscriptions/listen; prompts.c prompts and completion; limits.c the server's limits and the
  * requests in flight; pattern.c untilPattern's bounded matcher; until.c
  * the scan of a read's new lines off the loop; stdio.c the stdio
  * transport. */
@@ -28,32 +27,28 @@
 #define MCP_NOTIFY_INTERVAL_MS 500
 
 typedef struct mcp_pending mcp_pending_t;
-typedef struct mcp_watch mcp_watch_t;
 typedef struct mcp_sub mcp_sub_t;
 typedef struct mcp_until mcp_until_t;
 typedef struct mcp_tail mcp_tail_t;
 typedef struct mcp_pattern mcp_pattern_t;
 
 struct mcp_server {
-  uv_loop_t *loop;
-  tfs_store_t *store;
+  live_hub_t *hub;            /* the loop, the store, the watch, the pool's work */
+  int own_hub;                /* made by the server (stdio), freed with it */
+  uv_loop_t *loop;            /* the hub's */
   char who[64];               /* "<role> pid N", recorded as the canceller */
   json_t *tools;              /* the tool list (schema.c); NULL if it failed to parse */
   json_t *tools_modern;       /* the same as 2026-07-28 lists it */
   mcp_session_t *sessions;    /* open sessions (session.c) */
   mcp_pending_t *pending;     /* requests that wait (pending.c) */
-  mcp_watch_t *watch;         /* the tasks they wait on (watch.c) */
-  int holds;                  /* launches in flight that the end waits for */
+  int holds;                  /* work of the server in flight that the end waits for */
   int closing;                /* mcp_server_shutdown() was called */
-  int store_state;            /* 0 when the store was there at the last request, else its error */
   void (*on_idle)(void *arg); /* see mcp_server_config_t */
   void *idle_arg;
   mcp_limits_t lim;         /* the config's, defaults filled in (limits.c) */
   unsigned inflight;        /* requests kept past their handler, all sessions */
   mcp_until_t *match_queue; /* untilPattern batches waiting for the pool (until.c) */
   int matching;             /* and those on it */
-  mcp_scan_t *scan_queue;   /* transcript scans waiting for the pool (scan.c) */
-  int scanning;             /* and those on it */
 };
 
 typedef struct mcp_outreq mcp_outreq_t;
@@ -142,14 +137,15 @@ typedef struct {
 tfs_store_t *mcp_store(mcp_server_t *srv);
 const char *mcp_who(mcp_server_t *srv);
 int mcp_closing(mcp_server_t *srv);
-/* Counts work in flight (a launch on the threadpool) that the end waits
- * for, so that no task is left queued by a server that exits mid-launch. */
+/* Counts work in flight of the server's own (a roots/list to the client,
+ * an untilPattern batch on the pool) that the end waits for; the hub
+ * counts its scans and launches (live_hold). */
 void mcp_hold(mcp_server_t *srv, int delta);
 
 /* Tells the transport, once the server is shutting down and idle. */
 void mcp_server_check_idle(mcp_server_t *srv);
 /* Follows a store that was removed and recreated under a long-running
- * server; called before each request. */
+ * server (the hub's rule, live_store); called before each request. */
 void mcp_server_refresh(mcp_server_t *srv);
 
 /* ---- limits.c: the server's limits, requests in flight ----------------- */
@@ -261,13 +257,6 @@ void mcp_roots_forget(mcp_session_t *s);
 typedef void (*mcp_root_fn)(const mcp_req_t *r, void *arg, const char *root, const char *why,
                             int answer);
 int mcp_roots_first(const mcp_req_t *r, json_t *params, mcp_root_fn cb, void *arg);
-
-/* ---- watch.c: the server's watch of tasks ----------------------------- */
-
-/* The listeners' side (mcp_watch_add, mcp_watch_tasks) is in mcp.h: the
- * faces beside MCP in `taskfs serve` listen on the same watch. */
-int mcp_watch_open(mcp_server_t *srv);
-void mcp_watch_close(mcp_server_t *srv);
 
 /* ---- pending.c: requests that wait for a task ------------------------- */
 
@@ -515,7 +504,7 @@ void mcp_read_park(const mcp_req_t *r, const char *task_id, mcp_read_t *ra, int6
 json_t *mcp_output_build(mcp_server_t *srv, const tfs_record_t *rec, const mcp_read_t *ra,
                          int64_t waited_ms, int timed_out, char **text);
 /* Reads the lines of ra's answer about rec on the thread pool (a scan,
- * scan.c), so that mcp_output_build finds them ready and reads nothing on
+ * live/scan.c), so that mcp_output_build finds them ready and reads nothing on
  * the loop. Returns 1 while they are being read (tell(arg) is called when
  * they are), 0 when they are ready, or not wanted, or the scan could not
  * start (mcp_output_build then reads them itself). */

@@ -3,9 +3,10 @@
  * Three layers, so that one dispatcher serves every transport (and both
  * protocol eras, 2025-11-25 and 2026-07-28, chosen per request; see
  * mcp/era.c):
- * - the server (mcp_server_t): the store, the libuv loop it is given, the
+ * - the server (mcp_server_t), on a live hub (live/live.h: the loop, the
+ *   store, the one watch, the scans and launches on the thread pool): the
  *   requests that wait (long-polls, the short wait after a start or a
- *   cancel, tasks/result) and the task-directory watches they ride on;
+ *   cancel, tasks/result) and the subscriptions, riding on the hub's watch;
  * - sessions (mcp_session_t): one client conversation each, with its own
  *   subscriptions and its own way out (a send callback);
  * - transports, which feed a session the messages they receive
@@ -22,10 +23,11 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "live/live.h"
 #include "taskfs/taskfs.h"
 
 #define MCP_SERVER_NAME "taskfs"
-#define MCP_SERVER_VERSION "0.1.0"
+#define MCP_SERVER_VERSION TFS_VERSION
 #define MCP_LATEST_PROTOCOL "2025-11-25"
 /* The key of params._meta that makes a request a 2026-07-28 one. */
 #define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
@@ -77,8 +79,12 @@ typedef struct {
 } mcp_limits_t;
 
 typedef struct {
-  uv_loop_t *loop;       /* the loop everything runs on (required) */
-  const char *state_dir; /* NULL: resolve as every verb does */
+  /* The hub the server sits on, beside the process's other faces (`taskfs
+   * serve`); it stays the caller's, who frees it after the server. NULL:
+   * the server makes one of its own on loop and state_dir. */
+  live_hub_t *hub;
+  uv_loop_t *loop;       /* the loop everything runs on (without a hub: required) */
+  const char *state_dir; /* without a hub: NULL resolves as every verb does */
   const char *role;      /* recorded as the store's owner, e.g. "mcp" */
   /* Called after mcp_server_shutdown() whenever nothing is left in
    * flight (mcp_server_idle() is 1), possibly more than once: the
@@ -88,74 +94,23 @@ typedef struct {
   mcp_limits_t limits; /* zero fields: the defaults */
 } mcp_server_config_t;
 
-/* Opens the store and records this instance as its owner. Says what went
- * wrong on stderr and returns a negative error. */
+/* Opens the server on its hub (made here without one) and records this
+ * instance as the store's owner. Says what went wrong on stderr and
+ * returns a negative error. */
 int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out);
 /* The end: every waiting request is answered with what it has (a long-poll
  * with timedOut: true), subscriptions end, and requests that arrive later
  * are answered at once. Sessions stay open until their transport closes
  * them. */
 void mcp_server_shutdown(mcp_server_t *srv);
-/* 1 when no request waits and no launch runs on the thread pool. */
+/* 1 when no request waits and no work of the server or its hub runs on
+ * the thread pool. */
 int mcp_server_idle(const mcp_server_t *srv);
-/* Frees the server and closes its sessions; only once it is idle and the
- * loop has stopped (a launch in flight still uses the store). */
+/* Frees the server and closes its sessions (and the hub it made); only
+ * once it is idle and the loop has stopped (a launch in flight still uses
+ * the store). */
 void mcp_server_free(mcp_server_t *srv);
 uv_loop_t *mcp_loop(mcp_server_t *srv);
-/* The store the server serves, refreshed first (the path may name a store
- * removed and recreated since; a refused one stays refused): for the faces
- * beside MCP in one process (the JSON API and A2A of `taskfs serve`), so
- * that one handle and one refusal rule serve them all. On the loop's
- * thread only. */
-tfs_store_t *mcp_server_store(mcp_server_t *srv);
-
-/* ---- the server's watch of tasks (watch.c) ---------------------------- */
-
-/* One core watch (tfs_watch_t) per server, under the loop, that every
- * face of the process listens on (MCP's waits and subscriptions; in
- * `taskfs serve` also the JSON API and A2A, through http/feed.c). A
- * listener is told what changed (TFS_WATCH_* bits; TFS_WATCH_GONE
- * always), or MCP_WATCH_TICK on the tick, which comes every
- * tfs_watch_tick_ms() for what inotify cannot see. Either way it is only
- * "look again". It may add and remove listeners (a removal takes effect
- * once the round of calls is over: a removed listener is not called). */
-#define MCP_WATCH_TICK 0x100u
-typedef struct mcp_listener mcp_listener_t;
-typedef void (*mcp_watch_fn)(void *arg, unsigned what);
-/* Listens to task id for what (TFS_WATCH_STATE, TFS_WATCH_OUTPUT). NULL
- * only when out of memory: the caller then looks every
- * mcp_watch_tick_ms() on its own. */
-mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
-                              void *arg);
-/* Listens to the store's tasks/ itself: fn(arg, id, TFS_WATCH_CREATED or
- * TFS_WATCH_DELETED) as a task appears or goes, fn(arg, NULL, ...) when
- * tasks/ changed in a way no event names (list it again), and
- * fn(arg, NULL, MCP_WATCH_TICK) on the tick. NULL only when out of
- * memory. */
-typedef void (*mcp_tasks_fn)(void *arg, const char *id, unsigned what);
-mcp_listener_t *mcp_watch_tasks(mcp_server_t *srv, mcp_tasks_fn fn, void *arg);
-void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l); /* l may be NULL */
-int mcp_watch_tick_ms(mcp_server_t *srv);
-
-/* Transcript scans on the thread pool, capped (scan.c): every face's
- * tail reads and follow opens. */
-typedef struct mcp_scan mcp_scan_t;
-
-/* Runs run(arg) on the loop's thread pool with a cancel flag of its own
- * (tfs_scan_cancel_set), after the scans before it when SCAN_JOBS of the
- * server run already; then done(arg, err) on the loop: err 0, -ECANCELED
- * (mcp_scan_cancel; run may not have run at all) or a pool error. done is
- * called exactly once, from mcp_scan_cancel itself for a scan still
- * queued. NULL: out of memory. */
-mcp_scan_t *mcp_scan_submit(mcp_server_t *srv, void (*run)(void *arg),
-                            void (*done)(void *arg, int err), void *arg);
-/* The scan's client left: a running scan stops at its next block. */
-void mcp_scan_cancel(mcp_scan_t *sc);
-/* Scans of the server on the pool now (not those queued). */
-int mcp_scans_running(const mcp_server_t *srv);
-/* 1 when inotify sees tasks/ appear and go (else only a new listing
- * does: the tick alone, TASKFS_NO_INOTIFY). */
-int mcp_watch_sees_tasks(mcp_server_t *srv);
 
 /* ---- sessions and dispatch (session.c, dispatch.c) ------------------- */
 

@@ -86,7 +86,7 @@ static void collect_output(tfs_store_t *store, const tfs_record_t *rec, const mc
 /* ---- the lines, read on the thread pool --------------------------------- */
 
 struct mcp_tail {
-  mcp_scan_t *sc;     /* while queued or on the pool */
+  live_scan_t *sc;    /* while queued or on the pool */
   int gone;           /* the read let go: the scan's end frees it */
   int ready;          /* out holds the lines */
   int keep_partial;   /* what they were read with (the task had ended) */
@@ -147,7 +147,7 @@ int mcp_output_prepare(mcp_server_t *srv, mcp_read_t *ra, const tfs_record_t *re
   t->ra.since_line = ra->since_line;
   t->tell = tell;
   t->arg = arg;
-  t->sc = mcp_scan_submit(srv, tail_run, tail_done, t);
+  t->sc = live_scan_submit(srv->hub, tail_run, tail_done, t);
   if (!t->sc) {
     tail_destroy(t);
     ra->tail = NULL;
@@ -164,7 +164,7 @@ void mcp_output_tail_free(mcp_tail_t *t) {
     return;
   }
   t->gone = 1;
-  mcp_scan_cancel(t->sc); /* its end frees t, maybe right here */
+  live_scan_cancel(t->sc); /* its end frees t, maybe right here */
 }
 
 /* The important lines shown: the first keep picks of the triage, each in

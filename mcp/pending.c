@@ -5,7 +5,7 @@
  * Each look is the core's (tfs_task_ended: the record as stored, a task
  * whose supervisor died settled as lost), and the kind of request decides
  * from it whether to answer. A request that cannot be answered at once is
- * parked: a listener on the server's watch (watch.c) and a timer. A change
+ * parked: a listener on the hub's watch (live/watch.c) and a timer. A change
  * the watch reports, or its tick, schedules a look: at once (on the loop's
  * next turn) when the last look is LOOK_DELAY_MS old, else when it will
  * be, so that a line a long-poll waits for is answered within a
@@ -35,7 +35,7 @@ struct mcp_pending {
   void *data;
   void (*free_fn)(void *data);
   uv_timer_t timer; /* initialized once parked */
-  mcp_listener_t *listener;
+  live_listener_t *listener;
   int soon;          /* a look is scheduled */
   int64_t looked_ms; /* when the last look a change asked for was taken */
   int parked;        /* past the first look: on the list, listening */
@@ -92,7 +92,7 @@ static void pending_finish(mcp_pending_t *p) {
       *pp = p->next;
       break;
     }
-  mcp_watch_remove(srv, p->listener);
+  live_watch_remove(srv->hub, p->listener);
   p->listener = NULL;
   /* No longer in flight (limits.c), though the timer closes later. */
   mcp_req_release(&p->req);
@@ -107,7 +107,7 @@ static void on_pending_timer(uv_timer_t *t);
  * on past it, for the hard cap); without a listener (out of memory) for
  * the tick as well. */
 static void pending_arm(mcp_pending_t *p, int later) {
-  int64_t delay = p->listener ? -1 : mcp_watch_tick_ms(p->req.srv);
+  int64_t delay = p->listener ? -1 : live_watch_tick_ms(p->req.srv->hub);
   int64_t deadline = later ? p->started_ms + MCP_WAIT_CAP_MS : p->deadline_ms;
   if (deadline) {
     int64_t left = deadline - tfs_now_ms();
@@ -192,7 +192,7 @@ void mcp_wait(const mcp_req_t *r, const char *task_id, int64_t wait_ms, unsigned
   srv->pending = p;
   /* Watch first, then look again: a change between the two looks is not
    * missed. */
-  p->listener = mcp_watch_add(srv, task_id, what, on_pending_change, p);
+  p->listener = live_watch_add(srv->hub, task_id, what, on_pending_change, p);
   pending_run(p);
 }
 

@@ -27,7 +27,7 @@ struct mcp_sub {
   int kind;
   mcp_sub_fn fn;
   void *arg;
-  mcp_listener_t *listener;
+  live_listener_t *listener;
   uv_timer_t timer; /* the rate limit's */
   int64_t last_sent_ms;
   int armed;
@@ -221,7 +221,7 @@ static void on_sub_closed(uv_handle_t *h) {
 }
 
 void mcp_sub_close(mcp_sub_t *s) {
-  mcp_watch_remove(s->srv, s->listener);
+  live_watch_remove(s->srv->hub, s->listener);
   uv_timer_stop(&s->timer);
   uv_close((uv_handle_t *)&s->timer, on_sub_closed);
 }
@@ -242,7 +242,7 @@ mcp_sub_t *mcp_sub_open(mcp_server_t *srv, const char *uri, const char *id, int 
   sub_stat(s, &s->seen);
   /* At the server's end nothing is watched any more. */
   unsigned what = kind == MCP_RES_TRANSCRIPT ? TFS_WATCH_OUTPUT : TFS_WATCH_STATE;
-  if (!mcp_closing(srv) && !(s->listener = mcp_watch_add(srv, id, what, on_sub_look, s))) {
+  if (!mcp_closing(srv) && !(s->listener = live_watch_add(srv->hub, id, what, on_sub_look, s))) {
     mcp_sub_close(s);
     return NULL;
   }

@@ -1,7 +1,7 @@
-/* The server object: the store it serves, the loop it is given, and the
- * end (shutdown, idle, free). It knows no transport: sessions (session.c)
- * carry its messages out, and whoever runs the loop stops it when told the
- * server is idle. */
+/* The server object: the hub it sits on (the loop, the store, the watch:
+ * live/live.h), and the end (shutdown, idle, free). It knows no transport:
+ * sessions (session.c) carry its messages out, and whoever runs the loop
+ * stops it when told the server is idle. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +11,7 @@
 #include "mcp/internal.h"
 
 tfs_store_t *mcp_store(mcp_server_t *srv) {
-  return srv->store;
-}
-tfs_store_t *mcp_server_store(mcp_server_t *srv) {
-  mcp_server_refresh(srv);
-  return srv->store;
+  return live_store_handle(srv->hub);
 }
 const char *mcp_who(mcp_server_t *srv) {
   return srv->who;
@@ -32,7 +28,7 @@ uv_loop_t *mcp_loop(mcp_server_t *srv) {
 static void note_other_instance(mcp_server_t *srv, const char *dir, const tfs_owner_t *prev) {
   tfs_list_opts_t o = {.states = TFS_STATE_BIT(TFS_RUNNING)};
   tfs_list_stats_t st;
-  size_t running = tfs_task_list_opts(srv->store, &o, NULL, NULL, &st) ? 0 : st.shown;
+  size_t running = tfs_task_list_opts(mcp_store(srv), &o, NULL, NULL, &st) ? 0 : st.shown;
   char when[TFS_TIME_BUF];
   fprintf(stderr,
           "taskfs mcp: another live instance (%s pid %d, since %s) also serves %s; %zu "
@@ -41,46 +37,59 @@ static void note_other_instance(mcp_server_t *srv, const char *dir, const tfs_ow
           dir, running);
 }
 
+/* The store's state changed under the server (live_store): every session
+ * hears of it. */
+static void on_store(void *arg, int state, int before) {
+  mcp_server_t *srv = arg;
+  const char *path = tfs_store_path(mcp_store(srv));
+  if (state < 0)
+    mcp_log_all(srv, MCP_LOG_WARNING, "the store %s is unavailable (%s); waiting for it to return",
+                path, tfs_strerror(state));
+  else
+    mcp_log_all(srv, MCP_LOG_INFO, "serving the store %s again", path);
+}
+
+/* A hub the server made for itself tells it when its work on the pool is
+ * done, so that the server's end can go on. */
+static void on_hub_idle(void *arg) {
+  mcp_server_check_idle(arg);
+}
+
 int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out) {
   *out = NULL;
-  char dir[4096];
-  int err = tfs_store_resolve(cfg->state_dir, dir, sizeof dir);
-  if (err) {
-    fprintf(stderr, "taskfs mcp: cannot resolve the state directory (%s); pass --state-dir DIR\n",
-            tfs_strerror(err));
-    return err;
-  }
   mcp_server_t *srv = calloc(1, sizeof *srv);
   if (!srv) {
     fprintf(stderr, "taskfs mcp: out of memory\n");
     return -ENOMEM;
   }
-  err = tfs_store_open(dir, &srv->store);
-  if (err) {
-    fprintf(stderr, "taskfs mcp: cannot open the store %s (%s)\n", dir, tfs_strerror(err));
-    free(srv);
-    return err;
+  srv->hub = cfg->hub;
+  if (!srv->hub) {
+    live_config_t lc = {.loop = cfg->loop,
+                        .state_dir = cfg->state_dir,
+                        .name = "taskfs mcp",
+                        .on_idle = on_hub_idle,
+                        .arg = srv};
+    int err = live_hub_open(&lc, &srv->hub);
+    if (err) {
+      free(srv);
+      return err;
+    }
+    srv->own_hub = 1;
   }
-  srv->loop = cfg->loop;
+  srv->loop = live_loop(srv->hub);
   mcp_limits_resolve(&cfg->limits, &srv->lim);
   srv->on_idle = cfg->on_idle;
   srv->idle_arg = cfg->arg;
   srv->tools = mcp_schema_tools();
   srv->tools_modern = mcp_schema_modern(srv->tools);
-  if (mcp_watch_open(srv)) {
-    fprintf(stderr, "taskfs mcp: out of memory\n");
-    tfs_store_close(srv->store);
-    json_decref(srv->tools);
-    json_decref(srv->tools_modern);
-    free(srv);
-    return -ENOMEM;
-  }
+  live_store_notify(srv->hub, on_store, srv);
   const char *role = cfg->role ? cfg->role : "mcp";
   snprintf(srv->who, sizeof srv->who, "%s pid %d", role, (int)getpid());
 
   tfs_owner_t prev;
   memset(&prev, 0, sizeof prev);
-  err = tfs_store_acquire(srv->store, role, &prev);
+  const char *dir = tfs_store_path(mcp_store(srv));
+  int err = tfs_store_acquire(mcp_store(srv), role, &prev);
   if (err)
     fprintf(stderr, "taskfs mcp: could not record this instance in %s (%s); serving anyway\n", dir,
             tfs_strerror(err));
@@ -91,22 +100,11 @@ int mcp_server_open(const mcp_server_config_t *cfg, mcp_server_t **out) {
 }
 
 void mcp_server_refresh(mcp_server_t *srv) {
-  /* The store may have been removed and recreated under a server that runs
-   * for days: serve what the path names now. If it is gone, requests get
-   * the store's errors (no such task, an empty list) until it returns. */
-  int moved = tfs_store_refresh(srv->store);
-  if (moved == srv->store_state)
-    return;
-  if (moved < 0)
-    mcp_log_all(srv, MCP_LOG_WARNING, "the store %s is unavailable (%s); waiting for it to return",
-                tfs_store_path(srv->store), tfs_strerror(moved));
-  else if (moved == 1 || srv->store_state < 0)
-    mcp_log_all(srv, MCP_LOG_INFO, "serving the store %s again", tfs_store_path(srv->store));
-  srv->store_state = moved < 0 ? moved : 0;
+  live_store(srv->hub);
 }
 
 int mcp_server_idle(const mcp_server_t *srv) {
-  return !srv->pending && !srv->holds;
+  return !srv->pending && !srv->holds && live_idle(srv->hub);
 }
 
 void mcp_server_check_idle(mcp_server_t *srv) {
@@ -136,8 +134,9 @@ void mcp_server_free(mcp_server_t *srv) {
     return;
   while (srv->sessions)
     mcp_session_close(srv->sessions);
-  mcp_watch_close(srv);
-  tfs_store_close(srv->store);
+  live_store_notify(srv->hub, NULL, NULL);
+  if (srv->own_hub)
+    live_hub_free(srv->hub);
   json_decref(srv->tools);
   json_decref(srv->tools_modern);
   free(srv);

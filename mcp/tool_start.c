@@ -286,7 +286,7 @@ static int create_task(mcp_server_t *srv, start_args_t *sa, tfs_start_t *st, cha
   return 0;
 }
 
-/* Step two runs on the libuv thread pool (tfs_task_start_launch_async):
+/* Step two runs on the libuv thread pool (live_launch, the hub's):
  * tfs_task_start_launch forks and waits until the task leaves `queued`,
  * a wait the loop must not sit through. */
 #define LAUNCH_WAIT_MS 10000
@@ -308,7 +308,6 @@ static void launch_free(launch_t *l) {
 
 static void launch_done(void *arg, int err) {
   launch_t *l = arg;
-  mcp_server_t *srv = l->req.srv;
   const char *id = l->st.id;
   if (err)
     mcp_log(&l->req, MCP_LOG_ERROR, "starting the supervisor of %s failed: %s", id,
@@ -325,7 +324,6 @@ static void launch_done(void *arg, int err) {
   }
   mcp_req_release(&l->req);
   launch_free(l);
-  mcp_hold(srv, -1);
 }
 
 /* Runs step two on the thread pool; the answer (if any) follows in
@@ -335,13 +333,9 @@ static void launch_done(void *arg, int err) {
 static int launch(const mcp_req_t *r, launch_t *l) {
   tfs_launch_opts_t lo = {.env = l->sa.env, .wait_ms = LAUNCH_WAIT_MS};
   mcp_req_keep(&l->req, r);
-  mcp_hold(r->srv, 1);
-  int err = tfs_task_start_launch_async(mcp_loop(r->srv), mcp_store(r->srv), &lo, &l->st,
-                                        "the MCP server", launch_done, l);
-  if (err) {
+  int err = live_launch(r->srv->hub, &lo, &l->st, "the MCP server", launch_done, l);
+  if (err)
     mcp_req_release(&l->req);
-    mcp_hold(r->srv, -1);
-  }
   return err;
 }
 

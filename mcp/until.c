@@ -15,8 +15,8 @@
  *
  * The follower's open (the number of the line where the new lines start,
  * or where sinceLine's next line starts: the line index, the whole file
- * where the index must be rebuilt) is one of the server's transcript scans
- * (scan.c), as of the transcript's size when the call began, so no line
+ * where the index must be rebuilt) is one of the hub's transcript scans
+ * (live/scan.c), as of the transcript's size when the call began, so no line
  * written meanwhile is missed; lines are read once it is done.
  *
  * A scan freed while its batch or its open runs (the read was answered or
@@ -66,7 +66,7 @@ struct mcp_until {
   mcp_until_t *qnext;
   uv_work_t work;
   /* The follower's open on the pool (open_run), while it runs. */
-  mcp_scan_t *opening;
+  live_scan_t *opening;
   tfs_store_t *ostore; /* the thread's handle */
   char id[TFS_ID_MAX + 1];
   off_t upto; /* the transcript's size when the call began */
@@ -118,7 +118,7 @@ mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *ta
   struct stat st;
   u->upto = tfs_task_file_stat(mcp_store(srv), task_id, TFS_FILE_TRANSCRIPT, &st) ? 0 : st.st_size;
   if (tfs_store_reopen(mcp_store(srv), &u->ostore) == 0 &&
-      !(u->opening = mcp_scan_submit(srv, open_run, open_done, u))) {
+      !(u->opening = live_scan_submit(srv->hub, open_run, open_done, u))) {
     tfs_store_close(u->ostore);
     u->ostore = NULL;
   }
@@ -157,7 +157,7 @@ void mcp_until_free(mcp_until_t *u) {
     return;
   if (u->opening) {
     u->orphan = 1; /* the open's end frees it, maybe right here */
-    mcp_scan_cancel(u->opening);
+    live_scan_cancel(u->opening);
     return;
   }
   if (u->state == RUNNING) {

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Which public functions of libtaskfs.a and libtaskfs-supervisor.a the
-# shipped binary reaches (`make api-reach`): "no core function exists for
-# tests alone" made checkable.
+# Which public functions of libtaskfs.a, libtaskfs-supervisor.a and
+# libtaskfs-live.a the shipped binary reaches (`make api-reach`): "no core
+# function exists for tests alone" made checkable.
 #
 #   usage: scripts/api-reach.sh [BUILD_DIR]
 #
@@ -34,11 +34,11 @@ users() {
 
 only_tests=0
 printf '| library | function | reached | called in | tests |\n|---|---|---|---|---|\n'
-for lib in libtaskfs libtaskfs-supervisor; do
+for lib in libtaskfs libtaskfs-supervisor libtaskfs-live; do
   nm -g --defined-only "$B/$lib.a" | awk '$2 == "T" {print $3}' | sort -u |
     while read -r f; do
       if grep -qx "$f" "$tmp/bin"; then reached=yes; else reached=no; fi
-      faces=$(users "$f" "cli fs mcp supervisor core")
+      faces=$(users "$f" "cli fs mcp http live supervisor core")
       tests=$(grep -rlw --include='*.c' --include='*.h' "$f" tests 2>/dev/null | wc -l)
       printf '| %s | `%s` | %s | %s | %s |\n' "$lib" "$f" "$reached" "$faces" "$tests"
       if [ "$reached" = no ] && [ "$tests" -gt 0 ]; then

@@ -64,21 +64,8 @@ int tfs_task_start_create(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_s
  * (also when the command itself could not start: st->not_started) or the
  * launch error (also in st->launch_err). Blocks up to opts->wait_ms: a
  * face with an event loop runs it on another thread, with its own store
- * handle (tfs_store_reopen). */
+ * handle (tfs_store_reopen): live_launch() of the live layer. */
 int tfs_task_start_launch(tfs_store_t *store, const tfs_launch_opts_t *opts, tfs_start_t *st);
-/* Step two for a face on a libuv loop (MCP, A2A): runs
- * tfs_task_start_launch on the loop's thread pool with a store handle of
- * its own (tfs_store_reopen of store), then calls done(arg, err) on the
- * loop's thread, err as tfs_task_start_launch returned it; st and opts->env
- * stay the caller's and must live until then. Returns 0 (done will be
- * called, possibly before the return when the pool refused the work), or
- * the error of the handle that could not be had: the task is then failed
- * (exit code 127, "WHO could not open the store to launch it: ...", never
- * left queued) and done is not called. */
-typedef void (*tfs_launch_done_fn)(void *arg, int err);
-int tfs_task_start_launch_async(uv_loop_t *loop, tfs_store_t *store, const tfs_launch_opts_t *opts,
-                                tfs_start_t *st, const char *who, tfs_launch_done_fn done,
-                                void *arg);
 /* Both steps. */
 int tfs_task_start(tfs_store_t *store, const tfs_task_spec_t *spec, const tfs_launch_opts_t *opts,
                    tfs_start_t *st);

@@ -54,6 +54,9 @@ extern "C" {
 
 const char *tfs_strerror(int err);
 
+/* The release, as every face names it (--version, MCP, A2A). */
+#define TFS_VERSION "0.1.0"
+
 /* Limits. */
 #define TFS_ID_MAX 32   /* task ids are much shorter; see tfs_id_valid */
 #define TFS_KEY_MAX 128 /* [A-Za-z0-9._:-], 1..128 chars, not "." / ".." */

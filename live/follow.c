@@ -1,15 +1,15 @@
-/* Follows (http_follow_*): one task's transcript from a byte offset, line
+/* Follows (live_follow_*): one task's transcript from a byte offset, line
  * by line as it is written (core's tfs_follower_*), its record whenever
  * its state changes, and the end once the task has ended and every byte
- * is handed out, on the server's loop and the MCP server's one watch of
- * the store (feed.c tells the whole of the feeds). The transcript stream
+ * is handed out, on the hub's loop and its one watch of the store
+ * (feed.c tells the whole of the feeds). The transcript stream
  * of the JSON API and A2A's SubscribeToTask are follows. A consumer that
  * cannot take more says so from its line callback and calls
- * http_follow_resume() when it can: a follow reads no more than its
+ * live_follow_resume() when it can: a follow reads no more than its
  * consumer takes, so catching up on a 1 GB transcript never sits in
  * memory. One look hands out at most FOLLOW_BUDGET bytes, then the loop
  * turns before the next. The open itself is a scan on the loop's thread
- * pool (follow_open_t, mcp_scan_*: capped in number, queued beyond): it
+ * pool (follow_open_t, live_scan_*: capped in number, queued beyond): it
  * counts the lines before its start from the line index's checkpoint (the
  * whole file where the index must be rebuilt), which on the loop would
  * hold up every request of the server; a follow stopped while it opens
@@ -23,21 +23,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "http/feed.h"
+#include "live/feed.h"
 
 #define FOLLOW_BUDGET (1u << 20) /* bytes one look hands out before the loop turns */
 
 typedef struct follow_open follow_open_t;
 
-struct http_follow {
-  http_follow_t *next;
-  http_feed_t *feed;
+struct live_follow {
+  live_follow_t *next;
+  live_feed_t *feed;
   char id[TFS_ID_MAX + 1];
   off_t from;             /* where it was asked to start */
   tfs_follower_t *f;      /* NULL until the open is done */
   follow_open_t *opening; /* the open on the thread pool, while it runs */
-  mcp_listener_t *l;
-  const http_follow_ops_t *ops;
+  live_listener_t *l;
+  const live_follow_ops_t *ops;
   void *arg;
   int last_state; /* -1 before the first look */
   int busy;       /* a look is under way */
@@ -49,7 +49,7 @@ struct http_follow {
 };
 
 static int on_line(int64_t lineno, const char *line, size_t len, int partial, void *arg) {
-  http_follow_t *fl = arg;
+  live_follow_t *fl = arg;
   if (fl->dead)
     return 1;
   fl->spent += len + 1;
@@ -62,26 +62,26 @@ static int on_line(int64_t lineno, const char *line, size_t len, int partial, vo
   return 0;
 }
 
-static void follow_finish(http_follow_t *fl, const tfs_record_t *rec, int err) {
+static void follow_finish(live_follow_t *fl, const tfs_record_t *rec, int err) {
   char *json = rec ? tfs_record_dump(rec) : NULL;
   fl->dead = 1;
   fl->ops->end(fl->arg, rec, json, err);
   free(json);
-  mcp_watch_remove(fl->feed->srv->mcp, fl->l);
+  live_watch_remove(fl->feed->hub, fl->l);
   fl->l = NULL;
-  http_feed_soon(fl->feed); /* the sweep */
+  live_feed_soon(fl->feed); /* the sweep */
 }
 
 /* One look: the record (has the task ended?), the lines written since the
  * last look (a final partial line too once it has ended), the record to
  * the consumer if its state changed, and the end when all is handed out. */
-static void follow_look(http_follow_t *fl) {
+static void follow_look(live_follow_t *fl) {
   if (fl->dead || fl->busy || fl->paused || !fl->f)
     return;
   fl->busy = 1;
   fl->want = 0;
   tfs_record_t rec;
-  int ended = tfs_task_ended(http_feed_store(fl->feed), fl->id, &rec);
+  int ended = tfs_task_ended(live_feed_store(fl->feed), fl->id, &rec);
   if (ended == -EAGAIN)
     ended = -1; /* no record yet: lines only */
   else if (ended < 0) {
@@ -109,7 +109,7 @@ static void follow_look(http_follow_t *fl) {
   if (fl->cut) {
     if (!fl->paused) {
       fl->want = 1; /* the budget: more on the next turn */
-      http_feed_soon(fl->feed);
+      live_feed_soon(fl->feed);
     }
   } else if (ended == 1) {
     follow_finish(fl, &rec, 0);
@@ -126,11 +126,11 @@ static void on_follow_watch(void *arg, unsigned what) {
 /* A follow's open, on the loop's thread pool with a store handle of its
  * own (the loop may refresh its handle meanwhile, which a thread must not
  * see). Done, the follower goes on with the loop's handle. fl is NULL
- * once the feed let go of the follow (http_feed_close): the job then
+ * once the feed let go of the follow (live_feed_close): the job then
  * touches nothing but itself. */
 struct follow_open {
-  mcp_scan_t *sc;
-  http_follow_t *fl;
+  live_scan_t *sc;
+  live_follow_t *fl;
   tfs_store_t *store;
   char id[TFS_ID_MAX + 1];
   off_t from;
@@ -148,7 +148,7 @@ static void open_work(void *arg) {
  * stopped meanwhile is swept. */
 static void open_done(void *arg, int status) {
   follow_open_t *job = arg;
-  http_follow_t *fl = job->fl;
+  live_follow_t *fl = job->fl;
   job->sc = NULL;
   if (status && !job->err)
     job->err = status;
@@ -156,14 +156,14 @@ static void open_done(void *arg, int status) {
     fl->opening = NULL;
     fl->feed->opens--;
     if (!fl->dead && !job->err) {
-      tfs_follower_rebind(job->f, http_feed_store(fl->feed));
+      tfs_follower_rebind(job->f, live_feed_store(fl->feed));
       fl->f = job->f;
       job->f = NULL;
       fl->want = 1;
     } else if (!fl->dead) {
       follow_finish(fl, NULL, job->err);
     }
-    http_feed_soon(fl->feed);
+    live_feed_soon(fl->feed);
   }
   tfs_follower_close(job->f);
   tfs_store_close(job->store);
@@ -174,10 +174,9 @@ static void open_done(void *arg, int status) {
  * transcript that is no regular file) is refused here, so that the
  * caller can answer with an error before it starts a stream; the open
  * itself (the count of the lines before from) goes to the thread pool. */
-int http_follow_start(http_server_t *srv, const char *id, off_t from, const http_follow_ops_t *ops,
-                      void *arg, http_follow_t **out) {
+int live_follow_start(live_feed_t *fd, const char *id, off_t from, const live_follow_ops_t *ops,
+                      void *arg, live_follow_t **out) {
   *out = NULL;
-  http_feed_t *fd = http_feed_get(srv);
   if (!fd)
     return -ENOMEM;
   if (!tfs_id_valid(id))
@@ -185,14 +184,14 @@ int http_follow_start(http_server_t *srv, const char *id, off_t from, const http
   if (from < 0)
     return -EINVAL;
   int tf =
-      tfs_task_file_open(http_feed_store(fd), id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
+      tfs_task_file_open(live_feed_store(fd), id, TFS_FILE_TRANSCRIPT, O_RDONLY | O_NONBLOCK, 0);
   if (tf < 0 && tf != -ENOENT)
     return tf;
   if (tf >= 0)
     close(tf);
-  http_follow_t *fl = calloc(1, sizeof *fl);
+  live_follow_t *fl = calloc(1, sizeof *fl);
   follow_open_t *job = calloc(1, sizeof *job);
-  int err = fl && job ? tfs_store_reopen(http_feed_store(fd), &job->store) : -ENOMEM;
+  int err = fl && job ? tfs_store_reopen(live_feed_store(fd), &job->store) : -ENOMEM;
   if (err) {
     free(job);
     free(fl);
@@ -205,7 +204,7 @@ int http_follow_start(http_server_t *srv, const char *id, off_t from, const http
   fl->arg = arg;
   fl->last_state = -1;
   /* Without a listener (no memory) the follow would hear nothing: refuse. */
-  fl->l = mcp_watch_add(srv->mcp, id, TFS_WATCH_STATE | TFS_WATCH_OUTPUT, on_follow_watch, fl);
+  fl->l = live_watch_add(fd->hub, id, TFS_WATCH_STATE | TFS_WATCH_OUTPUT, on_follow_watch, fl);
   if (!fl->l) {
     tfs_store_close(job->store);
     free(job);
@@ -215,8 +214,8 @@ int http_follow_start(http_server_t *srv, const char *id, off_t from, const http
   snprintf(job->id, sizeof job->id, "%s", id);
   job->from = from;
   job->fl = fl;
-  if (!(job->sc = mcp_scan_submit(srv->mcp, open_work, open_done, job))) {
-    mcp_watch_remove(srv->mcp, fl->l);
+  if (!(job->sc = live_scan_submit(fd->hub, open_work, open_done, job))) {
+    live_watch_remove(fd->hub, fl->l);
     tfs_store_close(job->store);
     free(job);
     free(fl);
@@ -230,40 +229,36 @@ int http_follow_start(http_server_t *srv, const char *id, off_t from, const http
   return 0;
 }
 
-off_t http_follow_offset(const http_follow_t *fl) {
-  return fl->f ? tfs_follower_line_end(fl->f) : fl->from;
-}
-
-void http_follow_resume(http_follow_t *fl) {
+void live_follow_resume(live_follow_t *fl) {
   if (!fl || fl->dead || !fl->paused)
     return;
   fl->paused = 0;
   fl->want = 1;
-  http_feed_soon(fl->feed);
+  live_feed_soon(fl->feed);
 }
 
-void http_follow_stop(http_follow_t *fl) {
+void live_follow_stop(live_follow_t *fl) {
   if (!fl || fl->dead)
     return;
   fl->dead = 1;
-  mcp_watch_remove(fl->feed->srv->mcp, fl->l);
+  live_watch_remove(fl->feed->hub, fl->l);
   fl->l = NULL;
-  http_feed_soon(fl->feed);
+  live_feed_soon(fl->feed);
   /* Its client left while it opens: the scan stops (open_done, maybe
    * right here, sweeps it). */
   if (fl->opening)
-    mcp_scan_cancel(fl->opening->sc);
+    live_scan_cancel(fl->opening->sc);
 }
 
-void http_follows_look(http_feed_t *fd) {
-  for (http_follow_t *fl = fd->follows; fl; fl = fl->next)
+void live_follows_look(live_feed_t *fd) {
+  for (live_follow_t *fl = fd->follows; fl; fl = fl->next)
     if (fl->want)
       follow_look(fl);
 }
 
-void http_follows_sweep(http_feed_t *fd) {
-  for (http_follow_t **pp = &fd->follows; *pp;) {
-    http_follow_t *fl = *pp;
+void live_follows_sweep(live_feed_t *fd) {
+  for (live_follow_t **pp = &fd->follows; *pp;) {
+    live_follow_t *fl = *pp;
     if (fl->dead && !fl->busy && !fl->opening) {
       *pp = fl->next;
       tfs_follower_close(fl->f);
@@ -274,15 +269,15 @@ void http_follows_sweep(http_feed_t *fd) {
   }
 }
 
-void http_follows_end(http_feed_t *fd) {
-  for (http_follow_t *fl = fd->follows; fl; fl = fl->next)
+void live_follows_end(live_feed_t *fd) {
+  for (live_follow_t *fl = fd->follows; fl; fl = fl->next)
     if (!fl->dead)
       follow_finish(fl, NULL, -ESHUTDOWN);
 }
 
-void http_follows_let_go(http_feed_t *fd) {
-  for (http_follow_t *fl = fd->follows; fl; fl = fl->next) {
-    http_follow_stop(fl);
+void live_follows_let_go(live_feed_t *fd) {
+  for (live_follow_t *fl = fd->follows; fl; fl = fl->next) {
+    live_follow_stop(fl);
     if (fl->opening) {
       /* Its open is still on the thread pool (cancelled by the stop): the
        * job ends on its own. */
@@ -293,6 +288,6 @@ void http_follows_let_go(http_feed_t *fd) {
   }
 }
 
-int http_feed_opening(const http_server_t *srv) {
-  return srv->feed ? srv->feed->opens : 0;
+int live_feed_opening(const live_feed_t *fd) {
+  return fd ? fd->opens : 0;
 }

@@ -1,4 +1,5 @@
-/* The server's watch of the tasks its requests and subscriptions wait on:
+/* The hub's watch of the tasks its faces wait on (MCP's requests and
+ * subscriptions, the feeds' follows and task feed, the mount's pollers):
  * one core watch (tfs_watch_t: one inotify instance for any number of
  * tasks) under a uv_poll_t, and one tick at tfs_watch_tick_ms() for what
  * inotify cannot see (a supervisor that died changes no file; with
@@ -6,23 +7,24 @@
  * alone). Listeners name a task and what they want to hear of; the watch
  * only ever says "look again", never what they will find.
  *
- * The loop's handles exist while anything is watched, so an idle server
- * (and a server at its end) holds none; they live in a block of their own
- * that their close callbacks free, never in the server. */
+ * The loop's handles exist while anything is watched, so an idle hub
+ * (and a hub at its end) holds none; they live in a block of their own
+ * that their close callbacks free, never in the hub. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/internal.h"
+#include "live/internal.h"
 
 typedef struct watched watched_t;
 
-struct mcp_listener {
-  mcp_listener_t *next;
+struct live_listener {
+  live_listener_t *next;
   watched_t *task;
   unsigned what;
-  mcp_watch_fn fn;
-  mcp_tasks_fn tfn; /* a listener of tasks/ (task NULL) */
+  live_watch_fn fn;
+  live_tasks_dir_fn tfn; /* a listener of tasks/ (task NULL) */
   void *arg;
   int dead; /* removed while listeners were being told */
 };
@@ -31,7 +33,7 @@ struct watched {
   watched_t *next;
   char id[TFS_ID_MAX + 1];
   unsigned what; /* what the core watch is asked for: its listeners' union */
-  mcp_listener_t *listeners;
+  live_listener_t *listeners;
 };
 
 typedef struct {
@@ -42,12 +44,12 @@ typedef struct {
   int tick_ms;
 } uvside_t;
 
-struct mcp_watch {
+struct live_watch {
   tfs_watch_t *tw;
   watched_t *tasks;
-  mcp_listener_t *dir; /* listeners of tasks/ itself */
-  int dir_on;          /* tfs_watch_tasks() was asked */
-  int dir_seen;        /* and inotify watches it */
+  live_listener_t *dir; /* listeners of tasks/ itself */
+  int dir_on;           /* tfs_watch_tasks() was asked */
+  int dir_seen;         /* and inotify watches it */
   uvside_t *uv;
   int telling; /* listeners are being called: removals only mark them */
   int dead;    /* some listener is marked */
@@ -60,7 +62,7 @@ static void on_uv_closed(uv_handle_t *h) {
     free(u);
 }
 
-static void uv_side_close(mcp_watch_t *w) {
+static void uv_side_close(live_watch_t *w) {
   uvside_t *u = w->uv;
   if (!u)
     return;
@@ -74,34 +76,34 @@ static void uv_side_close(mcp_watch_t *w) {
 
 /* ---- telling the listeners ------------------------------------------- */
 
-static void tell(mcp_watch_t *w, watched_t *t, unsigned what) {
+static void tell(live_watch_t *w, watched_t *t, unsigned what) {
   w->telling++;
-  for (mcp_listener_t *l = t->listeners; l; l = l->next)
-    if (!l->dead && (what & (l->what | TFS_WATCH_GONE | MCP_WATCH_TICK)))
+  for (live_listener_t *l = t->listeners; l; l = l->next)
+    if (!l->dead && (what & (l->what | TFS_WATCH_GONE | LIVE_WATCH_TICK)))
       l->fn(l->arg, what);
   w->telling--;
 }
 
-static void tell_dir(mcp_watch_t *w, const char *id, unsigned what) {
+static void tell_dir(live_watch_t *w, const char *id, unsigned what) {
   w->telling++;
-  for (mcp_listener_t *l = w->dir; l; l = l->next)
+  for (live_listener_t *l = w->dir; l; l = l->next)
     if (!l->dead)
       l->tfn(l->arg, id, what);
   w->telling--;
 }
 
-static watched_t *find(mcp_watch_t *w, const char *id) {
+static watched_t *find(live_watch_t *w, const char *id) {
   for (watched_t *t = w->tasks; t; t = t->next)
     if (!strcmp(t->id, id))
       return t;
   return NULL;
 }
 
-static void sweep(mcp_server_t *srv);
-static void tick_update(mcp_server_t *srv);
+static void sweep(live_hub_t *hub);
+static void tick_update(live_hub_t *hub);
 
 static void on_drained(const char *id, unsigned what, void *arg) {
-  mcp_watch_t *w = arg;
+  live_watch_t *w = arg;
   if (!id || (what & (TFS_WATCH_CREATED | TFS_WATCH_DELETED))) {
     if (!id && what == TFS_WATCH_DELETED)
       w->dir_seen = 0; /* tasks/ itself went (not an overflow): from now, by the tick */
@@ -114,28 +116,28 @@ static void on_drained(const char *id, unsigned what, void *arg) {
 }
 
 static void on_poll(uv_poll_t *h, int status, int events) {
-  mcp_server_t *srv = h->data;
-  tfs_watch_drain(srv->watch->tw, on_drained, srv->watch);
-  sweep(srv);
+  live_hub_t *hub = h->data;
+  tfs_watch_drain(hub->watch->tw, on_drained, hub->watch);
+  sweep(hub);
   /* A task dir that went away is watched by the tick alone from now. */
-  tick_update(srv);
+  tick_update(hub);
 }
 
 static void on_tick(uv_timer_t *h) {
-  mcp_server_t *srv = h->data;
-  mcp_watch_t *w = srv->watch;
+  live_hub_t *hub = h->data;
+  live_watch_t *w = hub->watch;
   w->telling++;
   for (watched_t *t = w->tasks; t; t = t->next)
-    tell(w, t, MCP_WATCH_TICK);
+    tell(w, t, LIVE_WATCH_TICK);
   w->telling--;
-  tell_dir(w, NULL, MCP_WATCH_TICK);
-  sweep(srv);
+  tell_dir(w, NULL, LIVE_WATCH_TICK);
+  sweep(hub);
 }
 
 /* The tick follows the core watch: 1 s while inotify sees every task,
  * faster while some task is watched by the tick alone. */
-static void tick_update(mcp_server_t *srv) {
-  mcp_watch_t *w = srv->watch;
+static void tick_update(live_hub_t *hub) {
+  live_watch_t *w = hub->watch;
   int ms = tfs_watch_tick_ms(w->tw);
   if (w->uv && ms != w->uv->tick_ms) {
     w->uv->tick_ms = ms;
@@ -143,19 +145,19 @@ static void tick_update(mcp_server_t *srv) {
   }
 }
 
-static int uv_side_open(mcp_server_t *srv) {
-  mcp_watch_t *w = srv->watch;
+static int uv_side_open(live_hub_t *hub) {
+  live_watch_t *w = hub->watch;
   if (w->uv)
     return 0;
   uvside_t *u = calloc(1, sizeof *u);
   if (!u)
     return -ENOMEM;
-  uv_timer_init(srv->loop, &u->tick);
-  u->tick.data = srv;
+  uv_timer_init(hub->loop, &u->tick);
+  u->tick.data = hub;
   int fd = tfs_watch_fd(w->tw);
-  if (fd >= 0 && uv_poll_init(srv->loop, &u->poll, fd) == 0) {
+  if (fd >= 0 && uv_poll_init(hub->loop, &u->poll, fd) == 0) {
     u->has_poll = 1;
-    u->poll.data = srv;
+    u->poll.data = hub;
     uv_poll_start(&u->poll, UV_READABLE, on_poll);
   }
   w->uv = u;
@@ -166,10 +168,10 @@ static int uv_side_open(mcp_server_t *srv) {
 
 /* Asks the core watch for what t's live listeners want, or drops t when
  * none is left. */
-static void task_update(mcp_server_t *srv, watched_t *t) {
-  mcp_watch_t *w = srv->watch;
+static void task_update(live_hub_t *hub, watched_t *t) {
+  live_watch_t *w = hub->watch;
   unsigned what = 0;
-  for (mcp_listener_t *l = t->listeners; l; l = l->next)
+  for (live_listener_t *l = t->listeners; l; l = l->next)
     what |= l->dead ? 0 : l->what;
   if (!t->listeners) {
     tfs_watch_remove(w->tw, t->id);
@@ -187,21 +189,21 @@ static void task_update(mcp_server_t *srv, watched_t *t) {
   int err = tfs_watch_add(w->tw, t->id, what);
   if (err == -ENOSPC && !w->said) {
     w->said = 1;
-    fprintf(stderr,
-            "taskfs mcp: the inotify watch limit is reached (fs.inotify.max_user_watches); "
-            "tasks beyond it are checked every %d ms\n",
-            tfs_watch_tick_ms(w->tw));
+    live_log(hub, LOG_WARNING,
+             "the inotify watch limit is reached (fs.inotify.max_user_watches); "
+             "tasks beyond it are checked every %d ms",
+             tfs_watch_tick_ms(w->tw));
   }
 }
 
 /* Unlinks and frees the listeners marked while they were being told. */
-static void sweep(mcp_server_t *srv) {
-  mcp_watch_t *w = srv->watch;
+static void sweep(live_hub_t *hub) {
+  live_watch_t *w = hub->watch;
   if (w->telling || !w->dead)
     return;
   w->dead = 0;
-  for (mcp_listener_t **pp = &w->dir; *pp;) {
-    mcp_listener_t *l = *pp;
+  for (live_listener_t **pp = &w->dir; *pp;) {
+    live_listener_t *l = *pp;
     if (l->dead) {
       *pp = l->next;
       free(l);
@@ -212,8 +214,8 @@ static void sweep(mcp_server_t *srv) {
   for (watched_t *t = w->tasks, *next; t; t = next) {
     next = t->next;
     int any = 0;
-    for (mcp_listener_t **pp = &t->listeners; *pp;) {
-      mcp_listener_t *l = *pp;
+    for (live_listener_t **pp = &t->listeners; *pp;) {
+      live_listener_t *l = *pp;
       if (l->dead) {
         *pp = l->next;
         free(l);
@@ -223,18 +225,18 @@ static void sweep(mcp_server_t *srv) {
       }
     }
     if (any)
-      task_update(srv, t);
+      task_update(hub, t);
   }
   if (!w->tasks && !w->dir)
     uv_side_close(w);
   else
-    tick_update(srv);
+    tick_update(hub);
 }
 
-mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, mcp_watch_fn fn,
-                              void *arg) {
-  mcp_watch_t *w = srv->watch;
-  if (!w || uv_side_open(srv))
+live_listener_t *live_watch_add(live_hub_t *hub, const char *id, unsigned what, live_watch_fn fn,
+                                void *arg) {
+  live_watch_t *w = hub->watch;
+  if (!w || uv_side_open(hub))
     return NULL;
   watched_t *t = find(w, id);
   if (!t && (t = calloc(1, sizeof *t))) {
@@ -242,7 +244,7 @@ mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, 
     t->next = w->tasks;
     w->tasks = t;
   }
-  mcp_listener_t *l = t ? calloc(1, sizeof *l) : NULL;
+  live_listener_t *l = t ? calloc(1, sizeof *l) : NULL;
   if (l) {
     l->task = t;
     l->what = what;
@@ -252,19 +254,19 @@ mcp_listener_t *mcp_watch_add(mcp_server_t *srv, const char *id, unsigned what, 
     t->listeners = l;
   }
   if (t)
-    task_update(srv, t); /* frees t if the listener could not be made */
+    task_update(hub, t); /* frees t if the listener could not be made */
   if (w->tasks || w->dir)
-    tick_update(srv);
+    tick_update(hub);
   else
     uv_side_close(w);
   return l;
 }
 
-mcp_listener_t *mcp_watch_tasks(mcp_server_t *srv, mcp_tasks_fn fn, void *arg) {
-  mcp_watch_t *w = srv->watch;
-  if (!w || uv_side_open(srv))
+live_listener_t *live_watch_tasks(live_hub_t *hub, live_tasks_dir_fn fn, void *arg) {
+  live_watch_t *w = hub->watch;
+  if (!w || uv_side_open(hub))
     return NULL;
-  mcp_listener_t *l = calloc(1, sizeof *l);
+  live_listener_t *l = calloc(1, sizeof *l);
   if (!l) {
     if (!w->tasks && !w->dir)
       uv_side_close(w);
@@ -280,48 +282,48 @@ mcp_listener_t *mcp_watch_tasks(mcp_server_t *srv, mcp_tasks_fn fn, void *arg) {
     w->dir_on = 1;
     w->dir_seen = tfs_watch_tasks(w->tw) == 0;
   }
-  tick_update(srv);
+  tick_update(hub);
   return l;
 }
 
-int mcp_watch_sees_tasks(mcp_server_t *srv) {
-  return srv->watch && srv->watch->dir_seen;
+int live_watch_sees_tasks(live_hub_t *hub) {
+  return hub->watch && hub->watch->dir_seen;
 }
 
-void mcp_watch_remove(mcp_server_t *srv, mcp_listener_t *l) {
+void live_watch_remove(live_hub_t *hub, live_listener_t *l) {
   if (!l)
     return;
   l->dead = 1;
-  srv->watch->dead = 1;
-  sweep(srv);
+  hub->watch->dead = 1;
+  sweep(hub);
 }
 
-int mcp_watch_tick_ms(mcp_server_t *srv) {
-  return srv->watch ? tfs_watch_tick_ms(srv->watch->tw) : 1000;
+int live_watch_tick_ms(live_hub_t *hub) {
+  return hub->watch ? tfs_watch_tick_ms(hub->watch->tw) : 1000;
 }
 
-int mcp_watch_open(mcp_server_t *srv) {
-  mcp_watch_t *w = calloc(1, sizeof *w);
-  if (!w || tfs_watch_open(srv->store, &w->tw)) {
+int live_watch_open(live_hub_t *hub) {
+  live_watch_t *w = calloc(1, sizeof *w);
+  if (!w || tfs_watch_open(hub->store, &w->tw)) {
     free(w);
     return -ENOMEM;
   }
   if (tfs_watch_fd(w->tw) < 0 && !tfs_watch_disabled())
-    fprintf(stderr,
-            "taskfs mcp: no inotify instance is left for this user "
-            "(fs.inotify.max_user_instances); waiting requests are checked every %d ms\n",
-            tfs_watch_tick_ms(w->tw));
-  srv->watch = w;
+    live_log(hub, LOG_WARNING,
+             "no inotify instance is left for this user (fs.inotify.max_user_instances); "
+             "what waits for a task is checked every %d ms",
+             tfs_watch_tick_ms(w->tw));
+  hub->watch = w;
   return 0;
 }
 
-void mcp_watch_close(mcp_server_t *srv) {
-  mcp_watch_t *w = srv->watch;
+void live_watch_close(live_hub_t *hub) {
+  live_watch_t *w = hub->watch;
   if (!w)
     return;
   uv_side_close(w);
   while (w->dir) {
-    mcp_listener_t *l = w->dir;
+    live_listener_t *l = w->dir;
     w->dir = l->next;
     free(l);
   }
@@ -329,7 +331,7 @@ void mcp_watch_close(mcp_server_t *srv) {
     watched_t *t = w->tasks;
     w->tasks = t->next;
     while (t->listeners) {
-      mcp_listener_t *l = t->listeners;
+      live_listener_t *l = t->listeners;
       t->listeners = l->next;
       free(l);
     }
@@ -337,5 +339,5 @@ void mcp_watch_close(mcp_server_t *srv) {
   }
   tfs_watch_close(w->tw);
   free(w);
-  srv->watch = NULL;
+  hub->watch = NULL;
 }

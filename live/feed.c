@@ -1,14 +1,14 @@
-/* Feeds: what the HTTP faces stream from the store as it changes, on the
- * server's loop. Two kinds, both riding on the MCP server's one watch of
- * the store (mcp_watch_add, mcp_watch_tasks: one tfs_watch_t under a
- * uv_poll, one tick at tfs_watch_tick_ms), never on a watch of their own:
+/* Feeds: what the faces stream from the store as it changes, on the
+ * hub's loop. Two kinds, both riding on the hub's one watch of the store
+ * (live_watch_add, live_watch_tasks: one tfs_watch_t under a uv_poll, one
+ * tick at tfs_watch_tick_ms), never on a watch of their own:
  *
- * - A follow (http_follow_*, follow.c): one task's transcript from a byte
+ * - A follow (live_follow_*, follow.c): one task's transcript from a byte
  *   offset, line by line as it is written, its record whenever its state
  *   changes, and the end. The transcript stream of the JSON API and A2A's
  *   SubscribeToTask are follows.
  *
- * - The task feed (http_tasks_*, here): every task that appears, changes state
+ * - The task feed (live_tasks_*, here): every task that appears, changes state
  *   or goes away, for /api/events. While it has subscribers it keeps the
  *   ids of the store and the state of every task that has not ended (only
  *   those can change); each of those is listened to on the watch, tasks/
@@ -16,16 +16,18 @@
  *   file: its task reads lost), and lists tasks/ again when inotify does
  *   not see it.
  *
- * Callbacks may stop their own follow or subscription (a stream dropped
- * while it was written to): a stop only marks it, and what is marked is
- * freed on the next loop turn, never under a caller's feet. */
+ * A feed (live_feed_t) is one face's set of them, so that the face ends
+ * its own at its stop. Callbacks may stop their own follow or
+ * subscription (a stream dropped while it was written to): a stop only
+ * marks it, and what is marked is freed on the next loop turn, never
+ * under a caller's feet. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "http/feed.h"
+#include "live/feed.h"
 #include "taskfs/buf.h"
 
 typedef struct feed_id {
@@ -35,27 +37,27 @@ typedef struct feed_id {
 /* A task that has not ended, as the task feed last read it. */
 typedef struct live {
   struct live *next;
-  http_feed_t *feed;
+  live_feed_t *feed;
   char id[TFS_ID_MAX + 1];
   int state; /* -1: no record read yet (a task being created) */
-  mcp_listener_t *l;
+  live_listener_t *l;
   int dead;
 } live_t;
 
-struct http_task_sub {
-  http_task_sub_t *next;
-  http_tasks_fn fn;
+struct live_task_sub {
+  live_task_sub_t *next;
+  live_tasks_fn fn;
   void *arg;
   int dead;
 };
 
-tfs_store_t *http_feed_store(http_feed_t *fd) {
-  return mcp_server_store(fd->srv->mcp);
+tfs_store_t *live_feed_store(live_feed_t *fd) {
+  return live_store(fd->hub);
 }
 
 static void on_soon(uv_timer_t *t);
 
-void http_feed_soon(http_feed_t *fd) {
+void live_feed_soon(live_feed_t *fd) {
   if (!uv_is_active((uv_handle_t *)&fd->soon))
     uv_timer_start(&fd->soon, on_soon, 0, 0);
 }
@@ -67,7 +69,7 @@ static int str_cmp(const void *a, const void *b) {
 }
 
 /* Where id is in the sorted ids, or where it would go; *found says which. */
-static size_t id_find(http_feed_t *fd, const char *id, int *found) {
+static size_t id_find(live_feed_t *fd, const char *id, int *found) {
   size_t lo = 0, hi = fd->nids;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -85,7 +87,7 @@ static size_t id_find(http_feed_t *fd, const char *id, int *found) {
   return lo;
 }
 
-static int id_insert(http_feed_t *fd, const char *id) {
+static int id_insert(live_feed_t *fd, const char *id) {
   int found;
   size_t at = id_find(fd, id, &found);
   if (found)
@@ -98,7 +100,7 @@ static int id_insert(http_feed_t *fd, const char *id) {
   return 1;
 }
 
-static int id_delete(http_feed_t *fd, const char *id) {
+static int id_delete(live_feed_t *fd, const char *id) {
   int found;
   size_t at = id_find(fd, id, &found);
   if (!found)
@@ -108,12 +110,12 @@ static int id_delete(http_feed_t *fd, const char *id) {
   return 1;
 }
 
-static void tell_subs(http_feed_t *fd, const char *id, const tfs_record_t *rec) {
+static void tell_subs(live_feed_t *fd, const char *id, const tfs_record_t *rec) {
   char *json = rec ? tfs_record_dump(rec) : NULL;
   if (rec && !json)
     return;
   fd->telling++;
-  for (http_task_sub_t *s = fd->subs; s; s = s->next)
+  for (live_task_sub_t *s = fd->subs; s; s = s->next)
     if (!s->dead)
       s->fn(s->arg, id, rec, json);
   fd->telling--;
@@ -124,33 +126,33 @@ static void live_drop(live_t *lv) {
   if (lv->dead)
     return;
   lv->dead = 1;
-  mcp_watch_remove(lv->feed->srv->mcp, lv->l);
+  live_watch_remove(lv->feed->hub, lv->l);
   lv->l = NULL;
-  http_feed_soon(lv->feed);
+  live_feed_soon(lv->feed);
 }
 
-static live_t *live_find(http_feed_t *fd, const char *id) {
+static live_t *live_find(live_feed_t *fd, const char *id) {
   for (live_t *lv = fd->live; lv; lv = lv->next)
     if (!lv->dead && !strcmp(lv->id, id))
       return lv;
   return NULL;
 }
 
-static void gone_task(http_feed_t *fd, const char *id);
+static void gone_task(live_feed_t *fd, const char *id);
 
 /* Reads a task that has not ended again: a state it had not is told,
  * and an end makes it one that never changes again. */
 static void live_look(live_t *lv) {
   if (lv->dead)
     return;
-  http_feed_t *fd = lv->feed;
+  live_feed_t *fd = lv->feed;
   tfs_record_t rec;
   struct stat st;
-  int err = tfs_task_ended(http_feed_store(fd), lv->id, &rec);
+  int err = tfs_task_ended(live_feed_store(fd), lv->id, &rec);
   if (err == TFS_ENOTASK) {
     char id[TFS_ID_MAX + 1];
     snprintf(id, sizeof id, "%s", lv->id);
-    if (tfs_task_stat(http_feed_store(fd), id, &st))
+    if (tfs_task_stat(live_feed_store(fd), id, &st))
       gone_task(fd, id);
     else
       live_drop(lv); /* a directory that never got a record: no task to tell of */
@@ -167,21 +169,21 @@ static void on_live_watch(void *arg, unsigned what) {
   live_look(arg);
 }
 
-static live_t *live_add(http_feed_t *fd, const char *id, int state) {
+static live_t *live_add(live_feed_t *fd, const char *id, int state) {
   live_t *lv = calloc(1, sizeof *lv);
   if (!lv)
     return NULL;
   lv->feed = fd;
   snprintf(lv->id, sizeof lv->id, "%s", id);
   lv->state = state;
-  lv->l = mcp_watch_add(fd->srv->mcp, id, TFS_WATCH_STATE, on_live_watch, lv);
+  lv->l = live_watch_add(fd->hub, id, TFS_WATCH_STATE, on_live_watch, lv);
   lv->next = fd->live;
   fd->live = lv;
   return lv;
 }
 
 /* A task appeared: known from now, and told once its record reads. */
-static void new_task(http_feed_t *fd, const char *id) {
+static void new_task(live_feed_t *fd, const char *id) {
   if (id_insert(fd, id) != 1)
     return;
   live_t *lv = live_add(fd, id, -1);
@@ -189,7 +191,7 @@ static void new_task(http_feed_t *fd, const char *id) {
     live_look(lv);
 }
 
-static void gone_task(http_feed_t *fd, const char *id) {
+static void gone_task(live_feed_t *fd, const char *id) {
   live_t *lv = live_find(fd, id);
   if (lv)
     live_drop(lv);
@@ -199,10 +201,10 @@ static void gone_task(http_feed_t *fd, const char *id) {
 }
 
 /* tasks/ again, for what no event named: ids that came and went. */
-static void rescan(http_feed_t *fd) {
+static void rescan(live_feed_t *fd) {
   char **ids = NULL;
   size_t n = 0;
-  if (tfs_task_ids(http_feed_store(fd), &ids, &n))
+  if (tfs_task_ids(live_feed_store(fd), &ids, &n))
     return;
   qsort(ids, n, sizeof *ids, str_cmp);
   /* What is known and no longer there (both lists are sorted). */
@@ -229,11 +231,11 @@ static void rescan(http_feed_t *fd) {
 }
 
 static void on_dir_watch(void *arg, const char *id, unsigned what) {
-  http_feed_t *fd = arg;
+  live_feed_t *fd = arg;
   if (!fd->subs)
     return;
-  if (what == MCP_WATCH_TICK) {
-    if (!mcp_watch_sees_tasks(fd->srv->mcp))
+  if (what == LIVE_WATCH_TICK) {
+    if (!live_watch_sees_tasks(fd->hub))
       rescan(fd);
   } else if (!id) {
     rescan(fd);
@@ -252,13 +254,13 @@ static int on_listed_live(const tfs_record_t *rec, const char *json, size_t len,
 /* The task feed starts: tasks/ is listened to first (nothing made
  * meanwhile is missed), then its ids are read, and the tasks that have
  * not ended are listened to. */
-static int tasks_open(http_feed_t *fd) {
-  fd->dirl = mcp_watch_tasks(fd->srv->mcp, on_dir_watch, fd);
+static int tasks_open(live_feed_t *fd) {
+  fd->dirl = live_watch_tasks(fd->hub, on_dir_watch, fd);
   if (!fd->dirl)
     return -ENOMEM;
   char **ids = NULL;
   size_t n = 0;
-  int err = tfs_task_ids(http_feed_store(fd), &ids, &n);
+  int err = tfs_task_ids(live_feed_store(fd), &ids, &n);
   if (err && err != -ENOENT)
     return err;
   qsort(ids, n, sizeof *ids, str_cmp);
@@ -270,11 +272,11 @@ static int tasks_open(http_feed_t *fd) {
   tfs_ids_free(ids, n);
   tfs_list_opts_t o = {.states = TFS_STATE_BIT(TFS_QUEUED) | TFS_STATE_BIT(TFS_RUNNING) |
                                  TFS_STATE_BIT(TFS_PAUSED)};
-  return tfs_task_list_opts(http_feed_store(fd), &o, on_listed_live, fd, NULL);
+  return tfs_task_list_opts(live_feed_store(fd), &o, on_listed_live, fd, NULL);
 }
 
-static void tasks_close(http_feed_t *fd) {
-  mcp_watch_remove(fd->srv->mcp, fd->dirl);
+static void tasks_close(live_feed_t *fd) {
+  live_watch_remove(fd->hub, fd->dirl);
   fd->dirl = NULL;
   for (live_t *lv = fd->live; lv; lv = lv->next)
     live_drop(lv);
@@ -283,9 +285,8 @@ static void tasks_close(http_feed_t *fd) {
   fd->nids = fd->capids = 0;
 }
 
-int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_task_sub_t **out) {
+int live_tasks_subscribe(live_feed_t *fd, live_tasks_fn fn, void *arg, live_task_sub_t **out) {
   *out = NULL;
-  http_feed_t *fd = http_feed_get(srv);
   if (!fd)
     return -ENOMEM;
   int first = !fd->dirl;
@@ -296,7 +297,7 @@ int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_t
       return err;
     }
   }
-  http_task_sub_t *s = calloc(1, sizeof *s);
+  live_task_sub_t *s = calloc(1, sizeof *s);
   if (!s) {
     if (first && !fd->subs)
       tasks_close(fd);
@@ -310,23 +311,23 @@ int http_tasks_subscribe(http_server_t *srv, http_tasks_fn fn, void *arg, http_t
   return 0;
 }
 
-void http_tasks_unsubscribe(http_server_t *srv, http_task_sub_t *s) {
+void live_tasks_unsubscribe(live_feed_t *fd, live_task_sub_t *s) {
   if (!s || s->dead)
     return;
   s->dead = 1;
-  http_feed_soon(srv->feed);
+  live_feed_soon(fd);
 }
 
 /* ---- the feed's life ----------------------------------------------------- */
 
 /* What was stopped is freed; the task feed ends with its last
  * subscriber. */
-static void sweep(http_feed_t *fd) {
-  http_follows_sweep(fd);
+static void sweep(live_feed_t *fd) {
+  live_follows_sweep(fd);
   if (fd->telling)
     return;
-  for (http_task_sub_t **pp = &fd->subs; *pp;) {
-    http_task_sub_t *s = *pp;
+  for (live_task_sub_t **pp = &fd->subs; *pp;) {
+    live_task_sub_t *s = *pp;
     if (s->dead) {
       *pp = s->next;
       free(s);
@@ -348,56 +349,46 @@ static void sweep(http_feed_t *fd) {
 }
 
 static void on_soon(uv_timer_t *t) {
-  http_feed_t *fd = t->data;
-  http_follows_look(fd);
+  live_feed_t *fd = t->data;
+  live_follows_look(fd);
   sweep(fd);
 }
 
-http_feed_t *http_feed_get(http_server_t *srv) {
-  if (srv->feed)
-    return srv->feed;
-  http_feed_t *fd = calloc(1, sizeof *fd);
+live_feed_t *live_feed_open(live_hub_t *hub) {
+  live_feed_t *fd = calloc(1, sizeof *fd);
   if (!fd)
     return NULL;
-  fd->srv = srv;
-  uv_timer_init(srv->loop, &fd->soon);
+  fd->hub = hub;
+  uv_timer_init(hub->loop, &fd->soon);
   fd->soon.data = fd;
-  srv->handles++;
-  srv->feed = fd;
   return fd;
 }
 
-void http_feed_stop(http_server_t *srv) {
-  http_feed_t *fd = srv->feed;
+void live_feed_stop(live_feed_t *fd) {
   if (!fd)
     return;
-  http_follows_end(fd);
+  live_follows_end(fd);
   fd->telling++;
-  for (http_task_sub_t *s = fd->subs; s; s = s->next)
+  for (live_task_sub_t *s = fd->subs; s; s = s->next)
     if (!s->dead) {
       s->dead = 1;
       s->fn(s->arg, NULL, NULL, NULL);
     }
   fd->telling--;
-  http_feed_soon(fd);
+  live_feed_soon(fd);
 }
 
 static void on_feed_closed(uv_handle_t *h) {
-  http_feed_t *fd = h->data;
-  http_server_t *srv = fd->srv;
-  free(fd);
-  http_handle_closed(srv);
+  free(h->data);
 }
 
-void http_feed_close(http_server_t *srv) {
-  http_feed_t *fd = srv->feed;
+void live_feed_close(live_feed_t *fd) {
   if (!fd)
     return;
-  http_follows_let_go(fd);
-  for (http_task_sub_t *s = fd->subs; s; s = s->next)
+  live_follows_let_go(fd);
+  for (live_task_sub_t *s = fd->subs; s; s = s->next)
     s->dead = 1;
   fd->telling = 0;
   sweep(fd);
-  srv->feed = NULL;
   uv_close((uv_handle_t *)&fd->soon, on_feed_closed);
 }

@@ -1,39 +1,39 @@
 /* What feed.c and follow.c share (feed.c's opening comment tells what
- * feeds are): a server's feed state, with the 0 ms timer that runs the
+ * feeds are): a face's feed state, with the 0 ms timer that runs the
  * looks that are due and frees what was stopped. Private to the two. */
-#ifndef TASKFS_HTTP_FEED_H
-#define TASKFS_HTTP_FEED_H
+#ifndef TASKFS_LIVE_FEED_H
+#define TASKFS_LIVE_FEED_H
 
-#include "http/internal.h"
+#include "live/internal.h"
 
-struct http_feed {
-  http_server_t *srv;
+struct live_feed {
+  live_hub_t *hub;
   uv_timer_t soon; /* looks due, and the sweep of what was stopped */
-  http_follow_t *follows;
+  live_follow_t *follows;
   int opens; /* follows being opened on the thread pool */
   /* the task feed */
-  http_task_sub_t *subs;
-  mcp_listener_t *dirl;
+  live_task_sub_t *subs;
+  live_listener_t *dirl;
   struct feed_id *ids; /* every task id, sorted */
   size_t nids, capids;
   struct live *live;
   int telling;
 };
 
-/* The store the feeds read: the MCP server's, on the loop's thread. */
-tfs_store_t *http_feed_store(http_feed_t *fd);
+/* The store the feeds read: the hub's, on the loop's thread. */
+tfs_store_t *live_feed_store(live_feed_t *fd);
 /* The timer runs on the next loop turn. */
-void http_feed_soon(http_feed_t *fd);
+void live_feed_soon(live_feed_t *fd);
 
 /* follow.c's side of the feed's life: the looks that are due, the
  * follows that were stopped freed (one whose open is on the thread pool
- * stays until it is done), every follow ended at the server's stop
+ * stays until it is done), every follow ended at the face's stop
  * (-ESHUTDOWN), and every follow stopped and let go of at the end (an
  * open still on the pool then frees only itself; the sweep that follows
  * frees the follows). */
-void http_follows_look(http_feed_t *fd);
-void http_follows_sweep(http_feed_t *fd);
-void http_follows_end(http_feed_t *fd);
-void http_follows_let_go(http_feed_t *fd);
+void live_follows_look(live_feed_t *fd);
+void live_follows_sweep(live_feed_t *fd);
+void live_follows_end(live_feed_t *fd);
+void live_follows_let_go(live_feed_t *fd);
 
 #endif
