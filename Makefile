@@ -112,6 +112,12 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(call src_cflags,$(firstword $(subst /, ,$*))) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# `make -s layer-cflags LAYER=core`: the preprocessor flags a folder's
+# files compile with (tests/test_layers.sh compiles with them).
+.PHONY: layer-cflags
+layer-cflags: $(FLAGS_STAMP)
+	@echo '$(CPPFLAGS) $(call src_cflags,$(LAYER))'
+
 # The web viewer's files are compiled into the binary (.incbin): editing
 # one rebuilds the object that holds them.
 $(BUILD)/http/web_assets.o: $(wildcard http/web/*)

@@ -19,6 +19,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A task goes whole or not at all. It is first renamed out of the tasks'
+ * names (TFS__GONE_PREFIX, which no id can start with), so a remover
+ * killed half way leaves no task with half its files, only a directory
+ * the next prune's sweep removes. The record goes last, and a removal that
+ * fails (a file that cannot be removed, a mount point inside) is renamed
+ * back: the task stays readable as it was, ended, and a later forget
+ * finishes it. */
+int tfs__rm_task(const tfs_store_t *store, const char *id) {
+  char gone[TFS_ID_MAX + sizeof TFS__GONE_PREFIX];
+  int err = tfs__writable(store);
+  if (err)
+    return err;
+  snprintf(gone, sizeof gone, "%s%s", TFS__GONE_PREFIX, id);
+  if (renameat(store->tasks_fd, id, store->tasks_fd, gone))
+    return tfs__rm_tree_last(store->tasks_fd, id, TFS__FILE(RECORD));
+  err = tfs__rm_tree_last(store->tasks_fd, gone, TFS__FILE(RECORD));
+  if (err)
+    renameat(store->tasks_fd, gone, store->tasks_fd, id);
+  return err;
+}
+
 /* Removes the key of rec if it still names id (a rerun, or a creator that
  * found id gone and took the key over, may have moved it). */
 static void drop_key(tfs_store_t *store, const tfs_record_t *rec, const char *id) {
@@ -89,31 +110,6 @@ int tfs_task_forget(tfs_store_t *store, const char *id) {
 }
 
 /* ---- litter ------------------------------------------------------------- */
-
-/* A temp file of an atomic write (".<name>.tmp.<pid>.<rnd>") or of a key
- * (".tmp.<id>.<rnd>"): what a writer killed between creating it and its
- * rename or link leaves. */
-static int is_temp_name(const char *name) {
-  return name[0] == '.' && (!strncmp(name, ".tmp.", 5) || strstr(name, ".tmp."));
-}
-
-/* Removes the temp files in dir older than TFS__CREATING_GRACE_MS (one
- * younger may be a writer's, mid-write). */
-void tfs__sweep_temps(int dirfd) {
-  DIR *d = tfs__dir_open(dirfd);
-  struct dirent *e;
-  struct stat st;
-  if (!d)
-    return;
-  int64_t now = tfs_now_ms();
-  while ((e = readdir(d)))
-    if (is_temp_name(e->d_name) && fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode) &&
-        now - (int64_t)st.st_mtim.tv_sec * 1000 - st.st_mtim.tv_nsec / 1000000 >=
-            TFS__CREATING_GRACE_MS)
-      unlinkat(dirfd, e->d_name, 0);
-  closedir(d);
-}
 
 /* Removes the keys that name no task directory: a creator that linked its
  * key and then failed or died before it could keep the task (its dir went:

@@ -103,6 +103,9 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
+/* The same; in the top directory, last (if not NULL) goes only once
+ * everything else has (a task's record: tfs__rm_task). */
+int tfs__rm_tree_last(int dirfd, const char *name, const char *last);
 /* Removes tasks/<id> whole (renamed out of the tasks' names first), its
  * record last: a removal that fails half way leaves the task as it was
  * (readable, ended). */
@@ -205,6 +208,11 @@ int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
 int tfs__task_trylock(tfs_store_t *store, const char *id);
 /* flock(fd, op) that waits, resuming after signals. 0 or -errno. */
 int tfs__flock_wait(int fd, int op);
+
+/* 0 if no limit of l is above the hard limit this process (and so the
+ * worker) has, else TFS_ELIMIT with why in words (core/limits.c; the
+ * store's defaults are merged before, in core/config.c). */
+int tfs__limits_check_hard(const tfs_limits_t *l, char *why, size_t whylen);
 
 /* tfs_task_create(): the queue, dependencies, start time and stdin of
  * spec into rec, checked (a bad queue name -EINVAL, an unknown dependency
