@@ -19,27 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A task goes whole or not at all. It is first renamed out of the tasks'
- * names (TFS__GONE_PREFIX, which no id can start with), so a remover
- * killed half way leaves no task with half its files, only a directory
- * the next prune's sweep removes. The record goes last, and a removal that
- * fails (a file that cannot be removed, a mount point inside) is renamed
- * back: the task stays readable as it was, ended, and a later forget
- * finishes it. */
-int tfs__rm_task(const tfs_store_t *store, const char *id) {
-  char gone[TFS_ID_MAX + sizeof TFS__GONE_PREFIX];
-  int err = tfs__writable(store);
-  if (err)
-    return err;
-  snprintf(gone, sizeof gone, "%s%s", TFS__GONE_PREFIX, id);
-  if (renameat(store->tasks_fd, id, store->tasks_fd, gone))
-    return tfs__rm_tree_last(store->tasks_fd, id, TFS__FILE(RECORD));
-  err = tfs__rm_tree_last(store->tasks_fd, gone, TFS__FILE(RECORD));
-  if (err)
-    renameat(store->tasks_fd, gone, store->tasks_fd, id);
-  return err;
-}
-
 /* Removes the key of rec if it still names id (a rerun, or a creator that
  * found id gone and took the key over, may have moved it). */
 static void drop_key(tfs_store_t *store, const tfs_record_t *rec, const char *id) {
@@ -63,12 +42,13 @@ static int remove_ended(tfs_store_t *store, const char *id) {
   tfs_record_t rec;
   int err = tfs__load_raw(store, id, &rec);
   if (err == -ENOENT) /* no record yet: being created, unless that is old */
-    return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS ? -EBUSY
-                                                                       : tfs__rm_task(store, id);
+    return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS
+               ? -EBUSY
+               : tfs__rm_task(store, id, TFS__FILE(RECORD));
   if (err == TFS_ENOTASK || err == -ENOMEM)
     return err;
   if (err) /* corrupt: it goes, and with it no key we could read */
-    return tfs__rm_task(store, id);
+    return tfs__rm_task(store, id, TFS__FILE(RECORD));
   int ended = tfs_state_terminal(rec.state) || tfs__record_lost_if_unlocked(&rec);
   if (!ended) {
     tfs_record_free(&rec);
@@ -79,7 +59,7 @@ static int remove_ended(tfs_store_t *store, const char *id) {
    * next creator of the key takes it over; prune's sweep removes it), never
    * a task without its key, for which a second task of the same key could
    * be made. */
-  err = tfs__rm_task(store, id);
+  err = tfs__rm_task(store, id, TFS__FILE(RECORD));
   if (!err) {
     drop_key(store, &rec, id);
     tfs__number_drop(store, rec.number, id);

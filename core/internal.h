@@ -103,13 +103,11 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
-/* The same; in the top directory, last (if not NULL) goes only once
- * everything else has (a task's record: tfs__rm_task). */
-int tfs__rm_tree_last(int dirfd, const char *name, const char *last);
-/* Removes tasks/<id> whole (renamed out of the tasks' names first), its
- * record last: a removal that fails half way leaves the task as it was
- * (readable, ended). */
-int tfs__rm_task(const tfs_store_t *store, const char *id);
+/* Removes tasks/<id> whole (renamed out of the tasks' names first), the
+ * file named last (its record, which the caller names: file I/O knows no
+ * task file) after everything else: a removal that fails half way leaves
+ * the task as it was (readable, ended). */
+int tfs__rm_task(const tfs_store_t *store, const char *id, const char *last);
 /* What a task dir is renamed to while it is removed (tfs__rm_task). */
 #define TFS__GONE_PREFIX ".gone."
 
