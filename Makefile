@@ -12,8 +12,8 @@ PKGS := jansson libuv fuse3 libpcre2-8 libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
 
-# The layers (docs/ARCHITECTURE.md, "Layers"): the packages each folder's
-# code may use, one line per library. A file compiles with the include
+# The layers (docs/ARCHITECTURE.md, "Layers in the build"): the packages
+# each folder's code may use, one line per library. A file compiles with the include
 # flags of its folder's packages only, and the headers of every other
 # package are poisoned for it (LAYER_POISON below: on Debian uv.h, pcre2.h
 # and microhttpd.h sit in /usr/include, where no missing -I keeps them
@@ -104,7 +104,7 @@ $(FLAGS_STAMP): FORCE
 	@test -d $(BUILD)/poison && echo '$(FLAGS_TEXT)' | cmp -s - $@ || { rm -rf $(BUILD)/poison && mkdir -p $(BUILD)/poison && \
 	  for t in $(POISONS); do l=$${t%%:*}; h=$${t##*:}; p=$${t#*:}; p=$${p%%:*}; \
 	    mkdir -p $(BUILD)/poison/$$l/$$(dirname $$h) && \
-	    echo "#error \"$$l/ may not include <$$h> ($$p): not a package of its layer (Makefile PKGS.$$l; docs/ARCHITECTURE.md, Layers)\"" \
+	    echo "#error \"$$l/ may not include <$$h> ($$p): not a package of its layer (Makefile PKGS.$$l; docs/ARCHITECTURE.md, Layers in the build)\"" \
 	      >$(BUILD)/poison/$$l/$$h || exit 1; \
 	  done && echo '$(FLAGS_TEXT)' >$@; }
 
@@ -113,7 +113,7 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(call src_cflags,$(firstword $(subst /, ,$*))) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # `make -s layer-cflags LAYER=core`: the preprocessor flags a folder's
-# files compile with (tests/test_layers.sh compiles with them).
+# files compile with (tests/test_layer_flags.sh compiles with them).
 .PHONY: layer-cflags
 layer-cflags: $(FLAGS_STAMP)
 	@echo '$(CPPFLAGS) $(call src_cflags,$(LAYER))'

@@ -27,7 +27,8 @@
 #ifndef TASKFS_TASKFS_H
 #define TASKFS_TASKFS_H
 
-/* In the order of the core's layers (docs/ARCHITECTURE.md, "Layers"). */
+/* In the order of the core's layers (docs/ARCHITECTURE.md, "Layers in the
+ * build"). */
 #include "taskfs/error.h"
 #include "taskfs/clock.h"
 #include "taskfs/text.h"

@@ -1,10 +1,11 @@
 #!/bin/sh
-# The build keeps the layers (docs/ARCHITECTURE.md, "Layers"): with the
-# flags its folder compiles with, a library reaches the headers of its own
-# packages only; core/ cannot include <uv.h>, <pcre2.h>, <microhttpd.h> or
-# FUSE's, wherever the system keeps them (Debian puts uv.h, pcre2.h and
-# microhttpd.h in /usr/include, where a missing -I keeps nothing out). Run
-# by `make test` from the top of the tree; MAKE names the make to use.
+# The build keeps the layers (docs/ARCHITECTURE.md, "Layers in the
+# build"): with the flags its folder compiles with, a library reaches the
+# headers of its own packages only; core/ cannot include <uv.h>,
+# <pcre2.h>, <microhttpd.h> or FUSE's, wherever the system keeps them
+# (Debian puts uv.h, pcre2.h and microhttpd.h in /usr/include, where a
+# missing -I keeps nothing out). Run by `make test` from the top of the
+# tree; MAKE names the make to use.
 set -eu
 MAKE=${MAKE:-make}
 top=$(pwd)
