@@ -12,11 +12,44 @@ PKGS := jansson libuv fuse3 libpcre2-8 libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS))
 
+# The layers (docs/ARCHITECTURE.md, "Layers in the build"): the packages
+# each folder's code may use, one line per library. A file compiles with the include
+# flags of its folder's packages only, and the headers of every other
+# package are poisoned for it (LAYER_POISON below: on Debian uv.h, pcre2.h
+# and microhttpd.h sit in /usr/include, where no missing -I keeps them
+# out), so core including <uv.h> fails to build. A folder not listed here
+# (tests, bench, fuzz) gets every package.
+PKGS.core := jansson
+PKGS.supervisor := jansson libuv
+PKGS.live := jansson libuv
+PKGS.fs := jansson libuv fuse3
+PKGS.mcp := jansson libuv libpcre2-8
+PKGS.http := jansson libuv libpcre2-8 libmicrohttpd
+PKGS.cli := jansson libuv
+# The headers by which a package is reached, for the poison.
+PKG_HEADERS.jansson := jansson.h
+PKG_HEADERS.libuv := uv.h
+PKG_HEADERS.fuse3 := fuse.h fuse_lowlevel.h fuse3/fuse.h fuse3/fuse_lowlevel.h
+PKG_HEADERS.libpcre2-8 := pcre2.h
+PKG_HEADERS.libmicrohttpd := microhttpd.h
+
 OPT ?= -O2
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -fPIC
-CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -I. $(PKG_CFLAGS)
+# WERROR=1 (CI: .ci/run) makes every warning an error; a plain make leaves
+# them warnings, so a newer compiler's new warning never stops a user's build.
+ifeq ($(WERROR),1)
+CFLAGS += -Werror
+endif
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -I.
 LDLIBS += $(PKG_LIBS) -lpthread
+
+LAYERS := $(patsubst PKGS.%,%,$(filter PKGS.%,$(.VARIABLES)))
+LAYER_POISON = $(BUILD)/poison/$(1)
+$(foreach l,$(LAYERS),$(eval LAYER_CFLAGS.$(l) := $(shell $(PKG_CONFIG) --cflags $(PKGS.$(l)))))
+# The include flags of a source file (its top folder's layer, or every
+# package).
+src_cflags = $(if $(filter $(1),$(LAYERS)),-I$(call LAYER_POISON,$(1)) $(LAYER_CFLAGS.$(1)),$(PKG_CFLAGS))
 
 CORE_SRC := $(sort $(wildcard core/*.c))
 SUP_SRC := $(sort $(wildcard supervisor/*.c))
@@ -65,14 +98,30 @@ all: $(BIN) $(SUPBIN) $(FACES_SO) $(UNITS)
 # Objects are rebuilt when the flags change (a build dir made before
 # -fPIC, which taskfs-faces.so needs, or with other OPT): the flags are
 # kept in $(BUILD)/.flags, rewritten only when they differ.
+# The layers' flags are part of it: a change of the table remakes the
+# poisoned headers (each one #error, in $(BUILD)/poison/<folder>/) and
+# rebuilds everything.
 FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_TEXT := $(CC) $(CPPFLAGS) $(CFLAGS) $(foreach l,$(LAYERS),$(l): $(PKGS.$(l)) $(LAYER_CFLAGS.$(l));)
+POISONS := $(foreach l,$(LAYERS),$(foreach p,$(filter-out $(PKGS.$(l)),$(PKGS)),$(foreach h,$(PKG_HEADERS.$(p)),$(l):$(p):$(h))))
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(CC) $(CPPFLAGS) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS)' >$@
+	@test -d $(BUILD)/poison && echo '$(FLAGS_TEXT)' | cmp -s - $@ || { rm -rf $(BUILD)/poison && mkdir -p $(BUILD)/poison && \
+	  for t in $(POISONS); do l=$${t%%:*}; h=$${t##*:}; p=$${t#*:}; p=$${p%%:*}; \
+	    mkdir -p $(BUILD)/poison/$$l/$$(dirname $$h) && \
+	    echo "#error \"$$l/ may not include <$$h> ($$p): not a package of its layer (Makefile PKGS.$$l; docs/ARCHITECTURE.md, Layers in the build)\"" \
+	      >$(BUILD)/poison/$$l/$$h || exit 1; \
+	  done && echo '$(FLAGS_TEXT)' >$@; }
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CPPFLAGS) $(call src_cflags,$(firstword $(subst /, ,$*))) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# `make -s layer-cflags LAYER=core`: the preprocessor flags a folder's
+# files compile with (tests/test_layer_flags.sh compiles with them).
+.PHONY: layer-cflags
+layer-cflags: $(FLAGS_STAMP)
+	@echo '$(CPPFLAGS) $(call src_cflags,$(LAYER))'
 
 # The web viewer's files are compiled into the binary (.incbin): editing
 # one rebuilds the object that holds them.
@@ -129,7 +178,7 @@ $(BUILD)/tests/test_feed $(BUILD)/tests/test_tailscan: $(PRELOADS)
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
 $(BUILD)/tests/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 # The C tests run one binary at a time (each runs its own tests in
 # parallel); TASKFS_BIN points the end-to-end tests at the binary.
@@ -218,7 +267,7 @@ BENCH_BIN := $(BUILD)/bench/bt $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_ben
              $(BUILD)/bench/corpus
 $(BUILD)/bench/bt: bench/bt.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -o $@ $<
 $(BUILD)/bench/tfsgen $(BUILD)/bench/classify_bench $(BUILD)/bench/corpus: $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 

@@ -276,3 +276,50 @@ int tfs_config_set(tfs_store_t *store, const char *key, const char *value, char 
   config_free(&c);
   return err;
 }
+
+/* ---- the store's defaults of a task's limits ----------------------------- */
+
+/* The config key of a limit: "limit.mem". */
+static void config_key(int which, char *buf, size_t len) {
+  snprintf(buf, len, "limit.%s", tfs_limit_name((tfs_limit_t)which));
+}
+
+/* Takes the store's defaults for what was not given. The file's values
+ * were checked when they were set; one edited by hand is checked here. */
+static int merge_defaults(tfs_store_t *store, tfs_limits_t *l, char *why, size_t whylen) {
+  char **keys = NULL, **values = NULL, key[32];
+  int err = tfs_config_list(store, &keys, &values, why, whylen);
+  for (size_t i = 0; !err && keys && keys[i]; i++) {
+    if (!strcmp(keys[i], "timeout") && l->timeout_from == TFS_FROM_NONE) {
+      err = tfs_timeout_parse(values[i], &l->timeout_ms, why, whylen);
+      l->timeout_from = TFS_FROM_CONFIG;
+      continue;
+    }
+    for (int w = 0; w < TFS_LIMIT_COUNT && !err; w++) {
+      config_key(w, key, sizeof key);
+      if (!strcmp(keys[i], key) && l->v[w].from == TFS_FROM_NONE) {
+        err = tfs_limit_parse((tfs_limit_t)w, values[i], &l->v[w].value, why, whylen);
+        l->v[w].from = TFS_FROM_CONFIG;
+      }
+    }
+  }
+  if (err == TFS_ELIMIT) {
+    /* A value edited by hand: say where it came from. */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", why ? why : "");
+    if (why && whylen)
+      snprintf(why, whylen, "the store's config %s/config holds a bad default: %s",
+               tfs_store_path(store), msg);
+    err = TFS_ECONFIG;
+  }
+  tfs_strv_free(keys);
+  tfs_strv_free(values);
+  return err;
+}
+
+/* The store's defaults for what was not given, then the hard limits this
+ * process has (core/limits.c). */
+int tfs_limits_resolve(tfs_store_t *store, tfs_limits_t *l, char *why, size_t whylen) {
+  int err = store ? merge_defaults(store, l, why, whylen) : 0;
+  return err ? err : tfs__limits_check_hard(l, why, whylen);
+}

@@ -42,12 +42,13 @@ static int remove_ended(tfs_store_t *store, const char *id) {
   tfs_record_t rec;
   int err = tfs__load_raw(store, id, &rec);
   if (err == -ENOENT) /* no record yet: being created, unless that is old */
-    return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS ? -EBUSY
-                                                                       : tfs__rm_task(store, id);
+    return tfs_now_ms() - tfs__id_time_ms(id) < TFS__CREATING_GRACE_MS
+               ? -EBUSY
+               : tfs__rm_task(store, id, TFS__FILE(RECORD));
   if (err == TFS_ENOTASK || err == -ENOMEM)
     return err;
   if (err) /* corrupt: it goes, and with it no key we could read */
-    return tfs__rm_task(store, id);
+    return tfs__rm_task(store, id, TFS__FILE(RECORD));
   int ended = tfs_state_terminal(rec.state) || tfs__record_lost_if_unlocked(&rec);
   if (!ended) {
     tfs_record_free(&rec);
@@ -58,7 +59,7 @@ static int remove_ended(tfs_store_t *store, const char *id) {
    * next creator of the key takes it over; prune's sweep removes it), never
    * a task without its key, for which a second task of the same key could
    * be made. */
-  err = tfs__rm_task(store, id);
+  err = tfs__rm_task(store, id, TFS__FILE(RECORD));
   if (!err) {
     drop_key(store, &rec, id);
     tfs__number_drop(store, rec.number, id);
@@ -89,31 +90,6 @@ int tfs_task_forget(tfs_store_t *store, const char *id) {
 }
 
 /* ---- litter ------------------------------------------------------------- */
-
-/* A temp file of an atomic write (".<name>.tmp.<pid>.<rnd>") or of a key
- * (".tmp.<id>.<rnd>"): what a writer killed between creating it and its
- * rename or link leaves. */
-static int is_temp_name(const char *name) {
-  return name[0] == '.' && (!strncmp(name, ".tmp.", 5) || strstr(name, ".tmp."));
-}
-
-/* Removes the temp files in dir older than TFS__CREATING_GRACE_MS (one
- * younger may be a writer's, mid-write). */
-void tfs__sweep_temps(int dirfd) {
-  DIR *d = tfs__dir_open(dirfd);
-  struct dirent *e;
-  struct stat st;
-  if (!d)
-    return;
-  int64_t now = tfs_now_ms();
-  while ((e = readdir(d)))
-    if (is_temp_name(e->d_name) && fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode) &&
-        now - (int64_t)st.st_mtim.tv_sec * 1000 - st.st_mtim.tv_nsec / 1000000 >=
-            TFS__CREATING_GRACE_MS)
-      unlinkat(dirfd, e->d_name, 0);
-  closedir(d);
-}
 
 /* Removes the keys that name no task directory: a creator that linked its
  * key and then failed or died before it could keep the task (its dir went:

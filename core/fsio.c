@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 int tfs__open_err(int e) {
@@ -17,6 +18,57 @@ int tfs__open_err(int e) {
 int tfs__dir_reopen(int dirfd) {
   int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   return fd < 0 ? -errno : fd;
+}
+
+/* Blocks in flock() until op succeeds, resuming after signals. */
+int tfs__flock_wait(int fd, int op) {
+  while (flock(fd, op))
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
+/* Reads a file holding "<id>\n" (a key's, a number's). */
+int tfs__read_id_file(int dirfd, const char *name, char id_out[TFS_ID_MAX + 1]) {
+  char *text;
+  size_t len;
+  int err = tfs__read_small(dirfd, name, 256, &text, &len);
+  if (err == -ENOENT)
+    return TFS_ENOTASK;
+  if (err)
+    return err == -EFBIG ? TFS_ECORRUPT : err;
+  text[strcspn(text, "\n")] = '\0';
+  if (!tfs_id_valid(text))
+    err = TFS_ECORRUPT;
+  else
+    snprintf(id_out, TFS_ID_MAX + 1, "%s", text);
+  free(text);
+  return err;
+}
+
+/* A temp file of an atomic write (".<name>.tmp.<pid>.<rnd>") or of a key
+ * (".tmp.<id>.<rnd>"): what a writer killed between creating it and its
+ * rename or link leaves. */
+static int is_temp_name(const char *name) {
+  return name[0] == '.' && (!strncmp(name, ".tmp.", 5) || strstr(name, ".tmp."));
+}
+
+/* Removes the temp files in dir older than TFS__CREATING_GRACE_MS (one
+ * younger may be a writer's, mid-write). */
+void tfs__sweep_temps(int dirfd) {
+  DIR *d = tfs__dir_open(dirfd);
+  struct dirent *e;
+  struct stat st;
+  if (!d)
+    return;
+  int64_t now = tfs_now_ms();
+  while ((e = readdir(d)))
+    if (is_temp_name(e->d_name) && fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) &&
+        now - (int64_t)st.st_mtim.tv_sec * 1000 - st.st_mtim.tv_nsec / 1000000 >=
+            TFS__CREATING_GRACE_MS)
+      unlinkat(dirfd, e->d_name, 0);
+  closedir(d);
 }
 
 DIR *tfs__dir_open(int dirfd) {
@@ -245,19 +297,19 @@ int tfs__rm_tree_at(int dirfd, const char *name) {
 /* A task goes whole or not at all. It is first renamed out of the tasks'
  * names (TFS__GONE_PREFIX, which no id can start with), so a remover
  * killed half way leaves no task with half its files, only a directory
- * the next prune's sweep removes. The record goes last, and a removal that
+ * the next prune's sweep removes. last (the record) goes last, and a removal that
  * fails (a file that cannot be removed, a mount point inside) is renamed
  * back: the task stays readable as it was, ended, and a later forget
  * finishes it. */
-int tfs__rm_task(const tfs_store_t *store, const char *id) {
+int tfs__rm_task(const tfs_store_t *store, const char *id, const char *last) {
   char gone[TFS_ID_MAX + sizeof TFS__GONE_PREFIX];
   int err = tfs__writable(store);
   if (err)
     return err;
   snprintf(gone, sizeof gone, "%s%s", TFS__GONE_PREFIX, id);
   if (renameat(store->tasks_fd, id, store->tasks_fd, gone))
-    return rm_tree(store->tasks_fd, id, TFS__FILE(RECORD));
-  err = rm_tree(store->tasks_fd, gone, TFS__FILE(RECORD));
+    return rm_tree(store->tasks_fd, id, last);
+  err = rm_tree(store->tasks_fd, gone, last);
   if (err)
     renameat(store->tasks_fd, gone, store->tasks_fd, id);
   return err;

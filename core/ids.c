@@ -105,6 +105,11 @@ int tfs_key_validn(const char *key, size_t len) {
   return tfs_key_valid(buf);
 }
 
+/* A queue name is a key of at most TFS_QUEUE_NAME_MAX characters. */
+int tfs_queue_name_valid(const char *name) {
+  return name && strlen(name) <= TFS_QUEUE_NAME_MAX && tfs_key_valid(name);
+}
+
 int64_t tfs__id_time_ms(const char *id) {
   int64_t ms = 0;
   for (int i = 0; i < 8; i++) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/important_text.h"
 #include "core/lead.h"
 
 static const char *const kind_names[] = {
@@ -45,61 +46,7 @@ int tfs_line_kind_parse(const char *name, tfs_line_kind_t *out) {
   return TFS_EBADID;
 }
 
-/* ---- kept texts ---------------------------------------------------------- */
-
-/* The end of the escape sequence at line[i] == ESC, or i: CSI ("\x1b[1;31m":
- * parameter and intermediate bytes, then one final byte) and OSC
- * ("\x1b]8;;URL\x07", a terminal hyperlink, ended by BEL or ESC \\). */
-static size_t escape_end(const char *line, size_t len, size_t i) {
-  if (i + 1 >= len)
-    return i;
-  if (line[i + 1] == '[') {
-    size_t j = i + 2;
-    while (j < len && (unsigned char)line[j] >= 0x20 && (unsigned char)line[j] <= 0x3F)
-      j++;
-    return j < len && (unsigned char)line[j] >= 0x40 && (unsigned char)line[j] <= 0x7E ? j + 1 : i;
-  }
-  if (line[i + 1] == ']') {
-    for (size_t j = i + 2; j < len; j++) {
-      if (line[j] == '\x07')
-        return j + 1;
-      if (line[j] == '\x1b')
-        return j + 1 < len && line[j + 1] == '\\' ? j + 2 : i;
-    }
-  }
-  return i;
-}
-
-/* Copies line into dst (capacity cap) without escape sequences (colours
- * and hyperlinks carry no meaning once out of the terminal). Stops once cap
- * bytes are written; *used tells how much of line was consumed. */
-static size_t strip_escapes(const char *line, size_t len, char *dst, size_t cap, size_t *used) {
-  size_t i = 0, o = 0;
-  while (i < len && o < cap) {
-    if (line[i] == '\x1b') {
-      size_t j = escape_end(line, len, i);
-      if (j > i) {
-        i = j;
-        continue;
-      }
-    }
-    dst[o++] = line[i++];
-  }
-  *used = i;
-  return o;
-}
-
-/* The part of a line its kept text is made from (the first phase of
- * tfs__important_text): at most PREFIX bytes without escape sequences and
- * without one trailing '\r', and whether that was the whole line. */
-enum { PREFIX = TFS_IMPORTANT_TEXT_MAX + 4 };
-
-typedef struct {
-  unsigned short len;    /* bytes in raw */
-  unsigned char whole;   /* raw is the whole line (nothing was left after it) */
-  unsigned char pending; /* in the last ring: its text is still to be made */
-  char raw[PREFIX];
-} raw_t;
+/* ---- feeding state ------------------------------------------------------ */
 
 /* The last important line fed, as it came, with what the classifier said
  * of it: the same line again (a warning printed in a loop, a compiler
@@ -115,80 +62,8 @@ typedef struct {
  * memo, and the prefixes of the last ring's lines. */
 struct tfs__important_raw {
   memo_t memo;
-  raw_t ring[]; /* k */
+  tfs__text_raw_t ring[]; /* k */
 };
-
-static void take_prefix(raw_t *r, const char *line, size_t len) {
-  size_t used = 0, rlen;
-  size_t head = len < PREFIX ? len : PREFIX;
-  /* Most lines hold no escape: one memchr and a copy. */
-  if (!memchr(line, '\x1b', head)) {
-    memcpy(r->raw, line, head);
-    rlen = used = head;
-  } else {
-    rlen = strip_escapes(line, len, r->raw, PREFIX, &used);
-  }
-  /* One trailing '\r' (CRLF output), even if a colour reset follows it. */
-  if (used == len && rlen > 0 && r->raw[rlen - 1] == '\r')
-    rlen--;
-  r->len = (unsigned short)rlen;
-  r->whole = used == len;
-}
-
-/* The second phase: made valid UTF-8 by the core's tfs_utf8_sanitize()
- * with the C0 controls other than tab also turned into U+FFFD (a terminal
- * or a JSON reader would otherwise act on them), and cut to max bytes on a
- * character boundary with "..." at the end when cut. Sanitizing never
- * shortens text, so once more than TFS_IMPORTANT_TEXT_MAX bytes are in
- * hand the result is known to be cut, and a character split by the prefix
- * end only affects bytes beyond the cut. */
-static char *finish_text(const raw_t *r, size_t max) {
-  char buf[3 * PREFIX + 1];
-  size_t slen = 0;
-  char *san = tfs_utf8_sanitize(r->raw, r->len, &slen);
-  if (!san)
-    return NULL;
-  /* Each raw byte became at most 3 bytes, so buf cannot overflow. */
-  size_t n = 0;
-  for (size_t i = 0; i < slen; i++) {
-    unsigned char c = (unsigned char)san[i];
-    if (c < 0x20 && c != '\t') {
-      memcpy(buf + n, "\xEF\xBF\xBD", 3);
-      n += 3;
-    } else {
-      buf[n++] = (char)c;
-    }
-  }
-  free(san);
-
-  if (n > max || !r->whole) {
-    /* Cut on a character boundary (not before a continuation byte), leaving
-     * room for the "..." marker. */
-    n = max - 3;
-    while (n > 0 && ((unsigned char)buf[n] & 0xC0) == 0x80)
-      n--;
-    memcpy(buf + n, "...", 3);
-    n += 3;
-  }
-  char *text = malloc(n + 1);
-  if (!text)
-    return NULL;
-  memcpy(text, buf, n);
-  text[n] = '\0';
-  return text;
-}
-
-/* Builds the kept text of a line, at most max bytes (at most
- * TFS_IMPORTANT_TEXT_MAX): escapes stripped, a trailing '\r' dropped, valid
- * UTF-8 without control bytes but tab, cut with "..." (the two phases
- * above). Only a bounded prefix of the line is read. */
-char *tfs__important_text(const char *line, size_t len, size_t max) {
-  raw_t r;
-  if (max > TFS_IMPORTANT_TEXT_MAX)
-    max = TFS_IMPORTANT_TEXT_MAX;
-  take_prefix(&r, line, len);
-  return finish_text(&r, max);
-}
 
 /* ---- first K / last K ----------------------------------------------------- */
 
@@ -284,7 +159,7 @@ static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, 
   ptrdiff_t ring;
   tfs_important_line_t *slot = next_slot(imp, &ring);
   *slot = (tfs_important_line_t){.line = lineno, .kind = kind, .text = NULL};
-  take_prefix(&imp->raw->ring[ring], line, len);
+  tfs__text_take(&imp->raw->ring[ring], line, len);
   imp->raw->ring[ring].pending = 1;
   imp->total++;
   return 0;
@@ -308,7 +183,8 @@ static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size
       imp->lead_final ? tfs_classify_line(line, len) : tfs__classify(line, len, rank, block);
   if (kind == TFS_LINE_PLAIN || imp->k <= 0)
     return kind;
-  if (!imp->raw && !(imp->raw = calloc(1, sizeof *imp->raw + (size_t)imp->k * sizeof(raw_t))))
+  if (!imp->raw &&
+      !(imp->raw = calloc(1, sizeof *imp->raw + (size_t)imp->k * sizeof(tfs__text_raw_t))))
     return kind;
   m = &imp->raw->memo;
   m->len = 0;
@@ -346,27 +222,6 @@ int tfs_important_set_lead(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t
   return 0;
 }
 
-int tfs__context_insert(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
-  for (size_t i = 0; i < imp->ncontext; i++)
-    if (imp->context[i].line == lineno)
-      return 0; /* kept already */
-  if (imp->ncontext >= TFS_CONTEXT_MAX)
-    return -ENOSPC;
-  if (!imp->context && !(imp->context = calloc(TFS_CONTEXT_MAX, sizeof *imp->context)))
-    return -ENOMEM;
-  char *t = tfs__important_text(text ? text : "", text ? len : 0, TFS_CONTEXT_TEXT_MAX);
-  if (!t)
-    return -ENOMEM;
-  /* In line order: a line before the ones kept goes in front. */
-  size_t at = imp->ncontext;
-  while (at > 0 && imp->context[at - 1].line > lineno)
-    at--;
-  memmove(imp->context + at + 1, imp->context + at, (imp->ncontext - at) * sizeof *imp->context);
-  imp->context[at] = (tfs_important_line_t){.line = lineno, .kind = TFS_LINE_CONTEXT, .text = t};
-  imp->ncontext++;
-  return 0;
-}
-
 int tfs_important_add_context(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
   int err = tfs__context_insert(imp, lineno, text, len);
   if (!err)
@@ -383,8 +238,8 @@ const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_
   size_t k = (size_t)imp->k;
   size_t j = (imp->last_head + k - imp->nlast + i) % k;
   tfs_important_line_t *l = &imp->last[j];
-  raw_t *r = imp->raw ? &imp->raw->ring[j] : NULL;
-  if (r && r->pending && (l->text = finish_text(r, TFS_IMPORTANT_TEXT_MAX)))
+  tfs__text_raw_t *r = imp->raw ? &imp->raw->ring[j] : NULL;
+  if (r && r->pending && (l->text = tfs__text_finish(r, TFS_IMPORTANT_TEXT_MAX)))
     r->pending = 0;
   return l;
 }

@@ -104,10 +104,11 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
 /* Removes name inside dirfd, recursing into directories, never following
  * a symlink. */
 int tfs__rm_tree_at(int dirfd, const char *name);
-/* Removes tasks/<id> whole (renamed out of the tasks' names first), its
- * record last: a removal that fails half way leaves the task as it was
- * (readable, ended). */
-int tfs__rm_task(const tfs_store_t *store, const char *id);
+/* Removes tasks/<id> whole (renamed out of the tasks' names first), the
+ * file named last (its record, which the caller names: file I/O knows no
+ * task file) after everything else: a removal that fails half way leaves
+ * the task as it was (readable, ended). */
+int tfs__rm_task(const tfs_store_t *store, const char *id, const char *last);
 /* What a task dir is renamed to while it is removed (tfs__rm_task). */
 #define TFS__GONE_PREFIX ".gone."
 
@@ -202,6 +203,11 @@ int tfs__open_lock(tfs_store_t *store, const char *id, int flags);
 int tfs__task_trylock(tfs_store_t *store, const char *id);
 /* flock(fd, op) that waits, resuming after signals. 0 or -errno. */
 int tfs__flock_wait(int fd, int op);
+
+/* 0 if no limit of l is above the hard limit this process (and so the
+ * worker) has, else TFS_ELIMIT with why in words (core/limits.c; the
+ * store's defaults are merged before, in core/config.c). */
+int tfs__limits_check_hard(const tfs_limits_t *l, char *why, size_t whylen);
 
 /* tfs_task_create(): the queue, dependencies, start time and stdin of
  * spec into rec, checked (a bad queue name -EINVAL, an unknown dependency

@@ -11,24 +11,6 @@
 #include <unistd.h>
 
 /* ---- keys -------------------------------------------------------------------- */
-
-int tfs__read_id_file(int dirfd, const char *name, char id_out[TFS_ID_MAX + 1]) {
-  char *text;
-  size_t len;
-  int err = tfs__read_small(dirfd, name, 256, &text, &len);
-  if (err == -ENOENT)
-    return TFS_ENOTASK;
-  if (err)
-    return err == -EFBIG ? TFS_ECORRUPT : err;
-  text[strcspn(text, "\n")] = '\0';
-  if (!tfs_id_valid(text))
-    err = TFS_ECORRUPT;
-  else
-    snprintf(id_out, TFS_ID_MAX + 1, "%s", text);
-  free(text);
-  return err;
-}
-
 int tfs__key_read(const tfs_store_t *store, const char *key, char id_out[TFS_ID_MAX + 1]) {
   if (!tfs_key_valid(key))
     return TFS_EBADID;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/important_text.h"
 #include "core/lead.h"
 
 #define RING 4            /* lines kept before the lead */
@@ -240,4 +241,26 @@ int tfs__lead_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_
     tfs__lead_free(imp);
   }
   return err;
+}
+
+/* Adds a context line in line order (core/lead.h). */
+int tfs__context_insert(tfs_important_t *imp, int64_t lineno, const char *text, size_t len) {
+  for (size_t i = 0; i < imp->ncontext; i++)
+    if (imp->context[i].line == lineno)
+      return 0; /* kept already */
+  if (imp->ncontext >= TFS_CONTEXT_MAX)
+    return -ENOSPC;
+  if (!imp->context && !(imp->context = calloc(TFS_CONTEXT_MAX, sizeof *imp->context)))
+    return -ENOMEM;
+  char *t = tfs__important_text(text ? text : "", text ? len : 0, TFS_CONTEXT_TEXT_MAX);
+  if (!t)
+    return -ENOMEM;
+  /* In line order: a line before the ones kept goes in front. */
+  size_t at = imp->ncontext;
+  while (at > 0 && imp->context[at - 1].line > lineno)
+    at--;
+  memmove(imp->context + at + 1, imp->context + at, (imp->ncontext - at) * sizeof *imp->context);
+  imp->context[at] = (tfs_important_line_t){.line = lineno, .kind = TFS_LINE_CONTEXT, .text = t};
+  imp->ncontext++;
+  return 0;
 }

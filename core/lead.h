@@ -1,11 +1,9 @@
-/* Internal to core/important.c and core/lead.c: the lead tracker. */
+/* Internal to core/important.c and core/lead.c: the lead tracker (lead.c),
+ * which important.c feeds. */
 #ifndef TASKFS_CORE_LEAD_H
 #define TASKFS_CORE_LEAD_H
 
 #include "taskfs/taskfs.h"
-
-/* The kept text of a line, at most max bytes (see core/important.c). */
-char *tfs__important_text(const char *line, size_t len, size_t max);
 
 /* Adds a context line, in line order (a line kept already is not added
  * again); -ENOSPC when TFS_CONTEXT_MAX are kept. */

@@ -176,44 +176,6 @@ int tfs_timeout_parse(const char *text, int64_t *ms, char *why, size_t whylen) {
   return TFS_ELIMIT;
 }
 
-/* The config key of a limit: "limit.mem". */
-static void config_key(int which, char *buf, size_t len) {
-  snprintf(buf, len, "limit.%s", names[which]);
-}
-
-/* Takes the store's defaults for what was not given. The file's values
- * were checked when they were set; one edited by hand is checked here. */
-static int merge_defaults(tfs_store_t *store, tfs_limits_t *l, char *why, size_t whylen) {
-  char **keys = NULL, **values = NULL, key[32];
-  int err = tfs_config_list(store, &keys, &values, why, whylen);
-  for (size_t i = 0; !err && keys && keys[i]; i++) {
-    if (!strcmp(keys[i], "timeout") && l->timeout_from == TFS_FROM_NONE) {
-      err = tfs_timeout_parse(values[i], &l->timeout_ms, why, whylen);
-      l->timeout_from = TFS_FROM_CONFIG;
-      continue;
-    }
-    for (int w = 0; w < TFS_LIMIT_COUNT && !err; w++) {
-      config_key(w, key, sizeof key);
-      if (!strcmp(keys[i], key) && l->v[w].from == TFS_FROM_NONE) {
-        err = tfs_limit_parse((tfs_limit_t)w, values[i], &l->v[w].value, why, whylen);
-        l->v[w].from = TFS_FROM_CONFIG;
-      }
-    }
-  }
-  if (err == TFS_ELIMIT) {
-    /* A value edited by hand: say where it came from. */
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", why ? why : "");
-    if (why && whylen)
-      snprintf(why, whylen, "the store's config %s/config holds a bad default: %s",
-               tfs_store_path(store), msg);
-    err = TFS_ECONFIG;
-  }
-  tfs_strv_free(keys);
-  tfs_strv_free(values);
-  return err;
-}
-
 /* A limit above the hard limit this process (and so the worker) has. The
  * cpu limit's hard value is one second above the soft one (SIGXCPU
  * first, SIGKILL a second later). */
@@ -241,13 +203,6 @@ static int check_hard(const tfs_limits_t *l, int which, char *why, size_t whylen
              most);
   }
   return TFS_ELIMIT;
-}
-
-int tfs_limits_resolve(tfs_store_t *store, tfs_limits_t *l, char *why, size_t whylen) {
-  int err = store ? merge_defaults(store, l, why, whylen) : 0;
-  for (int w = 0; !err && w < TFS_LIMIT_COUNT; w++)
-    err = check_hard(l, w, why, whylen);
-  return err;
 }
 
 char *tfs_limits_summary(const tfs_limits_t *l, char *buf, size_t len) {
@@ -284,4 +239,11 @@ void tfs_usage_add(tfs_usage_t *total, const tfs_usage_t *run) {
     total->maxrss_kb = run->maxrss_kb;
   if (run->tree_peak_kb > total->tree_peak_kb)
     total->tree_peak_kb = run->tree_peak_kb;
+}
+
+int tfs__limits_check_hard(const tfs_limits_t *l, char *why, size_t whylen) {
+  int err = 0;
+  for (int w = 0; !err && w < TFS_LIMIT_COUNT; w++)
+    err = check_hard(l, w, why, whylen);
+  return err;
 }

@@ -3,6 +3,7 @@
  * it. */
 #include "core/internal.h"
 
+#include <stdarg.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -272,6 +273,34 @@ int tfs_task_settle_lost(tfs_store_t *store, const char *id) {
   if (tfs__record_lost_if_unlocked(&rec)) {
     mark_lost(&rec);
     err = tfs_task_save(store, &rec);
+    wrote = !err;
+  }
+  tfs_record_free(&rec);
+  return err ? err : wrote;
+}
+
+/* Holding the lock, nobody else can be the supervisor, and a supervisor
+ * that comes later finds the task ended and leaves it alone. */
+int tfs_task_fail_queued(tfs_store_t *store, const char *id, int code, const char *fmt, ...) {
+  tfs_record_t rec;
+  int fd TFS_AUTOCLOSE = tfs__task_trylock(store, id);
+  if (fd < 0)
+    return fd;
+  int err = tfs__load_raw(store, id, &rec);
+  if (err)
+    return err == -ENOENT ? TFS_ENOTASK : err;
+  int wrote = 0;
+  if (rec.state == TFS_QUEUED) {
+    char reason[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    rec.state = TFS_FAILED;
+    rec.exit_code = code;
+    rec.ended_ms = tfs_now_ms();
+    if (!(err = tfs_record_set_reason(&rec, "%s", reason)))
+      err = tfs_task_save(store, &rec);
     wrote = !err;
   }
   tfs_record_free(&rec);

@@ -15,14 +15,6 @@ int tfs__open_lock(tfs_store_t *store, const char *id, int flags) {
   return tfs_task_file_open(store, id, TFS_FILE_LOCK, flags | O_NONBLOCK, 0600);
 }
 
-/* Blocks in flock() until op succeeds, resuming after signals. */
-int tfs__flock_wait(int fd, int op) {
-  while (flock(fd, op))
-    if (errno != EINTR)
-      return -errno;
-  return 0;
-}
-
 int tfs_task_alive(tfs_store_t *store, const char *id) {
   int fd TFS_AUTOCLOSE = tfs__open_lock(store, id, O_RDONLY);
   if (fd == -ENOENT)
@@ -65,32 +57,4 @@ int tfs__task_trylock(tfs_store_t *store, const char *id) {
     return e;
   }
   return fd;
-}
-
-/* Holding the lock, nobody else can be the supervisor, and a supervisor
- * that comes later finds the task ended and leaves it alone. */
-int tfs_task_fail_queued(tfs_store_t *store, const char *id, int code, const char *fmt, ...) {
-  tfs_record_t rec;
-  int fd TFS_AUTOCLOSE = tfs__task_trylock(store, id);
-  if (fd < 0)
-    return fd;
-  int err = tfs__load_raw(store, id, &rec);
-  if (err)
-    return err == -ENOENT ? TFS_ENOTASK : err;
-  int wrote = 0;
-  if (rec.state == TFS_QUEUED) {
-    char reason[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
-    rec.state = TFS_FAILED;
-    rec.exit_code = code;
-    rec.ended_ms = tfs_now_ms();
-    if (!(err = tfs_record_set_reason(&rec, "%s", reason)))
-      err = tfs_task_save(store, &rec);
-    wrote = !err;
-  }
-  tfs_record_free(&rec);
-  return err ? err : wrote;
 }

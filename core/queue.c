@@ -23,10 +23,6 @@
 #define SLOT_PREFIX "slot."
 #define SETTINGS_MAX 4096
 
-int tfs_queue_name_valid(const char *name) {
-  return name && strlen(name) <= TFS_QUEUE_NAME_MAX && tfs_key_valid(name);
-}
-
 int tfs_queue_parallel_parse(const char *s, int *out) {
   if (!s)
     return -EINVAL;

@@ -28,318 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
-#include "http/internal.h"
-#include "http/mcp_http.h"
-
-#define SESSIONS_MAX 1000
-#define SESSION_IDLE_MS (60 * 60 * 1000)
-/* An answer that is not ready yet is waited for this long as one JSON body
- * to come; then the answer becomes a stream (headers at once, keep-alive
- * comments), so that no client's wait for headers runs out. */
-#define HOLD_MS 10000
-
-typedef struct hm_x hm_x_t;
-typedef struct hm_sess hm_sess_t;
-typedef struct hm_msg hm_msg_t;
-
-struct hm_msg {
-  hm_msg_t *next;
-  char *data;
-  size_t len;
-};
-
-/* A 2025-11-25 session. */
-struct hm_sess {
-  hm_sess_t *prev, *next;
-  http_mcp_t *hm;
-  char id[33];
-  mcp_session_t *s;
-  hm_x_t *xs;      /* requests awaiting their answer */
-  http_req_t *get; /* its GET stream */
-  int64_t used_ms;
-};
-
-/* One request's exchange: the POST that carries it, and what goes back. */
-struct hm_x {
-  hm_x_t *next;          /* in sess->xs, or in the reap list */
-  hm_x_t *lprev, *lnext; /* in hm->live while its HTTP request is held or streams */
-  http_mcp_t *hm;
-  hm_sess_t *sess;    /* 2025-11-25; NULL for 2026-07-28 */
-  mcp_session_t *eph; /* 2026-07-28: the session of its own */
-  json_t *id;
-  http_req_t *r; /* NULL once its HTTP request is over */
-  int streaming; /* its answer is an SSE stream (else it is held for one JSON body) */
-  int64_t held_at;
-  int collecting; /* inside mcp_dispatch: messages wait in pre */
-  hm_msg_t *pre, **pre_tail;
-  size_t npre;
-  int replied; /* the final answer came */
-  int reaping;
-};
-
-struct http_mcp {
-  http_server_t *srv;
-  hm_sess_t *sessions;
-  size_t nsessions;
-  hm_x_t *cur;  /* the exchange being dispatched */
-  hm_x_t *live; /* exchanges whose HTTP request is held or streams */
-  hm_x_t *reap; /* exchanges to end on the next loop turn */
-  uv_timer_t reap_timer;
-};
-
-/* ---- the end of an exchange -------------------------------------------- */
-
-static void unlink_x(hm_x_t *x) {
-  if (!x->sess)
-    return;
-  for (hm_x_t **pp = &x->sess->xs; *pp; pp = &(*pp)->next)
-    if (*pp == x) {
-      *pp = x->next;
-      break;
-    }
-  x->next = NULL;
-}
-
-/* What can only happen outside the dispatcher: a request whose client left
- * is dropped (cancelled on its behalf), a stateless session is closed. */
-static void on_reap(uv_timer_t *t) {
-  http_mcp_t *hm = t->data;
-  while (hm->reap) {
-    hm_x_t *x = hm->reap;
-    hm->reap = x->next;
-    if (x->sess && !x->replied && x->id) {
-      json_t *note = json_pack("{s:s, s:s, s:{s:O}}", "jsonrpc", "2.0", "method",
-                               "notifications/cancelled", "params", "requestId", x->id);
-      if (note)
-        mcp_dispatch(x->sess->s, note);
-      json_decref(note);
-    }
-    if (x->eph)
-      mcp_session_close(x->eph);
-    for (hm_msg_t *m = x->pre, *n; m; m = n) {
-      n = m->next;
-      free(m->data);
-      free(m);
-    }
-    json_decref(x->id);
-    free(x);
-  }
-}
-
-static void live_add(hm_x_t *x, http_req_t *r) {
-  x->r = r;
-  x->held_at = http_now_ms();
-  x->lnext = x->hm->live;
-  if (x->hm->live)
-    x->hm->live->lprev = x;
-  x->hm->live = x;
-}
-
-static void live_remove(hm_x_t *x) {
-  if (!x->r)
-    return;
-  if (x->lprev)
-    x->lprev->lnext = x->lnext;
-  else
-    x->hm->live = x->lnext;
-  if (x->lnext)
-    x->lnext->lprev = x->lprev;
-  x->lprev = x->lnext = NULL;
-  x->r = NULL;
-}
-
-/* The exchange is over (answered, or its client left). */
-static void x_finish(hm_x_t *x) {
-  if (x->reaping)
-    return;
-  x->reaping = 1;
-  live_remove(x);
-  unlink_x(x);
-  x->next = x->hm->reap;
-  x->hm->reap = x;
-  uv_timer_start(&x->hm->reap_timer, on_reap, 0, 0);
-}
-
-static void x_gone(http_req_t *r, void *arg) {
-  x_finish(arg);
-}
-
-/* ---- what the dispatcher sends ------------------------------------------- */
-
-static void sse_event(http_req_t *r, const char *data, size_t len) {
-  http_stream_event(r, "message", NULL, data, len);
-}
-
-static void x_stream(hm_x_t *x) {
-  x->streaming = 1;
-  http_stream_start(x->r, MHD_HTTP_OK, "text/event-stream", x_gone, x);
-}
-
-static void x_deliver(hm_x_t *x, char *data, size_t len, int final) {
-  if (x->replied || x->reaping) {
-    free(data);
-    return;
-  }
-  x->replied = final;
-  if (x->collecting) {
-    hm_msg_t *m = malloc(sizeof *m);
-    if (!m) {
-      free(data);
-      return;
-    }
-    *m = (hm_msg_t){.data = data, .len = len};
-    *x->pre_tail = m;
-    x->pre_tail = &m->next;
-    x->npre++;
-    return;
-  }
-  if (x->r && !x->streaming && final) {
-    http_respond_take(x->r, MHD_HTTP_OK, "application/json", data, len); /* one JSON body */
-    x_finish(x);
-    return;
-  }
-  if (x->r && !x->streaming)
-    x_stream(x);
-  if (x->r)
-    sse_event(x->r, data, len);
-  free(data);
-  if (final) {
-    if (x->r)
-      http_stream_end(x->r);
-    x_finish(x);
-  }
-}
-
-static hm_x_t *find_x(hm_sess_t *ss, const json_t *id) {
-  for (hm_x_t *x = ss->xs; x; x = x->next)
-    if (x->id && json_equal(x->id, (json_t *)id))
-      return x;
-  return NULL;
-}
-
-/* A 2025-11-25 session's way out: to the request the message is about, by
- * its id; without one, to the request being dispatched (a log line, an
- * error about a message without an id), else to the GET stream. */
-static void sess_send(void *arg, const json_t *id, char *data, size_t len) {
-  hm_sess_t *ss = arg;
-  int final = mcp_session_replying(ss->s);
-  hm_x_t *x = NULL;
-  if (id && !json_is_null(id))
-    x = find_x(ss, id);
-  else if (ss->hm->cur && ss->hm->cur->sess == ss)
-    x = ss->hm->cur;
-  if (x) {
-    x_deliver(x, data, len, final);
-    return;
-  }
-  if (!final && ss->get)
-    sse_event(ss->get, data, len);
-  free(data);
-}
-
-/* A 2026-07-28 request's session: everything it sends is that request's. */
-static void eph_send(void *arg, const json_t *id, char *data, size_t len) {
-  hm_x_t *x = arg;
-  x_deliver(x, data, len, mcp_session_replying(x->eph));
-}
-
-/* ---- sessions ------------------------------------------------------------ */
-
-static void sess_end_streams(hm_sess_t *ss) {
-  if (ss->get) {
-    http_stream_end(ss->get);
-    ss->get = NULL;
-  }
-  while (ss->xs) {
-    hm_x_t *x = ss->xs;
-    if (x->r && !x->streaming)
-      x_stream(x); /* a held request ends as an empty stream */
-    if (x->r)
-      http_stream_end(x->r);
-    x->sess = NULL; /* nothing to cancel: the session's end drops it */
-    ss->xs = x->next;
-    x->next = NULL;
-    x_finish(x);
-  }
-}
-
-static void sess_close(hm_sess_t *ss) {
-  http_mcp_t *hm = ss->hm;
-  sess_end_streams(ss);
-  for (hm_x_t *x = hm->reap; x; x = x->next)
-    if (x->sess == ss)
-      x->sess = NULL; /* nothing to cancel: the session's end drops it */
-  mcp_session_close(ss->s);
-  if (ss->prev)
-    ss->prev->next = ss->next;
-  else
-    hm->sessions = ss->next;
-  if (ss->next)
-    ss->next->prev = ss->prev;
-  hm->nsessions--;
-  free(ss);
-}
-
-static int sess_idle(const hm_sess_t *ss) {
-  return !ss->xs && !ss->get;
-}
-
-/* A new session, making room by ending the longest-idle one when full;
- * NULL when every session is busy or memory is short. */
-static hm_sess_t *sess_new(http_mcp_t *hm) {
-  if (hm->nsessions >= SESSIONS_MAX) {
-    hm_sess_t *old = NULL;
-    for (hm_sess_t *ss = hm->sessions; ss; ss = ss->next)
-      if (sess_idle(ss) && (!old || ss->used_ms < old->used_ms))
-        old = ss;
-    if (!old)
-      return NULL;
-    sess_close(old);
-  }
-  hm_sess_t *ss = calloc(1, sizeof *ss);
-  unsigned char raw[16];
-  if (!ss || getrandom(raw, sizeof raw, 0) != sizeof raw) {
-    free(ss);
-    return NULL;
-  }
-  for (int i = 0; i < 16; i++)
-    snprintf(ss->id + 2 * i, 3, "%02x", raw[i]);
-  ss->hm = hm;
-  ss->used_ms = http_now_ms();
-  if (!(ss->s = mcp_session_new(hm->srv->mcp, sess_send, ss))) {
-    free(ss);
-    return NULL;
-  }
-  ss->next = hm->sessions;
-  if (hm->sessions)
-    hm->sessions->prev = ss;
-  hm->sessions = ss;
-  hm->nsessions++;
-  return ss;
-}
-
-static hm_sess_t *sess_find(http_mcp_t *hm, const char *id) {
-  for (hm_sess_t *ss = hm->sessions; ss; ss = ss->next)
-    if (http_secret_equal(id, strlen(id), ss->id, 32))
-      return ss;
-  return NULL;
-}
-
-void http_mcp_sweep(http_server_t *srv, int64_t now) {
-  http_mcp_t *hm = srv->mcpx;
-  for (hm_x_t *x = hm ? hm->live : NULL; x; x = x->lnext)
-    if (!x->streaming && now - x->held_at >= HOLD_MS) {
-      x_stream(x);
-      http_stream_write(x->r, ": taskfs\n\n", 10);
-    }
-  for (hm_sess_t *ss = hm ? hm->sessions : NULL, *n; ss; ss = n) {
-    n = ss->next;
-    if (sess_idle(ss) && now - ss->used_ms > SESSION_IDLE_MS)
-      sess_close(ss);
-  }
-}
+#include "http/mcp_session.h"
 
 /* ---- answering ------------------------------------------------------------ */
 
@@ -373,14 +63,14 @@ static int pre_is_result(const hm_x_t *x) {
 static int x_answer(hm_x_t *x, http_req_t *r, int will_reply, int modern, hm_sess_t *fresh) {
   int refused = mcp_session_refused(modern ? x->eph : x->sess->s);
   if (fresh && !(x->replied && x->npre == 1 && pre_is_result(x))) {
-    sess_close(fresh); /* initialize failed: no session */
+    hm_sess_close(fresh); /* initialize failed: no session */
     fresh = NULL;
   } else if (fresh) {
     http_add_header(r, "Mcp-Session-Id", fresh->id);
   }
   if (!will_reply && !x->replied) {
     http_respond(r, MHD_HTTP_ACCEPTED, NULL, "", 0);
-    x_finish(x);
+    hm_x_finish(x);
     return 0;
   }
   if (x->replied && x->npre == 1) {
@@ -388,26 +78,26 @@ static int x_answer(hm_x_t *x, http_req_t *r, int will_reply, int modern, hm_ses
     x->pre = NULL;
     http_respond_take(r, hm_status(modern, refused), "application/json", m->data, m->len);
     free(m);
-    x_finish(x);
+    hm_x_finish(x);
     return 0;
   }
   if (!x->pre) {
-    live_add(x, r); /* nothing yet: held, for one JSON body or a stream later */
-    http_hold(r, x_gone, x);
+    hm_live_add(x, r); /* nothing yet: held, for one JSON body or a stream later */
+    http_hold(r, hm_x_gone, x);
     return 1;
   }
-  live_add(x, r);
-  x_stream(x);
+  hm_live_add(x, r);
+  hm_x_stream(x);
   for (hm_msg_t *m = x->pre, *n; m; m = n) {
     n = m->next;
-    sse_event(r, m->data, m->len);
+    hm_sse_event(r, m->data, m->len);
     free(m->data);
     free(m);
   }
   x->pre = NULL;
   if (x->replied) {
     http_stream_end(r);
-    x_finish(x);
+    hm_x_finish(x);
     return 0;
   }
   return 1;
@@ -420,7 +110,7 @@ static void exchange(http_req_t *r, hm_sess_t *sess, json_t *msg, hm_sess_t *fre
   hm_x_t *x = calloc(1, sizeof *x);
   if (!x) {
     if (fresh)
-      sess_close(fresh);
+      hm_sess_close(fresh);
     http_respond_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
     return;
   }
@@ -436,7 +126,7 @@ static void exchange(http_req_t *r, hm_sess_t *sess, json_t *msg, hm_sess_t *fre
     x->next = sess->xs;
     sess->xs = x;
     sess->used_ms = http_now_ms();
-  } else if (!(x->eph = mcp_session_new(r->srv->mcp, eph_send, x))) {
+  } else if (!(x->eph = mcp_session_new(r->srv->mcp, hm_eph_send, x))) {
     json_decref(x->id);
     free(x);
     http_respond_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
@@ -492,13 +182,13 @@ static void on_post(http_req_t *r) {
     http_respond(r, MHD_HTTP_ACCEPTED, NULL, "", 0); /* a 2026-07-28 notification */
   } else {
     const char *sid = http_header(r, "Mcp-Session-Id");
-    hm_sess_t *ss = sid ? sess_find(hm, sid) : NULL;
+    hm_sess_t *ss = sid ? hm_sess_find(hm, sid) : NULL;
     if (sid && !ss) {
       refuse_msg(r, MHD_HTTP_NOT_FOUND, HM_SESSION_NOT_FOUND,
                  "Session not found: this server holds no session with that Mcp-Session-Id "
                  "(it ended, or another server made it); initialize a new one");
     } else if (!ss && request && !strcmp(method, "initialize")) {
-      hm_sess_t *fresh = sess_new(hm);
+      hm_sess_t *fresh = hm_sess_new(hm);
       if (fresh)
         exchange(r, fresh, msg, fresh);
       else
@@ -527,7 +217,7 @@ static hm_sess_t *session_of(http_req_t *r) {
                "Mcp-Session-Id); 2026-07-28 speaks POST only");
     return NULL;
   }
-  hm_sess_t *ss = sess_find(r->srv->mcpx, sid);
+  hm_sess_t *ss = hm_sess_find(r->srv->mcpx, sid);
   if (!ss)
     refuse_msg(r, MHD_HTTP_NOT_FOUND, HM_SESSION_NOT_FOUND,
                "Session not found: this server holds no session with that Mcp-Session-Id");
@@ -562,7 +252,7 @@ static void on_delete(http_req_t *r) {
   hm_sess_t *ss = session_of(r);
   if (!ss)
     return;
-  sess_close(ss);
+  hm_sess_close(ss);
   http_respond(r, MHD_HTTP_NO_CONTENT, NULL, "", 0);
 }
 
@@ -610,8 +300,8 @@ void http_mcp_close(http_server_t *srv) {
   if (!hm)
     return;
   while (hm->sessions)
-    sess_close(hm->sessions);
-  on_reap(&hm->reap_timer);
+    hm_sess_close(hm->sessions);
+  hm_reap(&hm->reap_timer);
   srv->mcpx = NULL;
   uv_close((uv_handle_t *)&hm->reap_timer, on_reap_closed);
 }

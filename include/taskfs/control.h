@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "taskfs/store.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

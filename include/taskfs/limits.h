@@ -120,7 +120,7 @@ int tfs_limits_parse(const char *spec, tfs_limits_t *l, char *why, size_t whylen
  * with the words. *ms: 0 for none. */
 int tfs_timeout_parse(const char *text, int64_t *ms, char *why, size_t whylen);
 
-/* What a task gets: the limits given, the store's defaults
+/* What a task gets (core/config.c): the limits given, the store's defaults
  * (<state>/config) for the ones not given (from = config), each checked
  * against the hard limit of this process, which the supervisor and the
  * worker inherit (a process cannot raise its hard limit). Returns 0,

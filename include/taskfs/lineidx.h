@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "taskfs/store.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

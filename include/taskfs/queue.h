@@ -1,6 +1,7 @@
 /* taskfs: queues with a parallel limit, dependencies and start times, and
  * the control of a running task (pause, resume, signals, its stdin). Part
- * of libtaskfs.a; included by taskfs.h.
+ * of libtaskfs.a; included by taskfs.h. (The rule of a queue name is
+ * taskfs/ids.h's.)
  *
  * No daemon keeps a queue: each task's own supervisor takes a slot of its
  * queue through the store, with kernel locks, so that a process killed at
@@ -29,6 +30,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "taskfs/ids.h"
+#include "taskfs/record.h"
+#include "taskfs/store.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,10 +41,6 @@ extern "C" {
 /* ---- queues (core/queue.c) ---------------------------------------------- */
 
 #define TFS_QUEUE_PARALLEL_MAX 1000
-
-/* 1 if name is a queue name: 1..TFS_QUEUE_NAME_MAX of [A-Za-z0-9._:-], not
- * starting with '.' (the rule of keys, shorter). */
-int tfs_queue_name_valid(const char *name);
 
 /* A parallel limit as every face takes it: 1..TFS_QUEUE_PARALLEL_MAX in
  * decimal digits, or "none" (also "unlimited") for no limit (0). 0 and

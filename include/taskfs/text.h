@@ -12,6 +12,18 @@
 extern "C" {
 #endif
 
+/* ---- UTF-8 (core/utf8.c) ---------------------------------------------- */
+
+/* Returns a malloc'ed, NUL-terminated copy of s[0..len) that is valid UTF-8:
+ * each invalid byte (and each NUL byte) becomes U+FFFD. *out_len (may be
+ * NULL) gets the new length. NULL only when out of memory. */
+char *tfs_utf8_sanitize(const char *s, size_t len, size_t *out_len);
+/* Where to cut s[0..len) to keep at most max bytes without splitting a
+ * character: len if it fits, else max, or the start of the valid UTF-8
+ * character that max falls inside (invalid bytes are cut anywhere: each is
+ * a U+FFFD of its own once sanitized). Reads s[0..len) only. */
+size_t tfs_utf8_cut(const char *s, size_t len, size_t max);
+
 /* ---- signal names (core/signame.c) ----------------------------------- */
 
 /* Bytes a signal name needs, the NUL included. */

@@ -5,7 +5,10 @@
 #ifndef TASKFS_TRIAGE_H
 #define TASKFS_TRIAGE_H
 
-#include "taskfs/taskfs.h"
+#include <stddef.h>
+
+#include "taskfs/important.h"
+#include "taskfs/record.h"
 
 /* ---- triage: what a small answer shows -------------------------------- */
 
