@@ -20,12 +20,14 @@
  * while it was written to): a stop only marks it, and what is marked is
  * freed on the next loop turn, never under a caller's feet. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "http/feed.h"
+#include "http/progress.h"
 
 typedef struct feed_id {
   char id[TFS_ID_MAX + 1];
@@ -39,6 +41,7 @@ typedef struct live {
   int state; /* -1: no record read yet (a task being created) */
   mcp_listener_t *l;
   int dead;
+  http_pace_t pace; /* its progress events (progress.c) */
 } live_t;
 
 struct http_task_sub {
@@ -113,10 +116,9 @@ static int id_delete(http_feed_t *fd, const char *id) {
   return 1;
 }
 
-static void tell_subs(http_feed_t *fd, const char *id, const tfs_record_t *rec) {
-  char *json = rec ? tfs_record_dump(rec) : NULL;
-  if (rec && !json)
-    return;
+/* Subscribers get (id, rec, json) for a record, (id, NULL, json) for a
+ * progress event, (id, NULL, NULL) for a task gone; json is freed. */
+static void tell_json(http_feed_t *fd, const char *id, const tfs_record_t *rec, char *json) {
   fd->telling++;
   for (http_task_sub_t *s = fd->subs; s; s = s->next)
     if (!s->dead)
@@ -125,10 +127,23 @@ static void tell_subs(http_feed_t *fd, const char *id, const tfs_record_t *rec) 
   free(json);
 }
 
+static void tell_subs(http_feed_t *fd, const char *id, const tfs_record_t *rec) {
+  char *json = rec ? tfs_record_dump(rec) : NULL;
+  if (!rec || json)
+    tell_json(fd, id, rec, json);
+}
+
+/* A progress event (NULL: none to tell). */
+static void tell_progress(http_feed_t *fd, const char *id, char *json) {
+  if (json)
+    tell_json(fd, id, NULL, json);
+}
+
 static void live_drop(live_t *lv) {
   if (lv->dead)
     return;
   lv->dead = 1;
+  http_pace_drop(lv->feed->pacer, &lv->pace);
   mcp_watch_remove(lv->feed->srv->mcp, lv->l);
   lv->l = NULL;
   http_feed_soon(lv->feed);
@@ -143,8 +158,10 @@ static live_t *live_find(http_feed_t *fd, const char *id) {
 
 static void gone_task(http_feed_t *fd, const char *id);
 
-/* Reads a task that has not ended again: a state it had not is told,
- * and an end makes it one that never changes again. */
+/* Reads a task that has not ended again: a state it had not is told
+ * (after the progress it made since the last told: an end flushes it),
+ * and an end makes it one that never changes again; counters that moved
+ * are told as progress, paced (progress.c). */
 static void live_look(live_t *lv) {
   if (lv->dead)
     return;
@@ -160,16 +177,26 @@ static void live_look(live_t *lv) {
     else
       live_drop(lv); /* a directory that never got a record: no task to tell of */
   } else if (err >= 0 && (int)rec.state != lv->state) {
+    if (lv->state < 0)
+      http_pace_init(&lv->pace, &rec, tfs_now_ms());
+    else
+      tell_progress(fd, lv->id, http_pace_flush(fd->pacer, &lv->pace, &rec));
     lv->state = (int)rec.state;
     if (tfs_state_terminal(rec.state))
       live_drop(lv);
     tell_subs(fd, lv->id, &rec);
+  } else if (err == 0) {
+    tell_progress(fd, lv->id, http_pace_look(fd->pacer, &lv->pace, &rec));
   }
   tfs_record_free(&rec);
 }
 
 static void on_live_watch(void *arg, unsigned what) {
   live_look(arg);
+}
+
+static void on_pace_over(http_pace_t *pc) {
+  live_look((live_t *)((char *)pc - offsetof(live_t, pace)));
 }
 
 static live_t *live_add(http_feed_t *fd, const char *id, int state) {
@@ -250,7 +277,9 @@ static void on_dir_watch(void *arg, const char *id, unsigned what) {
 }
 
 static int on_listed_live(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
-  live_add(arg, rec->id, (int)rec->state);
+  live_t *lv = live_add(arg, rec->id, (int)rec->state);
+  if (lv)
+    http_pace_init(&lv->pace, rec, 0);
   return 0;
 }
 
@@ -259,6 +288,7 @@ static int on_listed_live(const tfs_record_t *rec, const char *json, size_t len,
  * not ended are listened to. */
 static int tasks_open(http_feed_t *fd) {
   fd->dirl = mcp_watch_tasks(fd->srv->mcp, on_dir_watch, fd);
+  fd->pacer = http_pacer_open(fd->srv, on_pace_over);
   if (!fd->dirl)
     return -ENOMEM;
   char **ids = NULL;
@@ -283,6 +313,8 @@ static void tasks_close(http_feed_t *fd) {
   fd->dirl = NULL;
   for (live_t *lv = fd->live; lv; lv = lv->next)
     live_drop(lv);
+  http_pacer_close(fd->pacer);
+  fd->pacer = NULL;
   free(fd->ids);
   fd->ids = NULL;
   fd->nids = fd->capids = 0;

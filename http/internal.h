@@ -323,7 +323,10 @@ void http_follow_stop(http_follow_t *fl);
 
 /* The task feed: fn(arg, id, rec, json) for every task that appears or
  * whose state changes (the record after the change), fn(arg, id, NULL,
- * NULL) for a task that went away, fn(arg, NULL, NULL, NULL) at the
+ * json) for a running task's progress (json: tfs_progress_dump's event,
+ * at most one per TFS_PROGRESS_INTERVAL_MS per task, the last counters
+ * always told, before the record of a state change at the latest),
+ * fn(arg, id, NULL, NULL) for a task that went away, fn(arg, NULL, NULL, NULL) at the
  * server's stop (http_feed_stop). Set up when the call returns (what
  * happens from then on is told). */
 typedef struct http_task_sub http_task_sub_t;
