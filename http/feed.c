@@ -14,7 +14,8 @@
  *   those can change); each of those is listened to on the watch, tasks/
  *   itself too. The tick re-reads them (a supervisor that died changes no
  *   file: its task reads lost), and lists tasks/ again when inotify does
- *   not see it.
+ *   not see it. A running task's counters that moved are told as progress,
+ *   paced per task (progress.c).
  *
  * Callbacks may stop their own follow or subscription (a stream dropped
  * while it was written to): a stop only marks it, and what is marked is
