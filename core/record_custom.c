@@ -347,22 +347,24 @@ static int parse_lead(rf_reader_t *p, int o, tfs_important_t *imp) {
   return 0;
 }
 
+void tfs__rf_write_important_line(jw_t *w, const tfs_important_line_t *l) {
+  tfs__jw_item(w);
+  tfs__jw_open(w, '{');
+  key(w, "line");
+  num(w, l->line);
+  key(w, "kind");
+  str(w, tfs_line_kind_name(l->kind));
+  key(w, "text");
+  str(w, l->text ? l->text : "");
+  tfs__jw_close(w, '}');
+}
+
 static void dump_important_list(jw_t *w, const char *name, const tfs_important_t *imp, int last) {
   size_t n = last ? imp->nlast : imp->nfirst;
   key(w, name);
   tfs__jw_open(w, '[');
-  for (size_t i = 0; i < n && (last ? imp->last : imp->first); i++) {
-    const tfs_important_line_t *l = last ? tfs_important_last(imp, i) : &imp->first[i];
-    tfs__jw_item(w);
-    tfs__jw_open(w, '{');
-    key(w, "line");
-    num(w, l->line);
-    key(w, "kind");
-    str(w, tfs_line_kind_name(l->kind));
-    key(w, "text");
-    str(w, l->text ? l->text : "");
-    tfs__jw_close(w, '}');
-  }
+  for (size_t i = 0; i < n && (last ? imp->last : imp->first); i++)
+    tfs__rf_write_important_line(w, last ? tfs_important_last(imp, i) : &imp->first[i]);
   tfs__jw_close(w, ']');
 }
 

@@ -23,6 +23,8 @@ int tfs__rf_from_parse(const char *s, int *out);
 void tfs__rf_write_limits(jw_t *w, const void *limits);
 int tfs__rf_read_limits(rf_reader_t *p, int obj, void *limits);
 void tfs__rf_write_important(jw_t *w, const void *imp);
+/* One kept important line as an array element: {line, kind, text}. */
+void tfs__rf_write_important_line(jw_t *w, const tfs_important_line_t *l);
 int tfs__rf_read_important(rf_reader_t *p, int obj, void *imp);
 void tfs__rf_write_step(jw_t *w, const void *exec);
 

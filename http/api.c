@@ -7,7 +7,7 @@
  *   GET  /api/tasks/<id>              the record
  *   GET  /api/tasks/<id>/transcript   bytes (Range), or ?follow=1 as SSE
  *   POST /api/tasks/<id>/cancel       a stop request (tfs_cancel_request)
- *   GET  /api/events                  SSE: tasks that appear, change, go
+ *   GET  /api/events                  SSE: tasks that appear, change, progress, go
  *
  * A face only: the records, listings, transcripts and stop requests are
  * core's, the streams are the live layer's follows and task feed
@@ -477,7 +477,7 @@ static void events_told(void *arg, const char *id, const tfs_record_t *rec, cons
   if (json) {
     char *line = strdup(json);
     if (line)
-      http_stream_event(e->r, "task", NULL, line, one_line(line, strlen(line)));
+      http_stream_event(e->r, rec ? "task" : "progress", NULL, line, one_line(line, strlen(line)));
     free(line);
   } else {
     char data[TFS_ID_MAX + 16];

@@ -14,7 +14,8 @@
  *   those can change); each of those is listened to on the watch, tasks/
  *   itself too. The tick re-reads them (a supervisor that died changes no
  *   file: its task reads lost), and lists tasks/ again when inotify does
- *   not see it.
+ *   not see it. A running task's counters that moved are told as progress,
+ *   paced per task (live/progress.c).
  *
  * A feed (live_feed_t) is one face's set of them, so that the face ends
  * its own at its stop. Callbacks may stop their own follow or
@@ -22,12 +23,14 @@
  * marks it, and what is marked is freed on the next loop turn, never
  * under a caller's feet. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "live/feed.h"
+#include "live/progress.h"
 #include "taskfs/buf.h"
 
 typedef struct feed_id {
@@ -42,6 +45,7 @@ typedef struct live {
   int state; /* -1: no record read yet (a task being created) */
   live_listener_t *l;
   int dead;
+  live_pace_t pace; /* its progress events (live/progress.c) */
 } live_t;
 
 struct live_task_sub {
@@ -110,10 +114,9 @@ static int id_delete(live_feed_t *fd, const char *id) {
   return 1;
 }
 
-static void tell_subs(live_feed_t *fd, const char *id, const tfs_record_t *rec) {
-  char *json = rec ? tfs_record_dump(rec) : NULL;
-  if (rec && !json)
-    return;
+/* Subscribers get (id, rec, json) for a record, (id, NULL, json) for a
+ * progress event, (id, NULL, NULL) for a task gone; json is freed. */
+static void tell_json(live_feed_t *fd, const char *id, const tfs_record_t *rec, char *json) {
   fd->telling++;
   for (live_task_sub_t *s = fd->subs; s; s = s->next)
     if (!s->dead)
@@ -122,10 +125,23 @@ static void tell_subs(live_feed_t *fd, const char *id, const tfs_record_t *rec) 
   free(json);
 }
 
+static void tell_subs(live_feed_t *fd, const char *id, const tfs_record_t *rec) {
+  char *json = rec ? tfs_record_dump(rec) : NULL;
+  if (!rec || json)
+    tell_json(fd, id, rec, json);
+}
+
+/* A progress event (NULL: none to tell). */
+static void tell_progress(live_feed_t *fd, const char *id, char *json) {
+  if (json)
+    tell_json(fd, id, NULL, json);
+}
+
 static void live_drop(live_t *lv) {
   if (lv->dead)
     return;
   lv->dead = 1;
+  live_pace_drop(lv->feed->pacer, &lv->pace);
   live_watch_remove(lv->feed->hub, lv->l);
   lv->l = NULL;
   live_feed_soon(lv->feed);
@@ -140,8 +156,10 @@ static live_t *live_find(live_feed_t *fd, const char *id) {
 
 static void gone_task(live_feed_t *fd, const char *id);
 
-/* Reads a task that has not ended again: a state it had not is told,
- * and an end makes it one that never changes again. */
+/* Reads a task that has not ended again: a state it had not is told
+ * (after the progress it made since the last told: an end flushes it),
+ * and an end makes it one that never changes again; counters that moved
+ * are told as progress, paced (live/progress.c). */
 static void live_look(live_t *lv) {
   if (lv->dead)
     return;
@@ -157,16 +175,26 @@ static void live_look(live_t *lv) {
     else
       live_drop(lv); /* a directory that never got a record: no task to tell of */
   } else if (err >= 0 && (int)rec.state != lv->state) {
+    if (lv->state < 0)
+      live_pace_init(&lv->pace, &rec, tfs_now_ms());
+    else
+      tell_progress(fd, lv->id, live_pace_flush(fd->pacer, &lv->pace, &rec));
     lv->state = (int)rec.state;
     if (tfs_state_terminal(rec.state))
       live_drop(lv);
     tell_subs(fd, lv->id, &rec);
+  } else if (err == 0) {
+    tell_progress(fd, lv->id, live_pace_look(fd->pacer, &lv->pace, &rec));
   }
   tfs_record_free(&rec);
 }
 
 static void on_live_watch(void *arg, unsigned what) {
   live_look(arg);
+}
+
+static void on_pace_over(live_pace_t *pc) {
+  live_look((live_t *)((char *)pc - offsetof(live_t, pace)));
 }
 
 static live_t *live_add(live_feed_t *fd, const char *id, int state) {
@@ -247,7 +275,9 @@ static void on_dir_watch(void *arg, const char *id, unsigned what) {
 }
 
 static int on_listed_live(const tfs_record_t *rec, const char *json, size_t len, void *arg) {
-  live_add(arg, rec->id, (int)rec->state);
+  live_t *lv = live_add(arg, rec->id, (int)rec->state);
+  if (lv)
+    live_pace_init(&lv->pace, rec, 0);
   return 0;
 }
 
@@ -256,6 +286,7 @@ static int on_listed_live(const tfs_record_t *rec, const char *json, size_t len,
  * not ended are listened to. */
 static int tasks_open(live_feed_t *fd) {
   fd->dirl = live_watch_tasks(fd->hub, on_dir_watch, fd);
+  fd->pacer = live_pacer_open(live_loop(fd->hub), on_pace_over);
   if (!fd->dirl)
     return -ENOMEM;
   char **ids = NULL;
@@ -280,6 +311,8 @@ static void tasks_close(live_feed_t *fd) {
   fd->dirl = NULL;
   for (live_t *lv = fd->live; lv; lv = lv->next)
     live_drop(lv);
+  live_pacer_close(fd->pacer);
+  fd->pacer = NULL;
   free(fd->ids);
   fd->ids = NULL;
   fd->nids = fd->capids = 0;

@@ -17,6 +17,7 @@ struct live_feed {
   struct feed_id *ids; /* every task id, sorted */
   size_t nids, capids;
   struct live *live;
+  struct live_pacer *pacer; /* the holds of progress events (progress.c) */
   int telling;
 };
 

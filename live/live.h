@@ -16,7 +16,8 @@
  *   listens on it, never on a watch of its own;
  * - transcript scans on the loop's thread pool, capped and cancellable
  *   (scan.c), and the async launch of a task's supervisor (launch.c);
- * - the feeds (feed.c, follow.c): the task feed (appeared, changed, gone)
+ * - the feeds (feed.c, follow.c): the task feed (appeared, changed, gone,
+ *   and progress paced per task: progress.c)
  *   and follows of one task's transcript, opened on the thread pool
  *   through the line index.
  * Everything runs on the loop's thread, but what the thread pool runs.
@@ -192,8 +193,12 @@ void live_follow_stop(live_follow_t *fl);
 
 /* The task feed: fn(arg, id, rec, json) for every task that appears or
  * whose state changes (the record after the change), fn(arg, id, NULL,
- * NULL) for a task that went away, fn(arg, NULL, NULL, NULL) at the
- * feed's stop (live_feed_stop). Set up when the call returns (what
+ * json) for a running task's progress (json: tfs_progress_dump's event,
+ * at most one per TFS_PROGRESS_INTERVAL_MS per task, the last counters
+ * always told, before the record of a state change at the latest;
+ * live/progress.c paces them), fn(arg, id, NULL, NULL) for a task that
+ * went away, fn(arg, NULL, NULL, NULL) at the feed's stop
+ * (live_feed_stop). Set up when the call returns (what
  * happens from then on is told). */
 typedef struct live_task_sub live_task_sub_t;
 typedef void (*live_tasks_fn)(void *arg, const char *id, const tfs_record_t *rec, const char *json);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "taskfs/progress.h"
 #include "tests/helpers/serve.h"
 #include "tests/helpers/testutil.h"
 
@@ -332,6 +333,126 @@ Test(serve_api, events_tell_a_new_task_its_state_changes_and_its_removal) {
   cr_assert(ts_stream_until(&s, want), "the removal is told: %s", s.buf);
   still_serving();
   ts_stream_close(&s);
+}
+
+/* The lines counts of id's progress events in what the stream brought,
+ * in order (at most max); returns how many. */
+static size_t progress_lines(const char *buf, const char *id, int64_t *out, size_t max) {
+  size_t n = 0;
+  for (const char *p = buf; n < max && (p = strstr(p, "event: progress\ndata: "));) {
+    p += strlen("event: progress\ndata: ");
+    const char *end = strchr(p, '\n');
+    json_t *j = end ? json_loadb(p, (size_t)(end - p), 0, NULL) : NULL;
+    cr_assert(j, "a progress event is one line of JSON: %.300s", p);
+    if (!strcmp(json_string_value(json_object_get(j, "id")), id))
+      out[n++] = json_integer_value(json_object_get(json_object_get(j, "transcript"), "lines"));
+    json_decref(j);
+  }
+  return n;
+}
+
+/* What a viewer's record panel shows while a task runs: its line count
+ * grows in progress events, before the task ends, and the last one (the
+ * end flushes it) counts every line of the transcript. The stages are
+ * made with files the task waits for, never with a clock. */
+Test(serve_api, events_tell_a_running_tasks_progress_and_its_final_count) {
+  ts_stream_t s;
+  ts_stream_open(&s, &S, "/api/events", NULL);
+  cr_assert(ts_stream_until(&s, "event: ready"), "%s", s.buf);
+  char id[32];
+  run_task(id, "sh -c 'seq 1 5; while [ ! -e go1 ]; do sleep 0.05; done; seq 6 10; echo error: "
+               "ten; while [ ! -e go2 ]; do sleep 0.05; done; seq 12 13'");
+  char want[300];
+  snprintf(want, sizeof want,
+           "event: progress\ndata: {\"id\": \"%s\",\"state\": \"running\",\"transcript\": "
+           "{\"lines\": 5,",
+           id);
+  cr_assert(ts_stream_until(&s, want), "5 lines are told while the task runs: %s", s.buf);
+  touch("go1");
+  snprintf(want, sizeof want,
+           "event: progress\ndata: {\"id\": \"%s\",\"state\": \"running\",\"transcript\": "
+           "{\"lines\": 11,",
+           id);
+  cr_assert(ts_stream_until(&s, want), "then 11: %s", s.buf);
+  cr_assert(ts_stream_until(&s, "\"new\": [{\"line\": 11,\"kind\": \"error\",\"text\": \"error: "
+                                "ten\"}]"),
+            "the new important line comes with its count: %s", s.buf);
+  cr_expect(!strstr(s.buf, "\"state\": \"completed\""), "the task still runs: %s", s.buf);
+  touch("go2");
+  cr_assert(ts_stream_until(&s, "\"state\": \"completed\""), "%s", s.buf);
+  int64_t counts[1000];
+  size_t n = progress_lines(s.buf, id, counts, 1000);
+  cr_assert_geq(n, 2, "%s", s.buf);
+  for (size_t i = 1; i < n; i++)
+    cr_expect_geq(counts[i], counts[i - 1], "counts never go back: %s", s.buf);
+  char path[200];
+  snprintf(path, sizeof path, "/api/tasks/%s/transcript", id);
+  char *a = api("GET", path, NULL);
+  cr_assert_eq(ts_status(a), 200, "%.300s", a);
+  int64_t lines = 0;
+  for (const char *p = ts_body(a); *p; p++)
+    lines += *p == '\n';
+  free(a);
+  cr_expect_eq(lines, 13);
+  cr_expect_eq(counts[n - 1], lines, "the last progress counts the transcript's %lld lines: %s",
+               (long long)lines, s.buf);
+  ts_stream_close(&s);
+}
+
+/* The pace of one task's progress events (core/progress.c), driven with
+ * times of the test's own: the seam live/progress.c calls with the
+ * loop's clock. A burst of changes inside one interval is held, not told,
+ * and the look at the end of the interval tells the latest counters. */
+Test(progress, a_burst_within_the_interval_is_one_event_with_the_latest_counts) {
+  tfs_record_t rec;
+  tfs_record_init(&rec);
+  snprintf(rec.id, sizeof rec.id, "t1");
+  rec.state = TFS_RUNNING;
+  tfs_progress_t p = {0};
+  tfs_progress_told(&p, &rec, 0);
+  cr_expect_eq(tfs_progress_check(&p, &rec, 1000), -1, "nothing moved");
+  rec.lines = 1;
+  cr_assert_eq(tfs_progress_check(&p, &rec, 1000), 0, "never told: at once");
+  free(tfs_progress_dump(&p, &rec, 1000));
+  int told = 0;
+  for (int i = 2; i <= 100; i++) {
+    rec.lines = i;
+    rec.bytes = 2 * i;
+    int64_t wait = tfs_progress_check(&p, &rec, 1000 + i);
+    cr_assert_gt(wait, 0, "held within the interval (change %d)", i);
+    cr_assert_leq(1000 + i + wait, 1000 + TFS_PROGRESS_INTERVAL_MS, "until its end");
+    told += wait == 0;
+  }
+  cr_expect_eq(told, 0);
+  for (int i = 0; i < 7; i++)
+    tfs_important_add(&rec.important, 90 + i, TFS_LINE_ERROR, "error: x", 8);
+  cr_assert_eq(tfs_progress_check(&p, &rec, 1000 + TFS_PROGRESS_INTERVAL_MS), 0);
+  char *json = tfs_progress_dump(&p, &rec, 1000 + TFS_PROGRESS_INTERVAL_MS);
+  json_t *j = json_loads(json, 0, NULL);
+  cr_assert(j, "%s", json);
+  cr_expect_eq(json_integer_value(json_object_get(json_object_get(j, "transcript"), "lines")), 100);
+  cr_expect_eq(json_integer_value(json_object_get(json_object_get(j, "transcript"), "bytes")), 200);
+  json_t *imp = json_object_get(j, "important");
+  cr_expect_eq(json_integer_value(json_object_get(imp, "total")), 7);
+  json_t *fresh = json_object_get(imp, "new");
+  cr_assert_eq(json_array_size(fresh), TFS_PROGRESS_NEW_MAX, "%s", json);
+  cr_expect_eq(json_integer_value(json_object_get(json_array_get(fresh, 0), "line")), 92,
+               "the newest: %s", json);
+  json_decref(j);
+  free(json);
+  cr_expect_eq(tfs_progress_check(&p, &rec, 1000 + TFS_PROGRESS_INTERVAL_MS), -1, "told");
+  rec.lines++;
+  int64_t wait = tfs_progress_check(&p, &rec, 10);
+  cr_expect(wait > 0 && wait <= TFS_PROGRESS_INTERVAL_MS, "a clock stepped back holds %lld ms",
+            (long long)wait);
+  tfs_important_add(&rec.important, 200, TFS_LINE_WARNING, "warning: y", 10);
+  json = tfs_progress_dump(&p, &rec, 5000);
+  j = json_loads(json, 0, NULL);
+  fresh = json_object_get(json_object_get(j, "important"), "new");
+  cr_expect_eq(json_array_size(fresh), 1, "only what came after the last told: %s", json);
+  json_decref(j);
+  free(json);
+  tfs_record_free(&rec);
 }
 
 /* ---- cancel -------------------------------------------------------------------------- */

@@ -329,7 +329,7 @@ function makeRow(rec) {
   const tr = document.createElement('tr');
   tr.tabIndex = -1;
   tr.dataset.id = rec.id;
-  for (const c of ['state', 'id', 'age', 'dur', 'exit', 'key', 'cmd']) tr.appendChild(el('td', `c-${c}`));
+  for (const c of ['state', 'id', 'age', 'dur', 'exit', 'lines', 'key', 'cmd']) tr.appendChild(el('td', `c-${c}`));
   fillRow(tr, rec, Date.now());
   return tr;
 }
@@ -339,7 +339,7 @@ function setText(node, text) {
 }
 
 function fillRow(tr, rec, now) {
-  const [st, id, age, dur, exit, key, cmd] = tr.children;
+  const [st, id, age, dur, exit, lines, key, cmd] = tr.children;
   if (tr.dataset.state !== rec.state) {
     st.replaceChildren(stateBadge(rec.state));
     tr.dataset.state = rec.state;
@@ -351,6 +351,8 @@ function fillRow(tr, rec, now) {
   setText(dur, durationText(rec, now));
   setText(exit, exitText(rec));
   exit.title = rec.reason || '';
+  setText(lines, rec.transcript ? String(rec.transcript.lines) : '');
+  lines.title = rec.transcript ? bytesText(rec.transcript.bytes) : '';
   setText(key, rec.key ?? '');
   const c = shellQuote(rec.command);
   setText(cmd, c);
@@ -527,6 +529,35 @@ function onTaskEvent(rec) {
   if (view.id === rec.id) setRecord(rec);
 }
 
+// A running task's counters moved (at most twice a second per task): the
+// record as known, with the event's counters put in. New important lines
+// are read with the record when its page is open (the event names only
+// the newest few; the panel shows the first and the last K).
+function withProgress(rec, p) {
+  if (rec.state !== p.state || (rec.transcript && rec.transcript.lines > p.transcript.lines)) return null;
+  return {
+    ...rec,
+    transcript: { ...rec.transcript, ...p.transcript },
+    usage: { ...rec.usage, ...p.usage },
+    important: { ...rec.important, total: p.important.total },
+  };
+}
+
+function onProgressEvent(p) {
+  const have = list.rows.get(p.id);
+  const row = have && withProgress(have.rec, p);
+  if (row) {
+    have.rec = row;
+    fillRow(have.tr, row, Date.now());
+  }
+  if (view.id !== p.id || !view.rec) return;
+  const before = view.rec.important ? view.rec.important.total : 0;
+  const rec = withProgress(view.rec, p);
+  if (!rec) return;
+  setRecord(rec);
+  if (p.important.total !== before) refreshRecord();
+}
+
 function onGoneEvent(id) {
   const have = list.rows.get(id);
   if (have) {
@@ -550,6 +581,7 @@ function connectEvents() {
       }
     },
     task: (d) => onTaskEvent(JSON.parse(d)),
+    progress: (d) => onProgressEvent(JSON.parse(d)),
     gone: (d) => onGoneEvent(JSON.parse(d).id),
   }, (err) => {
     if (events !== stream) return;
@@ -652,10 +684,18 @@ function setRecord(rec) {
   if (view.tr) view.tr.recordChanged(rec);
 }
 
+// A record read before the progress event just shown counts fewer lines:
+// the store's record only moves on, so a second read has caught up.
+const behind = (a, b) => a.state === b.state && a.transcript && b.transcript && a.transcript.lines < b.transcript.lines;
+
 async function refreshRecord() {
   const id = view.id;
   try {
-    const rec = await api(`/api/tasks/${enc(id)}`);
+    let rec;
+    for (let i = 0; i < 3; i++) {
+      rec = await api(`/api/tasks/${enc(id)}`);
+      if (view.id !== id || !view.rec || !behind(rec, view.rec)) break;
+    }
     if (view.id === id) setRecord(rec);
   } catch (e) {
     if (view.id === id) showError($('t-error'), e);

@@ -7,7 +7,8 @@
 // docs/viewer-list-light.png (the README's).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM, haveChromium, openViewer, outPath, run, taskfs } from './browser.mjs';
 
@@ -153,6 +154,49 @@ test('the list goes live, a task streams its lines, Cancel ends it cancelled', {
 
   assert.deepEqual(v.problems, []);
   assert.deepEqual(v.cookies, [], 'no Set-Cookie');
+});
+
+// Issue 27.2: the record panel and the list's line count follow a running
+// task's progress (the progress events of /api/events), before it ends.
+// The task goes on in stages, each waiting for a file the test makes, so
+// every count it checks is one the task really stops at.
+test('a running task\'s line count and important lines grow live, in the list and its record', { skip }, async (t) => {
+  const v = await openViewer(t);
+  const { dir, page } = v;
+  const gates = mkdtempSync(join(tmpdir(), 'taskfs-web-gates-'));
+  t.after(() => rmSync(gates, { recursive: true, force: true }));
+  const wait = (name) => `while [ ! -e '${gates}/${name}' ]; do sleep 0.05; done`;
+  const id = run(dir, ['sh', '-c', `seq 1 3; ${wait('go1')}; seq 4 9; echo "error: ten"; ${wait('go2')}; ` +
+    `seq 11 15; echo "error: sixteen"; ${wait('go3')}`]);
+  const go = (name) => writeFileSync(join(gates, name), '');
+
+  await page.goto(v.loginUrl);
+  await page.waitForURL(`${v.srv.url}/`);
+  const row = page.locator(`#rows tr[data-id="${id}"]`);
+  await row.waitFor();
+  await until('3 lines in the list', () => row.locator('.c-lines').textContent(), (s) => s === '3');
+  go('go1');
+  await until('10 lines in the list', () => row.locator('.c-lines').textContent(), (s) => s === '10');
+  assert.equal(await row.locator('.c-state').textContent(), 'running');
+
+  await page.evaluate((x) => { location.hash = `#/task/${x}`; }, id);
+  await page.locator('#task-view').waitFor();
+  const field = (name) => page.evaluate((n) => {
+    const dt = [...document.querySelectorAll('#t-fields dt')].find((d) => d.textContent === n);
+    return dt ? dt.nextElementSibling.textContent : '';
+  }, name);
+  const important = () => page.locator('#t-important li .text').allTextContents();
+  await until('the record panel at 10 lines', () => field('transcript'), (s) => s.startsWith('10 lines'));
+  assert.deepEqual(await important(), ['error: ten']);
+  go('go2');
+  await until('the record panel at 16 lines', () => field('transcript'), (s) => s.startsWith('16 lines'));
+  await until('the new important line', important, (l) => l.includes('error: sixteen'));
+  assert.equal(await page.locator('#t-state').textContent(), 'running', 'all of it before the end');
+  assert.equal(JSON.parse(taskfs(dir, 'show', id)).state, 'running');
+  go('go3');
+  await until('the end', () => page.locator('#t-state').textContent(), (s) => s === 'completed');
+  assert.match(await field('transcript'), /^16 lines/);
+  assert.deepEqual(v.problems, []);
 });
 
 test('a 50 MB transcript opens at its last line, pages back on scroll, jumps to an important line', { skip }, async (t) => {
