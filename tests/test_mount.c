@@ -914,8 +914,13 @@ Test(mount, every_forbidden_operation_has_its_errno) {
 
 Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads_lost) {
   char id[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1];
-  /* Bounded (about 35 MB) in case a crashed test leaves it behind. */
-  real_task("i=0; while [ $i -lt 3000000 ]; do echo line $i; i=$((i+1)); done", id);
+  /* It floods until the test is done with it (the file flood-done), not
+   * for a count of lines: a fast machine finished 3 million of them
+   * before the kill. The teardown ends its group should the test fail. */
+  char script[1024];
+  snprintf(script, sizeof script,
+           "i=0; while [ ! -e %s/flood-done ]; do echo line $i; i=$((i+1)); done", g_dir);
+  real_task(script, id);
   real_task("sleep 100", id2);
   json_t *j = read_json(mpath("tasks/%s/owner", id));
   json_int_t sup = json_integer_value(json_object_get(j, "pid"));
@@ -946,6 +951,9 @@ Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
   cr_assert_eq(poll(&pfd, 1, 20000), 1, "an ended task's transcript must poll readable");
   close(fd);
+  char done[600];
+  snprintf(done, sizeof done, "%s/flood-done", g_dir);
+  cr_assert_eq(tu_write_file(done, "", 0), 0);
 }
 
 /* Kills pid after a pause, from a child, while the test sleeps in poll(). */
