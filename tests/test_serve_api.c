@@ -411,8 +411,11 @@ static int dropped_logged(void *arg) {
 
 Test(serve_api, a_follow_client_that_never_reads_is_dropped_and_the_server_keeps_serving) {
   char id[32];
-  /* 64 MB of output, far more than every buffer on the way. */
-  run_task(id, "sh -c 'yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 64000000; sleep 60'");
+  /* 64 MB of output, far more than every buffer on the way; then it runs
+   * until the test cancels it (after `sleep 60` it could end before a
+   * slow machine got to the drop, and the cancel found it ended). */
+  run_task(id, "sh -c 'yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 64000000; "
+               "while :; do sleep 1; done'");
   char path[200];
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1", id);
   ts_stream_t s;
