@@ -199,7 +199,9 @@ Test(run, wait_times_out_with_124_and_knows_unknown_tasks) {
   cr_assert_eq(sx_taskfs(NULL, NULL, "wait --state-dir '%s' no-such-key", sx_state), 101);
   /* A stop request through the CLI: wait then reports cancelled, 130. */
   cr_assert_eq(sx_taskfs(NULL, NULL, "cancel --state-dir '%s' %s", sx_state, id), 0);
-  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 130);
+  cr_assert_eq(
+      sx_taskfs(NULL, NULL, "wait --timeout %d --state-dir '%s' %s", 20 * tu_slow(), sx_state, id),
+      130);
 }
 
 Test(run, wait_settles_a_lost_task) {
@@ -211,7 +213,9 @@ Test(run, wait_settles_a_lost_task) {
   pid_t sup = rec.supervisor_pid;
   tfs_record_free(&rec);
   cr_assert_eq(kill(sup, SIGKILL), 0);
-  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 102);
+  cr_assert_eq(
+      sx_taskfs(NULL, NULL, "wait --timeout %d --state-dir '%s' %s", 20 * tu_slow(), sx_state, id),
+      102);
   char *raw = sx_task_file(id, "record.json", NULL);
   cr_assert_not_null(strstr(raw, "\"lost\""), "wait should have written lost: %s", raw);
   free(raw);
