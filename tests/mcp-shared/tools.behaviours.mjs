@@ -225,7 +225,7 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('cancel a running task', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
-    const s = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 });
+    const s = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', 'infinity'], waitMs: 0 });
     const c = await call(client, 'cancel_managed_task', { taskId: s.structuredContent.taskId });
     assert.equal(c.structuredContent.state, 'cancelled');
     assert.equal(c.structuredContent.stopped, true);
@@ -237,7 +237,7 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('a second server lists and cancels the first one\'s task', async (t) => {
     const store = makeStore(t);
     const a = await store.connect();
-    const s = await call(a.client, 'start_managed_task', { taskKey: 'shared', command: ['sleep', '60'], waitMs: 0 });
+    const s = await call(a.client, 'start_managed_task', { taskKey: 'shared', command: ['sleep', 'infinity'], waitMs: 0 });
     const id = s.structuredContent.taskId;
     const b = await store.connect();
     const list = await call(b.client, 'list_managed_tasks', {});
