@@ -67,7 +67,7 @@ both('the v2 client with the extension declared: callTool answers, tasks/get fol
 both('a task stopped by cancel_managed_task completes its call with an isError result naming the stop', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect({ tasks: true });
-  const started = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 });
+  const started = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', 'infinity'], waitMs: 0 });
   const taskId = started.structuredContent.taskId;
   await call(client, 'cancel_managed_task', { taskKey: 'long' });
   const done = await settle(client, taskId);
@@ -80,7 +80,7 @@ both('a task stopped by cancel_managed_task completes its call with an isError r
 both('tasks/cancel acknowledges; listen taskIds streams the end', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
-  const created = (await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 })).structuredContent;
+  const created = (await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', 'infinity'], waitMs: 0 })).structuredContent;
   const told = [];
   let wake;
   client.setNotificationHandler('notifications/tasks', { params: Any }, (params) => { told.push(params); wake?.(); });
