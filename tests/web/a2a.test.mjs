@@ -137,7 +137,7 @@ test('ListTasks pages newest first and filters by state', async (t) => {
   const { client } = await setup(t);
   const ids = [];
   for (let i = 0; i < 5; i++) ids.push((await send(client, { command: ['true'] }, { wait: true })).id);
-  const running = await send(client, { command: ['sleep', '60'] });
+  const running = await send(client, { command: ['sleep', 'infinity'] });
   const seen = [];
   let token = '';
   let pages = 0;
@@ -196,7 +196,7 @@ test('SubscribeToTask streams the task, its new lines and its final status', asy
 
 test('CancelTask ends a running task canceled; a second cancel is not cancelable', async (t) => {
   const { client } = await setup(t);
-  const task = await send(client, { command: ['sleep', '60'] });
+  const task = await send(client, { command: ['sleep', 'infinity'] });
   const cancelled = await client.cancelTask({ id: task.id });
   assert.equal(cancelled.status.state, S.CANCELED);
   assert.equal((await client.getTask({ id: task.id })).metadata.taskfs.state, 'cancelled');
