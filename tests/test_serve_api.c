@@ -347,7 +347,7 @@ static int cancelled_yet(void *arg) {
 
 Test(serve_api, cancel_ends_the_task_cancelled_and_an_ended_task_is_409) {
   char id[32];
-  run_task(id, "sleep 60");
+  run_task(id, "sleep infinity");
   char path[200];
   snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
   json_t *rec = api_json("POST", path, 202);
@@ -375,7 +375,7 @@ static int post_status(const char *path, const char *hdr) {
  * and not with a cookie, which is no credential at all. */
 Test(serve_api, a_page_of_another_origin_cannot_cancel) {
   char id[32];
-  run_task(id, "sleep 60");
+  run_task(id, "sleep infinity");
   char path[200], hdr[1200];
   snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
   snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\nOrigin: http://evil.example\r\n", S.token);
