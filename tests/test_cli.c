@@ -676,9 +676,9 @@ Test(cli, logs_into_a_closed_pipe_ends_promptly) {
   char *out;
   /* PIPESTATUS[0] is taskfs's own status; timeout(1) would say 124. */
   int rc = tu_sh(&out,
-                 "bash -c \"timeout 20 '%s' logs --state-dir '%s' big | head -1 >/dev/null; "
+                 "bash -c \"timeout %d '%s' logs --state-dir '%s' big | head -1 >/dev/null; "
                  "echo \\${PIPESTATUS[0]}\"",
-                 tu_taskfs_bin(), state);
+                 20 * tu_slow(), tu_taskfs_bin(), state);
   cr_assert_eq(rc, 0);
   cr_expect_str_eq(out, "0\n", "logs | head: taskfs status %s", out);
   free(out);
@@ -689,9 +689,9 @@ Test(cli, logs_into_a_closed_pipe_ends_promptly) {
   append(small, "one line\n", 9);
   start_running(small, 0);
   rc = tu_sh(&out,
-             "bash -c \"timeout 20 '%s' logs -f --state-dir '%s' small | head -1 >/dev/null; "
+             "bash -c \"timeout %d '%s' logs -f --state-dir '%s' small | head -1 >/dev/null; "
              "echo \\${PIPESTATUS[0]}\"",
-             tu_taskfs_bin(), state);
+             20 * tu_slow(), tu_taskfs_bin(), state);
   cr_assert_eq(rc, 0);
   cr_expect_str_eq(out, "0\n", "logs -f | head: taskfs status %s", out);
   free(out);
@@ -752,7 +752,8 @@ Test(cli, cancel_wait_prints_the_final_state) {
   make_task("svc", "sleep 100", id);
   start_running(id, 1);
   char *out, *err;
-  int rc = run(&out, &err, "cancel --wait --timeout 20 --state-dir '%s' %s", state, id);
+  int rc =
+      run(&out, &err, "cancel --wait --timeout %d --state-dir '%s' %s", 20 * tu_slow(), state, id);
   cr_expect_eq(rc, 0, "%s", err);
   char want[128];
   snprintf(want, sizeof want, "stop requested for %s\n%s cancelled: stopped on request\n", id, id);

@@ -23,8 +23,7 @@ static void setup(void) {
 
 static void teardown(void) {
   /* Whatever a test left running goes with its store. */
-  tu_sh(NULL, "TASKFS_STATE_DIR='%s' '%s' cancel --all -y >/dev/null 2>&1", state,
-        tu_taskfs_bin());
+  tu_sh(NULL, "TASKFS_STATE_DIR='%s' '%s' cancel --all -y >/dev/null 2>&1", state, tu_taskfs_bin());
   tu_rmrf(tmp);
   free(tmp);
   free(state);
@@ -73,9 +72,8 @@ static void chomp(char *s) {
 Test(clinum, every_task_gets_a_number_also_from_parallel_runs) {
   char *out = NULL;
   /* Eight runs at once: eight distinct numbers, 1 to 8. */
-  cr_assert_eq(sh(NULL, NULL,
-                  "for i in 1 2 3 4 5 6 7 8; do $T run -- true >/dev/null & done; wait"),
-               0);
+  cr_assert_eq(
+      sh(NULL, NULL, "for i in 1 2 3 4 5 6 7 8; do $T run -- true >/dev/null & done; wait"), 0);
   cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
   json_t *all = json_loads(out, 0, NULL);
   cr_assert(all && json_array_size(all) == 8, "%s", out);
@@ -178,8 +176,9 @@ Test(clinum, several_ids_at_once_and_wait_exits_with_the_worst) {
                0);
   cr_assert_eq(sh(NULL, NULL, "$T wait 1 2"), 3);
   cr_assert_eq(sh(&out, NULL, "$T pause 3 4"), 0);
-  cr_assert_eq(sh(NULL, NULL, "$T show 3 | grep -q '\"paused\"' && $T show 4 | grep -q '\"paused\"'"),
-               0, "%s", out);
+  cr_assert_eq(
+      sh(NULL, NULL, "$T show 3 | grep -q '\"paused\"' && $T show 4 | grep -q '\"paused\"'"), 0,
+      "%s", out);
   free(out);
   cr_assert_eq(sh(NULL, NULL, "$T resume 3 4 >/dev/null"), 0);
   cr_assert_eq(sh(&out, NULL, "$T signal CONT 3 4"), 0);
@@ -189,8 +188,8 @@ Test(clinum, several_ids_at_once_and_wait_exits_with_the_worst) {
   cr_assert_eq(sh(NULL, &err, "$T signal CONT 1 3"), 100);
   free(err);
   cr_assert_eq(sh(&out, NULL, "$T cancel -w 3 4"), 0);
-  cr_assert(strstr(out, "cancelled") && strchr(strchr(strchr(out, '\n') + 1, '\n') + 1, '\n'),
-            "%s", out);
+  cr_assert(strstr(out, "cancelled") && strchr(strchr(strchr(out, '\n') + 1, '\n') + 1, '\n'), "%s",
+            out);
   free(out);
   /* Every cancelled task is described (the first 130 is no interruption). */
   cr_assert_eq(sh(NULL, &err, "$T wait 2 3 4"), 130);
@@ -229,9 +228,9 @@ Test(clinum, wait_all_and_cancel_all) {
 
 Test(clinum, a_default_queue_from_the_config_and_after_last) {
   char *out = NULL, *err = NULL;
-  cr_assert_eq(sh(NULL, NULL,
-                  "$T queue set serial --parallel 1 >/dev/null && $T config set queue serial"),
-               0);
+  cr_assert_eq(
+      sh(NULL, NULL, "$T queue set serial --parallel 1 >/dev/null && $T config set queue serial"),
+      0);
   cr_assert_eq(sh(NULL, &err, "$T config set queue .bad"), 100);
   free(err);
   cr_assert_eq(sh(NULL, NULL, "$T run -- sleep 600 >/dev/null; $T run -- true >/dev/null"), 0);
@@ -317,10 +316,13 @@ Test(clinum, restart_takes_env_names_from_here_and_says_which_it_could_not) {
 
 Test(clinum, a_task_skipped_for_a_failed_dependency_has_its_own_exit_code) {
   char *err = NULL;
-  /* The dependency fails after the task was queued behind it... */
+  /* The dependency fails after the task was queued behind it: it waits
+   * for its gate, made once the second run returned, so that "after"
+   * does not depend on how fast that run was. */
   cr_assert_eq(sh(NULL, NULL,
-                  "$T run -- sh -c 'sleep 1; exit 1' >/dev/null; "
-                  "$T run --after 1 -- true >/dev/null"),
+                  "$T run -- sh -c 'until [ -e \"$0\" ]; do sleep 0.05; done; exit 1' "
+                  "\"$TASKFS_STATE_DIR.gate\" >/dev/null; "
+                  "$T run --after 1 -- true >/dev/null && : > \"$TASKFS_STATE_DIR.gate\""),
                0);
   cr_assert_eq(sh(NULL, &err, "$T wait 2"), 103);
   cr_assert(strstr(err, "not run"), "%s", err);

@@ -108,20 +108,20 @@ Test(hard_hold, a_task_dir_swapped_for_another_dir_is_never_touched) {
  * process must survive. */
 static const char pidns_script[] =
     "set -u\n"
-    "D=$1; TFS=$2\n"
+    "D=$1; TFS=$2; N=$((3000 * $3)) # 30 s times TASKFS_TEST_SLOW: guards, never verdicts\n"
     "export TASKFS_STATE_DIR=$D/ns-store\n"
     "id=$(\"$TFS\" run --grace 600000 -- /bin/sh -c 'setsid /bin/sh -c \"trap \\\"\\\" TERM; "
     ": > '\"$D\"'/ready; exec sleep 1000\" </dev/null >/dev/null 2>&1 & "
     "while [ ! -e '\"$D\"'/ready ]; do sleep 0.01; done; echo $$ > '\"$D\"'/worker; exit 0')\n"
-    "n=0; while [ ! -s $D/worker ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done\n"
+    "n=0; while [ ! -s $D/worker ] && [ $n -lt $N ]; do sleep 0.01; n=$((n+1)); done\n"
     "W=$(cat $D/worker)\n"
-    "n=0; while [ -e /proc/$W ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done\n"
+    "n=0; while [ -e /proc/$W ] && [ $n -lt $N ]; do sleep 0.01; n=$((n+1)); done\n"
     "echo $((W-1)) > /proc/sys/kernel/ns_last_pid\n"
     "setsid sleep 1000 & V=$!\n"
     "[ \"$V\" = \"$W\" ] && r=1 || r=0\n"
     "SUP=$(\"$TFS\" show $id | sed -n 's/.*\"pid\": \\([0-9]*\\).*/\\1/p' | head -1)\n"
     "kill -9 $SUP\n"
-    "n=0; while grep -qs taskfs-sentinel /proc/[0-9]*/comm && [ $n -lt 3000 ]; do "
+    "n=0; while grep -qs taskfs-sentinel /proc/[0-9]*/comm && [ $n -lt $N ]; do "
     "sleep 0.01; n=$((n+1)); done\n"
     "grep -qs taskfs-sentinel /proc/[0-9]*/comm && s=1 || s=0\n"
     "kill -0 $V 2>/dev/null && a=1 || a=0\n"
@@ -132,8 +132,13 @@ Test(hard_hold, a_sentinel_never_signals_a_recycled_group) {
     cr_skip_test("unshare (util-linux) is not installed");
   char *script = hh_strdupf("%s/pidns.sh", hh.root);
   cr_assert_eq(tu_write_file(script, pidns_script, strlen(pidns_script)), 0);
-  hh_res_t r = hh_sh("unshare --pid --fork --mount-proc /bin/sh '%s' '%s' '%s'", script, hh.root,
-                     tu_taskfs_bin());
+  char slow[16];
+  snprintf(slow, sizeof slow, "%d", tu_slow());
+  const char *argv[] = {
+      "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "/bin/sh", script, hh.root,
+      tu_taskfs_bin(),    slow,    NULL};
+  /* The script's three waits, each a guard of 30 s times tu_slow(). */
+  hh_res_t r = hh_run_argv(argv, NULL, 0, 4 * 30000 * tu_slow());
   cr_assert_eq(r.status, 0, "the PID namespace run failed (%d): %s", r.status, r.err);
   cr_assert(strstr(r.out, "sentinel=0"), "the sentinel did not finish: %s", r.out);
   cr_assert(strstr(r.out, "alive=1"),

@@ -799,7 +799,7 @@ Test(hard_kill9, a_killed_supervisor_takes_its_worker_along) {
     kill(sup, SIGKILL);
     wait_not_alive(id);
     cr_assert_eq(hh_state(id), TFS_LOST);
-    int gone = wait_group_gone(pgid, 10000);
+    int gone = wait_group_gone(pgid, hh_timeout_ms());
     cr_expect(gone,
               "%s: the worker (process group %d) outlived its killed supervisor; the task reads "
               "lost and `taskfs cancel` can no longer stop it",

@@ -746,7 +746,7 @@ Test(mount, transcript_is_read_fresh_while_it_grows_and_cached_once_ended) {
 
 static void cancel_by_shell(const char *cmdline_fmt) {
   char id[TFS_ID_MAX + 1];
-  real_task("sleep 100", id);
+  real_task("sleep infinity", id);
   char *out;
   cr_assert_eq(tu_sh(&out, "cat '%s'", mpath("tasks/%s/cancel", id)), 0);
   cr_assert_str_eq(out, "0\n");
@@ -785,7 +785,7 @@ Test(mount, cancel_append) {
 
 Test(mount, cancel_garbage_is_einval_and_records_nothing) {
   char id[TFS_ID_MAX + 1];
-  real_task("sleep 100", id);
+  real_task("sleep infinity", id);
   const char *p = mpath("tasks/%s/cancel", id);
   const char *bad[] = {"0", "0\n", "yes", "yes\n", "11", "1 ", "\n", "1\n\n"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -834,7 +834,7 @@ Test(mount, cancel_of_a_finished_task_is_esrch) {
  * shows, no stop request reaches it, until it is theirs again. */
 Test(mount, a_store_that_stops_being_ours_is_refused_until_it_is_again) {
   char id[TFS_ID_MAX + 1];
-  real_task("sleep 100", id);
+  real_task("sleep infinity", id);
   struct stat st;
   cr_assert_eq(stat(mpath("tasks/%s/cancel", id), &st), 0);
   cr_assert_eq(st.st_uid, geteuid());
@@ -914,9 +914,14 @@ Test(mount, every_forbidden_operation_has_its_errno) {
 
 Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads_lost) {
   char id[TFS_ID_MAX + 1], id2[TFS_ID_MAX + 1];
-  /* Bounded (about 35 MB) in case a crashed test leaves it behind. */
-  real_task("i=0; while [ $i -lt 3000000 ]; do echo line $i; i=$((i+1)); done", id);
-  real_task("sleep 100", id2);
+  /* It floods until the test is done with it (the file flood-done), not
+   * for a count of lines: a fast machine finished 3 million of them
+   * before the kill. The teardown ends its group should the test fail. */
+  char script[1024];
+  snprintf(script, sizeof script,
+           "i=0; while [ ! -e %s/flood-done ]; do echo line $i; i=$((i+1)); done", g_dir);
+  real_task(script, id);
+  real_task("sleep infinity", id2);
   json_t *j = read_json(mpath("tasks/%s/owner", id));
   json_int_t sup = json_integer_value(json_object_get(j, "pid"));
   cr_assert_gt(sup, 1);
@@ -946,6 +951,9 @@ Test(mount, owner_is_decided_by_the_lock_and_a_supervisor_killed_mid_write_reads
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
   cr_assert_eq(poll(&pfd, 1, 20000), 1, "an ended task's transcript must poll readable");
   close(fd);
+  char done[600];
+  snprintf(done, sizeof done, "%s/flood-done", g_dir);
+  cr_assert_eq(tu_write_file(done, "", 0), 0);
 }
 
 /* Kills pid after a pause, from a child, while the test sleeps in poll(). */

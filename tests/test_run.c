@@ -62,15 +62,34 @@ Test(run, prints_the_id_and_returns_while_the_task_runs) {
   free(err);
 }
 
+/* The task of the launcher tests: it runs until the test has killed its
+ * launcher (the file gate in the test directory), then finishes. A fixed
+ * 0.5 s could end before a slow machine saw it running. */
+#define UNTIL_GATE "until [ -e gate ]; do sleep 0.05; done; echo finished"
+
+static void open_gate(void) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/gate", sx_tmp);
+  cr_assert_eq(tu_write_file(path, "", 0), 0);
+}
+
 Test(run, a_task_outlives_its_killed_launcher) {
   char id[TFS_ID_MAX + 1];
-  char *argv[] = {
-      (char *)tu_taskfs_bin(),    "run", "--wait", "--state-dir", sx_state, "--", "sh", "-c",
-      "sleep 0.5; echo finished", NULL};
+  char *argv[] = {(char *)tu_taskfs_bin(),
+                  "run",
+                  "--wait",
+                  "--state-dir",
+                  sx_state,
+                  "--",
+                  "sh",
+                  "-c",
+                  UNTIL_GATE,
+                  NULL};
   pid_t pid = spawn_launcher(argv, 0, id);
   cr_assert(tu_wait_until(is_running, id, 20000));
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
+  open_gate();
   tfs_record_t rec = sx_wait(id, 20000);
   cr_assert_eq(rec.state, TFS_COMPLETED, "%s: %s", tfs_state_name(rec.state), rec.reason);
   tfs_record_free(&rec);
@@ -83,13 +102,14 @@ Test(run, a_task_outlives_its_launchers_whole_session) {
   char id[TFS_ID_MAX + 1], script[PATH_MAX * 2];
   /* A shell leads the session; the launcher is its child; both die. */
   snprintf(script, sizeof script,
-           "'%s' run --wait --state-dir '%s' -- sh -c 'sleep 0.5; echo finished'; sleep 300.202",
+           "'%s' run --wait --state-dir '%s' -- sh -c '" UNTIL_GATE "'; sleep 300.202",
            tu_taskfs_bin(), sx_state);
   char *argv[] = {"sh", "-c", script, NULL};
   pid_t pid = spawn_launcher(argv, 1, id);
   cr_assert(tu_wait_until(is_running, id, 20000));
   cr_assert_eq(kill(-pid, SIGKILL), 0, "kill the session's process group");
   waitpid(pid, NULL, 0);
+  open_gate();
   tfs_record_t rec = sx_wait(id, 20000);
   cr_assert_eq(rec.state, TFS_COMPLETED, "%s: %s", tfs_state_name(rec.state), rec.reason);
   tfs_record_free(&rec);
@@ -122,7 +142,8 @@ Test(run, a_key_runs_its_command_once) {
   const char *cmd = "sh -c 'echo ran >> side-effect'";
   cr_assert_eq(
       sx_taskfs(&out1, NULL, "run --wait --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
-  cr_assert_eq(sx_taskfs(&out2, &err, "run --key build:1 --state-dir '%s' -- %s", sx_state, cmd), 0);
+  cr_assert_eq(sx_taskfs(&out2, &err, "run --key build:1 --state-dir '%s' -- %s", sx_state, cmd),
+               0);
   sx_first_id(out1, id1);
   sx_first_id(out2, id2);
   cr_assert_str_eq(id1, id2);
@@ -134,9 +155,9 @@ Test(run, a_key_runs_its_command_once) {
   cr_assert_str_eq(side, "ran\n");
   free(side);
   /* --rerun runs the ended task's command again, as a new task. */
-  cr_assert_eq(
-      sx_taskfs(&out3, NULL, "run --wait --rerun --key build:1 --state-dir '%s' -- %s", sx_state, cmd),
-      0);
+  cr_assert_eq(sx_taskfs(&out3, NULL, "run --wait --rerun --key build:1 --state-dir '%s' -- %s",
+                         sx_state, cmd),
+               0);
   sx_first_id(out3, id3);
   cr_assert_str_neq(id3, id1);
   side = tu_read_file(path, NULL);
@@ -161,8 +182,9 @@ Test(run, wait_and_run_wait_exit_with_the_tasks_code) {
   cr_assert_not_null(strstr(err, "exited with code 3"), "stderr: %s", err);
   free(err);
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'exit 5'", sx_state), 5);
-  cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'kill -TERM $$'", sx_state),
-               128 + SIGTERM);
+  cr_assert_eq(
+      sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- sh -c 'kill -TERM $$'", sx_state),
+      128 + SIGTERM);
   cr_assert_eq(sx_taskfs(NULL, NULL, "run --wait --state-dir '%s' -- true", sx_state), 0);
 }
 
@@ -177,7 +199,9 @@ Test(run, wait_times_out_with_124_and_knows_unknown_tasks) {
   cr_assert_eq(sx_taskfs(NULL, NULL, "wait --state-dir '%s' no-such-key", sx_state), 101);
   /* A stop request through the CLI: wait then reports cancelled, 130. */
   cr_assert_eq(sx_taskfs(NULL, NULL, "cancel --state-dir '%s' %s", sx_state, id), 0);
-  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 130);
+  cr_assert_eq(
+      sx_taskfs(NULL, NULL, "wait --timeout %d --state-dir '%s' %s", 20 * tu_slow(), sx_state, id),
+      130);
 }
 
 Test(run, wait_settles_a_lost_task) {
@@ -189,7 +213,9 @@ Test(run, wait_settles_a_lost_task) {
   pid_t sup = rec.supervisor_pid;
   tfs_record_free(&rec);
   cr_assert_eq(kill(sup, SIGKILL), 0);
-  cr_assert_eq(sx_taskfs(NULL, NULL, "wait --timeout 20 --state-dir '%s' %s", sx_state, id), 102);
+  cr_assert_eq(
+      sx_taskfs(NULL, NULL, "wait --timeout %d --state-dir '%s' %s", 20 * tu_slow(), sx_state, id),
+      102);
   char *raw = sx_task_file(id, "record.json", NULL);
   cr_assert_not_null(strstr(raw, "\"lost\""), "wait should have written lost: %s", raw);
   free(raw);
@@ -199,9 +225,9 @@ Test(run, wait_settles_a_lost_task) {
 Test(run, follow_prints_the_output_and_ends_with_the_task) {
   char *out, id[TFS_ID_MAX + 1];
   int rc = sx_taskfs(&out, NULL,
-                  "run --follow --state-dir '%s' -- sh -c 'echo one; sleep 0.3; echo two >&2; "
-                  "printf three; exit 4'",
-                  sx_state);
+                     "run --follow --state-dir '%s' -- sh -c 'echo one; sleep 0.3; echo two >&2; "
+                     "printf three; exit 4'",
+                     sx_state);
   cr_assert_eq(rc, 4);
   sx_first_id(out, id);
   cr_assert_str_eq(out + strlen(id) + 1, "one\ntwo\nthree");
@@ -211,9 +237,9 @@ Test(run, follow_prints_the_output_and_ends_with_the_task) {
 Test(run, env_values_stay_off_the_disk) {
   char path[PATH_MAX];
   cr_assert_eq(sx_taskfs(NULL, NULL,
-                      "run --wait --env TFS_CLI_SECRET=v4lu3-0f-cli --state-dir '%s' -- "
-                      "sh -c 'printf %%s \"$TFS_CLI_SECRET\" > seen'",
-                      sx_state),
+                         "run --wait --env TFS_CLI_SECRET=v4lu3-0f-cli --state-dir '%s' -- "
+                         "sh -c 'printf %%s \"$TFS_CLI_SECRET\" > seen'",
+                         sx_state),
                0);
   snprintf(path, sizeof path, "%s/seen", sx_tmp);
   char *seen = tu_read_file(path, NULL);
@@ -294,8 +320,8 @@ Test(run, help_and_usage_errors) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *err;
     cr_assert_eq(sx_taskfs(NULL, &err, "%s", bad[i]), 100, "%s", bad[i]);
-    cr_assert_not_null(strstr(err, "wants a duration: a number with a unit ms, s, m, h or d"), "%s: %s", bad[i],
-                       err);
+    cr_assert_not_null(strstr(err, "wants a duration: a number with a unit ms, s, m, h or d"),
+                       "%s: %s", bad[i], err);
     free(err);
   }
 }
@@ -306,10 +332,11 @@ Test(run, a_key_whose_launcher_died_before_launching_is_adopted) {
   char *argv[] = {"sh", "-c", "echo ran >> side-effect", NULL};
   tfs_task_spec_t spec = {.key = "wedge", .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
   sx_create(id, argv, &spec);
-  cr_assert_eq(sx_taskfs(&out, NULL,
-                      "run --wait --key wedge --state-dir '%s' -- sh -c 'echo ran >> side-effect'",
-                      sx_state),
-               0);
+  cr_assert_eq(
+      sx_taskfs(&out, NULL,
+                "run --wait --key wedge --state-dir '%s' -- sh -c 'echo ran >> side-effect'",
+                sx_state),
+      0);
   cr_assert_eq(strncmp(out, id, strlen(id)), 0, "another task was made: %s", out);
   free(out);
   char path[PATH_MAX];
@@ -361,11 +388,11 @@ Test(run, important_k_and_policy_options_reach_the_record) {
   char *out, id[TFS_ID_MAX + 1];
   cr_assert_eq(
       sx_taskfs(&out, NULL,
-             "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
-             "--max-quick-restarts 2 --stderr split "
-             "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
-             "do echo \"error: e$i\"; done'",
-             sx_state),
+                "run --wait --important-k 3 --grace 1.234s --min-uptime 50ms --max-restarts 7 "
+                "--max-quick-restarts 2 --stderr split "
+                "--restart on-failure --state-dir '%s' -- sh -c 'for i in 1 2 3 4 5 6 7 8; "
+                "do echo \"error: e$i\"; done'",
+                sx_state),
       0);
   sx_first_id(out, id);
   free(out);
@@ -407,7 +434,7 @@ Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *out, id[TFS_ID_MAX + 1];
     int rc = sx_taskfs(&out, NULL, "run --wait %s --state-dir '%s' -- sh -c '%s'", cases[i].opts,
-                    sx_state, cases[i].script);
+                       sx_state, cases[i].script);
     cr_assert_eq(rc, cases[i].code, "%s: run --wait exited %d", cases[i].opts, rc);
     sx_first_id(out, id);
     free(out);
@@ -425,8 +452,8 @@ Test(run, a_restart_limit_ends_the_task_as_its_last_worker_did) {
 Test(run, cancel_and_wait_time_out_in_the_same_words) {
   char *out, *err, id[TFS_ID_MAX + 1];
   cr_assert_eq(sx_taskfs(&out, NULL,
-                      "run --grace 1m --state-dir '%s' -- sh -c 'trap \"\" TERM; sleep 300.206'",
-                      sx_state),
+                         "run --grace 1m --state-dir '%s' -- sh -c 'trap \"\" TERM; sleep 300.206'",
+                         sx_state),
                0);
   sx_first_id(out, id);
   free(out);

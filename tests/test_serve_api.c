@@ -468,7 +468,7 @@ static int cancelled_yet(void *arg) {
 
 Test(serve_api, cancel_ends_the_task_cancelled_and_an_ended_task_is_409) {
   char id[32];
-  run_task(id, "sleep 60");
+  run_task(id, "sleep infinity");
   char path[200];
   snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
   json_t *rec = api_json("POST", path, 202);
@@ -496,7 +496,7 @@ static int post_status(const char *path, const char *hdr) {
  * and not with a cookie, which is no credential at all. */
 Test(serve_api, a_page_of_another_origin_cannot_cancel) {
   char id[32];
-  run_task(id, "sleep 60");
+  run_task(id, "sleep infinity");
   char path[200], hdr[1200];
   snprintf(path, sizeof path, "/api/tasks/%s/cancel", id);
   snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\nOrigin: http://evil.example\r\n", S.token);
@@ -532,8 +532,11 @@ static int dropped_logged(void *arg) {
 
 Test(serve_api, a_follow_client_that_never_reads_is_dropped_and_the_server_keeps_serving) {
   char id[32];
-  /* 64 MB of output, far more than every buffer on the way. */
-  run_task(id, "sh -c 'yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 64000000; sleep 60'");
+  /* 64 MB of output, far more than every buffer on the way; then it runs
+   * until the test cancels it (after `sleep 60` it could end before a
+   * slow machine got to the drop, and the cancel found it ended). */
+  run_task(id, "sh -c 'yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c 64000000; "
+               "while :; do sleep 1; done'");
   char path[200];
   snprintf(path, sizeof path, "/api/tasks/%s/transcript?follow=1", id);
   ts_stream_t s;

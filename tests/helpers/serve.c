@@ -247,7 +247,7 @@ int ts_stream_until(ts_stream_t *st, const char *needle) {
     if (st->buf && strstr(st->buf, needle))
       return 1;
     struct pollfd p = {.fd = st->fd, .events = POLLIN};
-    if (poll(&p, 1, 20000) <= 0)
+    if (poll(&p, 1, 20000 * tu_slow()) <= 0)
       return 0;
     if (st->cap - st->len < 65536 + 1) {
       st->cap = st->cap ? st->cap * 2 : 131072;

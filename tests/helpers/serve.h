@@ -62,8 +62,8 @@ typedef struct {
   size_t len, cap;
 } ts_stream_t;
 void ts_stream_open(ts_stream_t *st, const ts_serve_t *s, const char *path, const char *extra);
-/* Reads until needle is in what came (1), the stream ends or 20 s pass
- * with nothing (0). */
+/* Reads until needle is in what came (1), the stream ends or 20 s (times
+ * tu_slow()) pass with nothing (0). */
 int ts_stream_until(ts_stream_t *st, const char *needle);
 void ts_stream_close(ts_stream_t *st);
 

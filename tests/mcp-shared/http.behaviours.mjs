@@ -8,7 +8,7 @@ export function httpBehaviours(test, { makeStore, call }) {
   test('a client that leaves mid-long-poll: the task goes on, the server serves on', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
-    await call(client, 'start_managed_task', { taskKey: 'bg', command: ['sleep', '60'], waitMs: 0 });
+    await call(client, 'start_managed_task', { taskKey: 'bg', command: ['sleep', 'infinity'], waitMs: 0 });
     const ac = new AbortController();
     const waiting = call(client, 'read_managed_task', { taskKey: 'bg', waitMs: 30000 }, { signal: ac.signal });
     setTimeout(() => ac.abort(), 300);

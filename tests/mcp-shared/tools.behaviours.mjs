@@ -5,8 +5,18 @@
 // untilPattern, cancel, two servers on one store, a server killed mid-call,
 // the restart policy, the default cwd and argument checking.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
+// Resolves once a read_managed_task sent just before on client is waiting
+// on the server: a server handles one client's requests in the order they
+// came (one stdio stream; over HTTP the read's request went out first), so
+// a later request answered means the read has begun. What the read waits
+// for may then be made to happen: an event, not a pause.
+// (call: the project's own, as toolBehaviours takes it).
+export async function readIsParked(call, client) {
+  await call(client, 'list_managed_tasks', { limit: 1 });
+}
 
 // probes: the client starts a server of its own to probe with
 // server/discover before the real one (the v2 client over stdio).
@@ -135,11 +145,19 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('untilPattern returns when a new line matches', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
+    // The line comes once the read waits (the gate), never after a pause:
+    // only lines written after the read began count, so a read that came
+    // late on a slow machine would have waited out its 40 s.
+    const gate = join(store.dir, 'gate');
     await call(client, 'start_managed_task', {
-      taskKey: 'server', command: 'echo starting; sleep 1; echo "listening on port 8080"; exec sleep 60', waitMs: 0,
+      taskKey: 'server', waitMs: 0,
+      command: `echo starting; until [ -e '${gate}' ]; do sleep 0.05; done; echo "listening on port 8080"; exec sleep infinity`,
     });
     const t0 = Date.now();
-    const r = await call(client, 'read_managed_task', { taskKey: 'server', untilPattern: 'listening on port [0-9]+', waitMs: 40000 });
+    const reading = call(client, 'read_managed_task', { taskKey: 'server', untilPattern: 'listening on port [0-9]+', waitMs: 40000 });
+    await readIsParked(call, client);
+    writeFileSync(gate, '');
+    const r = await reading;
     assert.ok(Date.now() - t0 < 30000, 'not held for the 40 s wait'); // the bound is the wait, not a speed
     assert.equal(r.structuredContent.state, 'running');
     assert.equal(r.structuredContent.timedOut, false);
@@ -156,7 +174,7 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     // start_managed_task takes untilPattern too: every line of the new task
     // counts, even one printed before the server began to watch.
     const t1 = Date.now();
-    const st = await call(client, 'start_managed_task', { taskKey: 'ready', command: 'echo ready-now; exec sleep 60', untilPattern: 'ready-now', waitMs: 40000 });
+    const st = await call(client, 'start_managed_task', { taskKey: 'ready', command: 'echo ready-now; exec sleep infinity', untilPattern: 'ready-now', waitMs: 40000 });
     assert.ok(Date.now() - t1 < 30000, 'not held for the 40 s wait');
     assert.equal(st.structuredContent.state, 'running');
     assert.equal(st.structuredContent.match.line, 1);
@@ -207,7 +225,7 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('cancel a running task', async (t) => {
     const store = makeStore(t);
     const { client } = await store.connect();
-    const s = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 });
+    const s = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', 'infinity'], waitMs: 0 });
     const c = await call(client, 'cancel_managed_task', { taskId: s.structuredContent.taskId });
     assert.equal(c.structuredContent.state, 'cancelled');
     assert.equal(c.structuredContent.stopped, true);
@@ -219,7 +237,7 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
   test('a second server lists and cancels the first one\'s task', async (t) => {
     const store = makeStore(t);
     const a = await store.connect();
-    const s = await call(a.client, 'start_managed_task', { taskKey: 'shared', command: ['sleep', '60'], waitMs: 0 });
+    const s = await call(a.client, 'start_managed_task', { taskKey: 'shared', command: ['sleep', 'infinity'], waitMs: 0 });
     const id = s.structuredContent.taskId;
     const b = await store.connect();
     const list = await call(b.client, 'list_managed_tasks', {});
@@ -256,12 +274,16 @@ export function toolBehaviours(test, { makeStore, call, probes = false }) {
     const store = makeStore(t);
     const a = await store.connect();
     const side = join(store.dir, 'side-effect');
-    const command = `echo ran >> '${side}'; sleep 1; echo done`;
+    const gate = join(store.dir, 'gate');
+    // The task ends once its server is dead (the gate), not after 1 s: the
+    // call must still be waiting for it when the server is killed.
+    const command = `echo ran >> '${side}'; until [ -e '${gate}' ]; do sleep 0.05; done; echo done`;
     const inflight = call(a.client, 'start_managed_task', { taskKey: 'k9', command, waitMs: 30000 }).catch((e) => e);
     // Mid-call: once the task has begun (its first line), not after a pause.
     for (let i = 0; i < 2400 && !existsSync(side); i++) await new Promise((r) => setTimeout(r, 50));
     process.kill(a.transport.pid, 'SIGKILL');
     assert.ok((await inflight) instanceof Error, 'the call died with its server');
+    writeFileSync(gate, '');
     const b = await store.connect();
     const again = await call(b.client, 'start_managed_task', { taskKey: 'k9', command, waitMs: 30000 });
     assert.equal(again.structuredContent.existing, true);

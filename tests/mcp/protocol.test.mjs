@@ -174,7 +174,7 @@ test('a host that floods requests without reading answers: memory stays bounded,
   s.child.stdout.resume();
   const { code } = await s.exited;
   assert.equal(code, 0);
-  await s.waitFor(n, 30000);
+  await s.waitFor(n); // the default guard: 90 MiB of answers, read on a busy machine
   assert.equal(s.messages.length, n);
 });
 

@@ -3,6 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { overBoth, call } from './helpers.mjs';
 
 const both = (name, fn) => overBoth(test, name, fn);
@@ -14,8 +16,12 @@ both('resources: templates, list, read, subscribe', async (t, makeStore) => {
   assert.deepEqual(resourceTemplates.map((x) => x.uriTemplate).sort(),
     ['taskfs://tasks/{taskId}/record', 'taskfs://tasks/{taskId}/transcript']);
 
+  // The ticks begin once the test has subscribed (the gate), not 1 s
+  // after the start: a subscription after the task's end hears nothing.
+  const go = join(store.dir, 'go');
   const s = await call(client, 'start_managed_task', {
-    taskKey: 'ticker', command: 'echo first; sleep 1; for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.2; done', waitMs: 0,
+    taskKey: 'ticker', waitMs: 0,
+    command: `echo first; until [ -e '${go}' ]; do sleep 0.05; done; for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.2; done`,
   });
   const id = s.structuredContent.taskId;
   const uri = `taskfs://tasks/${id}/transcript`;
@@ -23,6 +29,7 @@ both('resources: templates, list, read, subscribe', async (t, makeStore) => {
   let notify;
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); notify?.(); });
   await client.subscribeResource({ uri });
+  writeFileSync(go, '');
   let timer;
   await new Promise((resolve, reject) => {
     notify = resolve;

@@ -38,7 +38,7 @@ both('task-augmented start: callToolStream, getTask, listTasks, cancelTask', asy
 
   // A long task: created, listed, cancelled (reads cancelled in the reply).
   let longId;
-  for await (const m of tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'aug-long', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+  for await (const m of tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'aug-long', command: ['sleep', 'infinity'] } }, undefined, { task: {} })) {
     if (m.type === 'taskCreated') { longId = m.task.taskId; break; }
   }
   assert.ok(longId);
@@ -161,7 +161,7 @@ both('callToolStream of a task stopped by cancel_managed_task ends with a result
   const seen = [];
   let result;
   let stopped = false;
-  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'stopme', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'stopme', command: ['sleep', 'infinity'] } }, undefined, { task: {} })) {
     seen.push(m.type === 'taskStatus' ? m.task.status : m.type);
     if (m.type === 'taskCreated' && !stopped) {
       stopped = true;
@@ -178,7 +178,7 @@ both('callToolStream of a task stopped by cancel_managed_task ends with a result
   assert.match(result.content[0].text, /stop requested by/);
   // tasks/cancel is the requester's own stop: the task reads cancelled.
   let id;
-  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'mine', command: ['sleep', '60'] } }, undefined, { task: {} })) {
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'start_managed_task', arguments: { taskKey: 'mine', command: ['sleep', 'infinity'] } }, undefined, { task: {} })) {
     if (m.type === 'taskCreated') { id = m.task.taskId; break; }
   }
   assert.equal((await client.experimental.tasks.cancelTask(id)).status, 'cancelled');

@@ -1,6 +1,8 @@
 // Resources and subscriptions/listen through the v2 client (2026-07-28).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { overBoth, call } from './helpers.mjs';
 
 const both = (name, fn) => overBoth(test, name, fn);
@@ -11,8 +13,12 @@ both('resources: templates, list, read; listen for a transcript', async (t, make
   const { resourceTemplates } = await client.listResourceTemplates();
   assert.deepEqual(resourceTemplates.map((x) => x.uriTemplate).sort(),
     ['taskfs://tasks/{taskId}/record', 'taskfs://tasks/{taskId}/transcript']);
+  // The ticks begin once the test listens (the gate), not 1 s after the
+  // start: a listen after the task's end hears nothing.
+  const go = join(store.dir, 'go');
   const s = await call(client, 'start_managed_task', {
-    taskKey: 'ticker', command: 'echo first; sleep 1; for i in 1 2 3 4 5; do echo tick $i; sleep 0.2; done', waitMs: 0,
+    taskKey: 'ticker', waitMs: 0,
+    command: `echo first; until [ -e '${go}' ]; do sleep 0.05; done; for i in 1 2 3 4 5; do echo tick $i; sleep 0.2; done`,
   });
   const id = s.structuredContent.taskId;
   const uri = `taskfs://tasks/${id}/transcript`;
@@ -21,6 +27,7 @@ both('resources: templates, list, read; listen for a transcript', async (t, make
   client.setNotificationHandler('notifications/resources/updated', (n) => { updates.push(n.params.uri); wake?.(); });
   const sub = await client.listen({ resourceSubscriptions: [uri, 'file:///etc/passwd'] });
   assert.deepEqual(sub.honoredFilter.resourceSubscriptions, [uri], 'only taskfs resources are honoured');
+  writeFileSync(go, '');
   const deadline = Date.now() + 120000; // a guard against a hang
   while (!updates.length && Date.now() < deadline) await new Promise((r) => { wake = r; setTimeout(r, 500); });
   assert.equal(updates[0], uri);

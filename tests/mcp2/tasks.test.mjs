@@ -7,6 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { overBoth, call, Any, PROTOCOL, TASKS, sleep } from './helpers.mjs';
 
 const both = (name, fn) => overBoth(test, name, fn);
@@ -24,12 +26,17 @@ both('the v2 client with the extension declared: callTool answers, tasks/get fol
   const { client, raw } = await store.connect({ tasks: true });
   // callTool takes the answer (the v2 client refuses a "task" result): the
   // plain call's, whose taskId is the MCP task id.
-  const started = await call(client, 'start_managed_task', { taskKey: 'build', command: 'sleep 0.5; echo "error: it broke"; exit 4', waitMs: 0 });
+  // The build fails once the test has seen it working (the gate), not
+  // after 0.5 s, which a slow machine could spend before the answer.
+  const go = join(store.dir, 'go');
+  const command = `until [ -e '${go}' ]; do sleep 0.05; done; echo "error: it broke"; exit 4`;
+  const started = await call(client, 'start_managed_task', { taskKey: 'build', command, waitMs: 0 });
   assert.equal(started.isError, undefined);
   assert.equal(started.structuredContent.state, 'running');
   const taskId = started.structuredContent.taskId;
   const working = await client.request({ method: 'tasks/get', params: { taskId } }, Any);
-  assert.ok(['working', 'completed'].includes(working.status), working.status);
+  assert.equal(working.status, 'working');
+  writeFileSync(go, '');
   const done = await settle(client, taskId);
   assert.equal(done.status, 'completed', 'a failed build is a completed call');
   assert.equal(done.result.resultType, 'complete');
@@ -41,7 +48,7 @@ both('the v2 client with the extension declared: callTool answers, tasks/get fol
   assert.equal(quick.resultType, 'complete');
   assert.equal(quick.structuredContent.state, 'completed');
   // An ended key launches nothing: the plain answer, at once.
-  const again = await call(client, 'start_managed_task', { taskKey: 'build', command: 'sleep 0.5; echo "error: it broke"; exit 4' });
+  const again = await call(client, 'start_managed_task', { taskKey: 'build', command });
   assert.equal(again.structuredContent.existing, true);
   // Bad arguments: the same isError result as without the extension.
   const bad = await call(client, 'start_managed_task', { taskKey: 7, command: 'true' });
@@ -60,7 +67,7 @@ both('the v2 client with the extension declared: callTool answers, tasks/get fol
 both('a task stopped by cancel_managed_task completes its call with an isError result naming the stop', async (t, makeStore) => {
   const store = makeStore(t);
   const { client } = await store.connect({ tasks: true });
-  const started = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 });
+  const started = await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', 'infinity'], waitMs: 0 });
   const taskId = started.structuredContent.taskId;
   await call(client, 'cancel_managed_task', { taskKey: 'long' });
   const done = await settle(client, taskId);
@@ -73,7 +80,7 @@ both('a task stopped by cancel_managed_task completes its call with an isError r
 both('tasks/cancel acknowledges; listen taskIds streams the end', async (t, makeStore) => {
   const store = makeStore(t);
   const { client, raw } = await store.connect({ tasks: true });
-  const created = (await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', '60'], waitMs: 0 })).structuredContent;
+  const created = (await call(client, 'start_managed_task', { taskKey: 'long', command: ['sleep', 'infinity'], waitMs: 0 })).structuredContent;
   const told = [];
   let wake;
   client.setNotificationHandler('notifications/tasks', { params: Any }, (params) => { told.push(params); wake?.(); });

@@ -92,7 +92,9 @@ test('the list goes live, a task streams its lines, Cancel ends it cancelled', {
   assert.equal(await page.locator(`#rows tr[data-id="${later}"] .c-state`).textContent(), 'queued');
 
   // A task that writes slowly, in colour, appears running without a reload.
-  const script = 'i=0; while [ $i -lt 900 ]; do i=$((i+1)); ' +
+  // It writes until the test cancels it: 900 lines 0.2 s apart ended after
+  // 3 minutes, which a slow machine's browser could take to get to Cancel.
+  const script = 'i=0; while :; do i=$((i+1)); ' +
     'printf "\\033[1;32mok\\033[0m step %d \\033[38;5;208mof\\033[0m 900\\n" $i; sleep 0.2; done';
   const slow = run(dir, ['sh', '-c', script], ['--key', 'slow-printer']);
   const row = page.locator(`#rows tr[data-id="${slow}"]`);
