@@ -282,11 +282,18 @@ test('a subscriber that never reads is dropped; the server keeps serving', async
   // The stall bound is the request timeout: 1.5 s here. The subscriber is
   // tests/tools/noread, a client with a 4 KiB receive buffer of its own
   // that never reads: the server meets back-pressure after a few KiB of
-  // the 30 MB the task prints, whatever the kernel's tcp_rmem would let
-  // a socket with autotuning swallow. The drop is awaited as the server's
-  // report of it (an event; the bound only guards against a hang).
-  const { srv, client } = await setup(t, { TASKFS_SERVE_TIMEOUT_MS: '1500' });
-  const task = await send(client, { command: ['sh', '-c', "head -c 30000000 /dev/zero | tr '\\0' y | fold -w 1000; exec sleep 60"] });
+  // what the task prints, whatever the kernel's tcp_rmem would let a
+  // socket with autotuning swallow. A subscription follows new lines, so
+  // the task prints (1 MB every 50 ms) until the test has seen the drop
+  // (its stop file), however late the subscription comes; a fixed amount
+  // printed at once was all written before a subscription that came late
+  // on a busy machine, which then saw nothing to stall on. The drop is
+  // awaited as the server's report of it (an event; the bound only guards
+  // against a hang).
+  const { dir, srv, client } = await setup(t, { TASKFS_SERVE_TIMEOUT_MS: '1500' });
+  const stop = join(dir, 'stop');
+  const task = await send(client, { command: ['sh', '-c',
+    `i=0; while [ ! -e ${stop} ] && [ $i -lt 2400 ]; do head -c 1000000 /dev/zero | tr '\\0' y | fold -w 1000; sleep 0.05; i=$((i+1)); done; exec sleep 600`] });
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: task.id } });
   const port = new URL(srv.url).port;
   const noread = spawn(join(TOOLS, 'noread'), ['127.0.0.1', port], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -294,6 +301,7 @@ test('a subscriber that never reads is dropped; the server keeps serving', async
   noread.stdin.end(`POST /a2a HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${srv.token}\r\n` +
     `A2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
   await srv.waitStderr(/a client of \/a2a .*dropped/);
+  writeFileSync(stop, '');
   const got = await client.getTask({ id: task.id });
   assert.equal(got.id, task.id);
   assert.equal((await client.getAgentCard()).name, 'taskfs');
