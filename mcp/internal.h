@@ -22,10 +22,6 @@
 
 /* Long-polls are capped below the 60 s that common clients time out at. */
 #define MCP_WAIT_CAP_MS 50000
-/* notifications/resources/updated: at most one per this interval per
- * resource. */
-#define MCP_NOTIFY_INTERVAL_MS 500
-
 typedef struct mcp_pending mcp_pending_t;
 typedef struct mcp_sub mcp_sub_t;
 typedef struct mcp_until mcp_until_t;
@@ -49,6 +45,7 @@ struct mcp_server {
   unsigned inflight;        /* requests kept past their handler, all sessions */
   mcp_until_t *match_queue; /* untilPattern batches waiting for the pool (until.c) */
   int matching;             /* and those on it */
+  live_feed_t *feed;        /* the hub's task feed for subscriptions (resources.c) */
 };
 
 typedef struct mcp_outreq mcp_outreq_t;
@@ -137,6 +134,9 @@ typedef struct {
 tfs_store_t *mcp_store(mcp_server_t *srv);
 const char *mcp_who(mcp_server_t *srv);
 int mcp_closing(mcp_server_t *srv);
+/* The server's feed on the hub (live_feed_open), made on first use;
+ * NULL once the server is shutting down, or without memory. */
+live_feed_t *mcp_feed(mcp_server_t *srv);
 /* Counts work in flight of the server's own (a roots/list to the client,
  * an untilPattern batch on the pool) that the end waits for; the hub
  * counts its scans and launches (live_hold). */
@@ -354,10 +354,12 @@ void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params);
 /* Ends every legacy subscription of s. */
 void mcp_resources_drop(mcp_session_t *s);
 
-/* Subscriptions (resources.c): a watch of one task's record or transcript
- * that calls fn when the file changed, at most every
- * MCP_NOTIFY_INTERVAL_MS. MCP_RES_TASK watches the record like
- * MCP_RES_RECORD, for task status notifications. */
+/* Subscriptions (resources.c): one task's record or transcript, told
+ * from the hub's task feed (live_tasks_subscribe): fn is called when the
+ * task's state changes, and on its progress events (paced by the feed,
+ * at most two a second per task); a transcript's only when the file
+ * changed. MCP_RES_TASK follows the record like MCP_RES_RECORD, for task
+ * status notifications. */
 enum { MCP_RES_RECORD, MCP_RES_TRANSCRIPT, MCP_RES_TASK };
 typedef void (*mcp_sub_fn)(void *arg, mcp_sub_t *s);
 /* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */
