@@ -5,7 +5,8 @@
  * transcript and, while the test says so, holds each until the test lets
  * it go, so what a server does during a scan is seen without a clock.
  * - an MCP read with tailLines, held: the same server answers a ping over
- *   stdio (`taskfs mcp`), and tools/list over HTTP (`taskfs serve`);
+ *   stdio (`taskfs mcp`), and tools/list over HTTP (`taskfs serve`); so
+ *   does it while a wait for untilPattern scans, held;
  * - the bytes such a read takes from a 20 MB transcript are a few
  *   checkpoint intervals, not the file;
  * - an HTTP follow whose open must scan the whole file (its index was
@@ -273,6 +274,39 @@ Test(tailscan, mcp_http_answers_while_a_tail_read_is_held) {
   cr_expect(strstr(a, "3000000"), "the last lines: %.600s", a);
   free(a);
   close(fd);
+}
+
+/* A wait for untilPattern over the big transcript from line 1
+ * (sinceLine 0): its follower's open and every batch of lines are read by
+ * scans on the thread pool. The old server read each batch on its loop:
+ * the ping waited for the held read (here: forever). */
+Test(tailscan, mcp_stdio_answers_a_ping_while_an_until_scan_is_held) {
+  char id[32], line[500];
+  big_task(id);
+  stdio_t c;
+  stdio_start(&c);
+  gate_file("each");
+  snprintf(line, sizeof line,
+           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+           "\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\","
+           "\"sinceLine\":0,\"untilPattern\":\"^5$\",\"waitMs\":20000,\"tailLines\":1}}}",
+           id);
+  stdio_send(&c, line);
+  cr_assert(tu_wait_until(gate_has, "held", 20000), "the wait never read the transcript");
+  stdio_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+  json_t *m = stdio_recv(&c);
+  cr_assert_not_null(m, "no answer to the ping while the until scan is held");
+  cr_expect_eq(msg_id(m), 3, "the ping is answered first: %s", json_dumps(m, 0));
+  json_decref(m);
+  gate_open();
+  m = stdio_recv(&c);
+  cr_assert_not_null(m, "the wait was never answered");
+  char *text = json_dumps(m, 0);
+  cr_expect_eq(msg_id(m), 2);
+  cr_expect(strstr(text, "\"line\": 5") || strstr(text, "\"line\":5"), "the match: %.600s", text);
+  free(text);
+  json_decref(m);
+  stdio_stop(&c);
 }
 
 /* A tail of 3 lines reads the end of the file and up to a checkpoint
