@@ -1,6 +1,6 @@
 /* Transcript scans of a hub on the loop's thread pool: a tail read's
- * lines (mcp/output.c), a read's follower opened for untilPattern
- * (mcp/until.c), a follow's open (follow.c). Each runs with a
+ * lines (mcp/output.c), a read's follower opened for untilPattern and
+ * each batch of its new lines (mcp/until.c), a follow's open (follow.c). Each runs with a
  * cancel flag of its own set for the thread (tfs_scan_cancel_set), which
  * the core's scans check between blocks, so a scan whose client left stops
  * within a block. At most LIVE_SCAN_JOBS of a hub run at once, whatever
