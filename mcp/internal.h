@@ -41,11 +41,9 @@ struct mcp_server {
   int closing;                /* mcp_server_shutdown() was called */
   void (*on_idle)(void *arg); /* see mcp_server_config_t */
   void *idle_arg;
-  mcp_limits_t lim;         /* the config's, defaults filled in (limits.c) */
-  unsigned inflight;        /* requests kept past their handler, all sessions */
-  mcp_until_t *match_queue; /* untilPattern batches waiting for the pool (until.c) */
-  int matching;             /* and those on it */
-  live_feed_t *feed;        /* the hub's task feed for subscriptions (resources.c) */
+  mcp_limits_t lim;  /* the config's, defaults filled in (limits.c) */
+  unsigned inflight; /* requests kept past their handler, all sessions */
+  live_feed_t *feed; /* the hub's task feed for subscriptions (resources.c) */
 };
 
 typedef struct mcp_outreq mcp_outreq_t;
@@ -137,9 +135,9 @@ int mcp_closing(mcp_server_t *srv);
 /* The server's feed on the hub (live_feed_open), made on first use;
  * NULL once the server is shutting down, or without memory. */
 live_feed_t *mcp_feed(mcp_server_t *srv);
-/* Counts work in flight of the server's own (a roots/list to the client,
- * an untilPattern batch on the pool) that the end waits for; the hub
- * counts its scans and launches (live_hold). */
+/* Counts work in flight of the server's own (a roots/list to the client)
+ * that the end waits for; the hub counts its scans (tail reads, every
+ * scan and match of untilPattern) and launches (live_hold). */
 void mcp_hold(mcp_server_t *srv, int delta);
 
 /* Tells the transport, once the server is shutting down and idle. */

@@ -11,24 +11,25 @@
  * MCP_UNTIL_LINE_MAX bytes. The follower keeps a store handle of its own
  * (tfs_store_reopen) for the thread, as the loop may refresh its own.
  *
- * The batch is matched on the thread pool too (pattern.c), and the loop
+ * The batch is matched in a scan of the hub too (pattern.c), and the loop
  * is told the outcome: the first line that matched, a limit a line hit,
  * or that every line so far was matched in vain. A batch that takes more
- * than QUANTUM_MS of its thread's CPU goes back to the end of the queue
- * with the rest of its lines, so one costly pattern takes its turn with
- * the others. At most MATCH_JOBS batches of the server run at once,
- * whatever the number of waiting reads, leaving the rest of the pool to
- * launches. Memory: one batch per read while it is filled or matched,
- * none while it waits for output.
+ * than QUANTUM_MS of its thread's CPU goes back to the end of the hub's
+ * queue with the rest of its lines, so one costly pattern takes its turn
+ * with the others and with every tail read and follow open of the
+ * process: the hub's cap on scans (LIVE_SCAN_JOBS) bounds them all
+ * together, leaving the rest of the pool to launches. Memory: one batch
+ * per read while it is filled or matched, none while it waits for
+ * output.
  *
  * A fill that finds nothing new says "caught up": the reader's next look
  * waits for the watch, unless the reader looked while the fill ran (what
  * it was told of may have come after the fill's end of file).
  *
- * A scan freed while its batch or a scan of it runs (the read was
- * answered or dropped) is freed by their end (the scan is cancelled); the
- * server waits for running batches before it ends (mcp_hold), the hub for
- * its scans (live_hold). */
+ * A read freed while one of its scans runs (it was answered or dropped)
+ * is freed by the scan's end (the scan is cancelled: one still queued
+ * ends at once); the server's end waits for the hub's scans (live_hold,
+ * live_idle). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +39,6 @@
 
 #define BATCH_LINES 1024
 #define QUANTUM_MS 10
-#define MATCH_JOBS 1
-
-enum { IDLE, QUEUED, RUNNING };
 
 typedef struct {
   int64_t lineno;
@@ -58,7 +56,7 @@ struct mcp_until {
   int fill_terminal;   /* what the running fill was given */
   int caught_up;       /* the last fill found nothing new (for that terminal) */
   int again;           /* the reader looked while a scan ran */
-  int state, orphan;
+  int orphan;
   /* The batch, filled on the pool by a scan, matched on the pool. */
   char *buf;
   size_t blen, bcap;
@@ -74,9 +72,7 @@ struct mcp_until {
   char *error;
   void (*tell)(void *arg);
   void *tell_arg;
-  mcp_until_t *qnext;
-  uv_work_t work;
-  live_scan_t *scan;   /* the follower's open or a fill, while it runs */
+  live_scan_t *scan;   /* the follower's open, a fill or a match, while it runs */
   tfs_store_t *ostore; /* the thread's handle, the follower's */
   char id[TFS_ID_MAX + 1];
   off_t upto; /* the transcript's size when the call began */
@@ -146,21 +142,6 @@ static void destroy(mcp_until_t *u) {
   free(u);
 }
 
-/* The server's queue of batches waiting for the pool. */
-static void pump(mcp_server_t *srv);
-
-static void enqueue(mcp_until_t *u) {
-  mcp_server_t *srv = u->srv;
-  u->state = QUEUED;
-  u->qnext = NULL;
-  mcp_until_t **pp = &srv->match_queue;
-  while (*pp)
-    pp = &(*pp)->qnext;
-  *pp = u;
-  mcp_hold(srv, 1);
-  pump(srv);
-}
-
 void mcp_until_free(mcp_until_t *u) {
   if (!u)
     return;
@@ -168,18 +149,6 @@ void mcp_until_free(mcp_until_t *u) {
     u->orphan = 1; /* the scan's end frees it, maybe right here */
     live_scan_cancel(u->scan);
     return;
-  }
-  if (u->state == RUNNING) {
-    u->orphan = 1; /* the batch's end frees it */
-    return;
-  }
-  if (u->state == QUEUED) {
-    for (mcp_until_t **pp = &u->srv->match_queue; *pp; pp = &(*pp)->qnext)
-      if (*pp == u) {
-        *pp = u->qnext;
-        break;
-      }
-    mcp_hold(u->srv, -1);
   }
   destroy(u);
 }
@@ -193,8 +162,8 @@ static int64_t cpu_ms(void) {
 
 /* On the pool: the batch's lines in order, until one matches or hits a
  * limit, or the quantum is used. Touches only the batch and rc*. */
-static void match_work(uv_work_t *w) {
-  mcp_until_t *u = w->data;
+static void match_run(void *arg) {
+  mcp_until_t *u = arg;
   mcp_matcher_t *m = mcp_matcher_new(u->pat);
   if (!m) {
     u->rc = -1;
@@ -311,32 +280,31 @@ static int settle(mcp_until_t *u) {
   return !fill(u); /* the next one: fill_done tells */
 }
 
-static void match_done(uv_work_t *w, int status) {
-  mcp_until_t *u = w->data;
-  mcp_server_t *srv = u->srv;
-  srv->matching--;
-  u->state = IDLE;
-  if (u->orphan)
+static void match_done(void *arg, int err) {
+  mcp_until_t *u = arg;
+  u->scan = NULL;
+  if (u->orphan) {
     destroy(u);
-  else if (settle(u) && u->tell)
+    return;
+  }
+  if (err && !u->rc) {
+    u->rc = -1; /* the pool could not run it: said as a limit would be */
+    u->rc_line = u->lines[u->next].lineno;
+    snprintf(u->rc_msg, sizeof u->rc_msg, "cannot match: %s", tfs_strerror(err));
+  }
+  if (settle(u) && u->tell)
     u->tell(u->tell_arg);
-  pump(srv);
-  mcp_hold(srv, -1);
 }
 
-static void pump(mcp_server_t *srv) {
-  while (srv->matching < MATCH_JOBS && srv->match_queue) {
-    mcp_until_t *u = srv->match_queue;
-    srv->match_queue = u->qnext;
-    u->state = RUNNING;
-    u->rc = 0;
-    u->work.data = u;
-    srv->matching++;
-    if (uv_queue_work(mcp_loop(srv), &u->work, match_work, match_done)) {
-      /* Cannot happen with valid arguments; match here rather than lose it. */
-      match_work(&u->work);
-      match_done(&u->work, 0);
-    }
+/* The batch (or the rest of it) is matched in a scan of the hub, queued
+ * behind the others: a costly pattern takes its turn with every scan of
+ * the process. */
+static void enqueue(mcp_until_t *u) {
+  u->rc = 0;
+  if (!(u->scan = live_scan_submit(u->srv->hub, match_run, match_done, u))) {
+    /* No memory for the scan: match here rather than lose it. */
+    match_run(u);
+    match_done(u, 0);
   }
 }
 
@@ -346,7 +314,7 @@ int mcp_until_feed(mcp_until_t *u, int terminal, void (*tell)(void *arg), void *
   u->tell_arg = arg;
   if (u->match_line || u->error)
     return 0;
-  if (u->state != IDLE || u->scan) {
+  if (u->scan) {
     u->again = 1; /* what this look was told of may come after the fill's end */
     return 1;     /* the scan's or the batch's end tells */
   }
