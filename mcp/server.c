@@ -143,6 +143,8 @@ void mcp_server_free(mcp_server_t *srv) {
     return;
   while (srv->sessions)
     mcp_session_close(srv->sessions);
+  live_feed_close(srv->feed); /* NULL after a shutdown */
+  srv->feed = NULL;
   live_store_notify(srv->hub, NULL, NULL);
   if (srv->own_hub)
     live_hub_free(srv->hub);
