@@ -1,12 +1,12 @@
 /* Transcript scans of a hub on the loop's thread pool: a tail read's
- * lines (mcp/output.c), a read's follower opened for untilPattern
- * (mcp/until.c), a follow's open (follow.c). Each runs with a
- * cancel flag of its own set for the thread (tfs_scan_cancel_set), which
- * the core's scans check between blocks, so a scan whose client left stops
- * within a block. At most LIVE_SCAN_JOBS of a hub run at once, whatever
- * the number of clients and faces: the rest wait in a queue here, in
- * order, holding no thread and costing the loop nothing, and the pool
- * keeps threads for launches and the untilPattern batches (mcp/until.c).
+ * lines (mcp/output.c), an untilPattern wait's follower open, each batch
+ * of its new lines and each match of a batch (mcp/until.c), a follow's
+ * open (follow.c). Each runs with a cancel flag of its own set for the
+ * thread (tfs_scan_cancel_set), which the core's scans check between
+ * blocks, so a scan whose client left stops within a block. At most
+ * LIVE_SCAN_JOBS of a hub run at once, whatever the number of clients
+ * and faces: the rest wait in a queue here, in order, holding no thread
+ * and costing the loop nothing, and the pool keeps threads for launches.
  * The end waits for those queued and running (live_hold). */
 #include <errno.h>
 #include <stdlib.h>

@@ -22,10 +22,6 @@
 
 /* Long-polls are capped below the 60 s that common clients time out at. */
 #define MCP_WAIT_CAP_MS 50000
-/* notifications/resources/updated: at most one per this interval per
- * resource. */
-#define MCP_NOTIFY_INTERVAL_MS 500
-
 typedef struct mcp_pending mcp_pending_t;
 typedef struct mcp_sub mcp_sub_t;
 typedef struct mcp_until mcp_until_t;
@@ -45,10 +41,9 @@ struct mcp_server {
   int closing;                /* mcp_server_shutdown() was called */
   void (*on_idle)(void *arg); /* see mcp_server_config_t */
   void *idle_arg;
-  mcp_limits_t lim;         /* the config's, defaults filled in (limits.c) */
-  unsigned inflight;        /* requests kept past their handler, all sessions */
-  mcp_until_t *match_queue; /* untilPattern batches waiting for the pool (until.c) */
-  int matching;             /* and those on it */
+  mcp_limits_t lim;  /* the config's, defaults filled in (limits.c) */
+  unsigned inflight; /* requests kept past their handler, all sessions */
+  live_feed_t *feed; /* the hub's task feed for subscriptions (resources.c) */
 };
 
 typedef struct mcp_outreq mcp_outreq_t;
@@ -137,9 +132,12 @@ typedef struct {
 tfs_store_t *mcp_store(mcp_server_t *srv);
 const char *mcp_who(mcp_server_t *srv);
 int mcp_closing(mcp_server_t *srv);
-/* Counts work in flight of the server's own (a roots/list to the client,
- * an untilPattern batch on the pool) that the end waits for; the hub
- * counts its scans and launches (live_hold). */
+/* The server's feed on the hub (live_feed_open), made on first use;
+ * NULL once the server is shutting down, or without memory. */
+live_feed_t *mcp_feed(mcp_server_t *srv);
+/* Counts work in flight of the server's own (a roots/list to the client)
+ * that the end waits for; the hub counts its scans (tail reads, every
+ * scan and match of untilPattern) and launches (live_hold). */
 void mcp_hold(mcp_server_t *srv, int delta);
 
 /* Tells the transport, once the server is shutting down and idle. */
@@ -354,10 +352,12 @@ void mcp_resources_unsubscribe(const mcp_req_t *r, json_t *params);
 /* Ends every legacy subscription of s. */
 void mcp_resources_drop(mcp_session_t *s);
 
-/* Subscriptions (resources.c): a watch of one task's record or transcript
- * that calls fn when the file changed, at most every
- * MCP_NOTIFY_INTERVAL_MS. MCP_RES_TASK watches the record like
- * MCP_RES_RECORD, for task status notifications. */
+/* Subscriptions (resources.c): one task's record or transcript, told
+ * from the hub's task feed (live_tasks_subscribe): fn is called when the
+ * task's state changes, and on its progress events (paced by the feed,
+ * at most two a second per task); a transcript's only when the file
+ * changed. MCP_RES_TASK follows the record like MCP_RES_RECORD, for task
+ * status notifications. */
 enum { MCP_RES_RECORD, MCP_RES_TRANSCRIPT, MCP_RES_TASK };
 typedef void (*mcp_sub_fn)(void *arg, mcp_sub_t *s);
 /* Parses taskfs://tasks/<id>/(record|transcript). Returns 0, or -1. */

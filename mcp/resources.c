@@ -1,11 +1,15 @@
 /* Resources: each task's record (taskfs://tasks/<id>/record, JSON) and
  * transcript (taskfs://tasks/<id>/transcript, text: its last whole lines
- * within 64 KiB), with subscriptions. A subscription listens on the
- * server's watch of its task and, told to look, compares its file's
- * identity, size and time with what it saw last; a change is told to its
- * owner, at most twice a second per subscription: the legacy session
- * (resources/subscribe) sends notifications/resources/updated, a modern
- * subscriptions/listen stream (listen.c) its tagged notifications. */
+ * within 64 KiB), with subscriptions. A subscription is a subscriber of
+ * the hub's task feed (live_tasks_subscribe on the server's feed, as
+ * /api/events is): a state change of its task is told at once, its
+ * progress (lines, bytes, important lines, CPU: the counters the
+ * supervisor saves in the record as output flows) as the feed paces it,
+ * at most twice a second per task (live/progress.c), never by a pacing
+ * of MCP's own. A transcript's subscription tells only the events that
+ * find its file changed. The legacy session (resources/subscribe) sends
+ * notifications/resources/updated, a modern subscriptions/listen stream
+ * (listen.c) its tagged notifications. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +31,8 @@ struct mcp_sub {
   int kind;
   mcp_sub_fn fn;
   void *arg;
-  live_listener_t *listener;
-  uv_timer_t timer; /* the rate limit's */
-  int64_t last_sent_ms;
-  int armed;
-  struct stat seen; /* st_ino 0: absent */
+  live_task_sub_t *fsub; /* on the server's feed; NULL once it stopped */
+  struct stat seen;      /* the transcript's; st_ino 0: absent */
 };
 
 const char *mcp_sub_uri(const mcp_sub_t *s) {
@@ -172,19 +173,8 @@ void mcp_resources_read(const mcp_req_t *r, json_t *params) {
   free(text);
 }
 
-static void sub_send(mcp_sub_t *s) {
-  s->last_sent_ms = tfs_now_ms();
-  s->fn(s->arg, s);
-}
-
-static void on_mcp_sub_timer(uv_timer_t *t) {
-  mcp_sub_t *s = t->data;
-  s->armed = 0;
-  sub_send(s);
-}
-
-/* The file's identity, size and time: what a change is told by (a record
- * save is a new file, output makes the transcript grow). */
+/* The file's identity, size and time: what tells a transcript that grew
+ * from a feed event that changed only the record (CPU, a state). */
 static void sub_stat(mcp_sub_t *s, struct stat *st) {
   tfs_task_file_t which = s->kind == MCP_RES_TRANSCRIPT ? TFS_FILE_TRANSCRIPT : TFS_FILE_RECORD;
   if (tfs_task_file_stat(mcp_store(s->srv), s->id, which, st))
@@ -196,34 +186,33 @@ static int same_file(const struct stat *a, const struct stat *b) {
          a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* The watch says look: tell the owner if the file changed, now or once
- * the interval since the last time has passed. */
-static void on_sub_look(void *arg, unsigned what) {
+/* The hub's task feed tells of a task: its state changed (rec), it made
+ * progress (json alone: the counters the supervisor saves as output
+ * flows, paced by the feed), or it went away. A subscription of that
+ * task tells its owner; a transcript's only when the file changed. No
+ * id: the feed stopped, and this is its last call. */
+static void on_sub_feed(void *arg, const char *id, const tfs_record_t *rec, const char *json) {
   mcp_sub_t *s = arg;
-  struct stat st;
-  if (s->armed || mcp_closing(s->srv))
-    return;
-  sub_stat(s, &st);
-  if (same_file(&st, &s->seen))
-    return;
-  s->seen = st;
-  int64_t since = tfs_now_ms() - s->last_sent_ms;
-  if (since >= MCP_NOTIFY_INTERVAL_MS) {
-    sub_send(s);
+  if (!id) {
+    s->fsub = NULL;
     return;
   }
-  s->armed = 1;
-  uv_timer_start(&s->timer, on_mcp_sub_timer, (uint64_t)(MCP_NOTIFY_INTERVAL_MS - since), 0);
-}
-
-static void on_sub_closed(uv_handle_t *h) {
-  free(h->data);
+  if (strcmp(id, s->id) || mcp_closing(s->srv))
+    return;
+  if (s->kind == MCP_RES_TRANSCRIPT) {
+    struct stat st;
+    sub_stat(s, &st);
+    if (same_file(&st, &s->seen))
+      return;
+    s->seen = st;
+  }
+  s->fn(s->arg, s);
 }
 
 void mcp_sub_close(mcp_sub_t *s) {
-  live_watch_remove(s->srv->hub, s->listener);
-  uv_timer_stop(&s->timer);
-  uv_close((uv_handle_t *)&s->timer, on_sub_closed);
+  if (s->fsub && s->srv->feed)
+    live_tasks_unsubscribe(s->srv->feed, s->fsub);
+  free(s);
 }
 
 mcp_sub_t *mcp_sub_open(mcp_server_t *srv, const char *uri, const char *id, int kind, mcp_sub_fn fn,
@@ -237,13 +226,10 @@ mcp_sub_t *mcp_sub_open(mcp_server_t *srv, const char *uri, const char *id, int 
   s->kind = kind;
   s->fn = fn;
   s->arg = arg;
-  uv_timer_init(mcp_loop(srv), &s->timer);
-  s->timer.data = s;
   sub_stat(s, &s->seen);
-  /* At the server's end nothing is watched any more. */
-  unsigned what = kind == MCP_RES_TRANSCRIPT ? TFS_WATCH_OUTPUT : TFS_WATCH_STATE;
-  if (!mcp_closing(srv) && !(s->listener = live_watch_add(srv->hub, id, what, on_sub_look, s))) {
-    mcp_sub_close(s);
+  /* At the server's end nothing is followed any more. */
+  if (!mcp_closing(srv) && live_tasks_subscribe(mcp_feed(srv), on_sub_feed, s, &s->fsub)) {
+    free(s);
     return NULL;
   }
   return s;

@@ -22,6 +22,11 @@ int mcp_closing(mcp_server_t *srv) {
 uv_loop_t *mcp_loop(mcp_server_t *srv) {
   return srv->loop;
 }
+live_feed_t *mcp_feed(mcp_server_t *srv) {
+  if (!srv->feed && !srv->closing)
+    srv->feed = live_feed_open(srv->hub);
+  return srv->closing ? NULL : srv->feed;
+}
 
 /* Another live instance on the same store is fine (every answer comes
  * from the store), but worth a line on stderr. */
@@ -126,6 +131,10 @@ void mcp_server_shutdown(mcp_server_t *srv) {
   mcp_listen_flush(srv);
   for (mcp_session_t *s = srv->sessions; s; s = s->next)
     mcp_resources_drop(s);
+  /* Every subscription is gone: the feed's handles close with the
+   * server's end, so that the loop can end too. */
+  live_feed_close(srv->feed);
+  srv->feed = NULL;
   mcp_server_check_idle(srv);
 }
 
@@ -134,6 +143,8 @@ void mcp_server_free(mcp_server_t *srv) {
     return;
   while (srv->sessions)
     mcp_session_close(srv->sessions);
+  live_feed_close(srv->feed); /* NULL after a shutdown */
+  srv->feed = NULL;
   live_store_notify(srv->hub, NULL, NULL);
   if (srv->own_hub)
     live_hub_free(srv->hub);

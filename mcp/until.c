@@ -1,27 +1,35 @@
 /* The untilPattern scan of one waiting read, off the server's loop.
  *
- * The loop reads the task's new lines with a core follower (only what
- * came since the call began, or after sinceLine) into a batch of at most
- * scan_batch bytes, each line cut to its first MCP_UNTIL_LINE_MAX bytes;
- * the batch is matched on the libuv thread pool (pattern.c), and the loop
+ * Every read of the transcript is one of the hub's transcript scans
+ * (live_scan_submit: on the loop's thread pool, capped in number, queued
+ * beyond, cancellable), never a read on the loop. The first opens the
+ * read's core follower (only what came since the call began, or after
+ * sinceLine: the line index, the whole file where the index must be
+ * rebuilt), as of the transcript's size when the call began, so no line
+ * written meanwhile is missed. Each next one fills a batch of at most
+ * scan_batch bytes with the new lines, each cut to its first
+ * MCP_UNTIL_LINE_MAX bytes. The follower keeps a store handle of its own
+ * (tfs_store_reopen) for the thread, as the loop may refresh its own.
+ *
+ * The batch is matched in a scan of the hub too (pattern.c), and the loop
  * is told the outcome: the first line that matched, a limit a line hit,
  * or that every line so far was matched in vain. A batch that takes more
- * than QUANTUM_MS of its thread's CPU goes back to the end of the queue
- * with the rest of its lines, so one costly pattern takes its turn with
- * the others. At most MATCH_JOBS batches of the server run at once,
- * whatever the number of waiting reads, leaving the rest of the pool to
- * launches. Memory: one batch per read while it is matched, none while
- * it waits for output.
+ * than QUANTUM_MS of its thread's CPU goes back to the end of the hub's
+ * queue with the rest of its lines, so one costly pattern takes its turn
+ * with the others and with every tail read and follow open of the
+ * process: the hub's cap on scans (LIVE_SCAN_JOBS) bounds them all
+ * together, leaving the rest of the pool to launches. Memory: one batch
+ * per read while it is filled or matched, none while it waits for
+ * output.
  *
- * The follower's open (the number of the line where the new lines start,
- * or where sinceLine's next line starts: the line index, the whole file
- * where the index must be rebuilt) is one of the hub's transcript scans
- * (live/scan.c), as of the transcript's size when the call began, so no line
- * written meanwhile is missed; lines are read once it is done.
+ * A fill that finds nothing new says "caught up": the reader's next look
+ * waits for the watch, unless the reader looked while the fill ran (what
+ * it was told of may have come after the fill's end of file).
  *
- * A scan freed while its batch or its open runs (the read was answered or
- * dropped) is freed by their end (the open is cancelled); the server waits
- * for running batches before it ends (mcp_hold). */
+ * A read freed while one of its scans runs (it was answered or dropped)
+ * is freed by the scan's end (the scan is cancelled: one still queued
+ * ends at once); the server's end waits for the hub's scans (live_hold,
+ * live_idle). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +39,6 @@
 
 #define BATCH_LINES 1024
 #define QUANTUM_MS 10
-#define MATCH_JOBS 1
-
-enum { IDLE, QUEUED, RUNNING };
 
 typedef struct {
   int64_t lineno;
@@ -43,12 +48,16 @@ typedef struct {
 struct mcp_until {
   mcp_server_t *srv;
   mcp_pattern_t *pat;
-  tfs_follower_t *fol;
-  int64_t after;     /* lines up to this one are not matched */
-  int64_t last_seen; /* the last line put in a batch (a long line comes in pieces) */
-  int terminal;      /* the task has ended: its last line counts without a newline */
-  int state, orphan;
-  /* The batch, filled on the loop, matched on the pool. */
+  tfs_follower_t *fol; /* bound to ostore: used on the pool only */
+  int64_t last_n;      /* as the read asked (< 0: from line 1) */
+  int64_t after;       /* lines up to this one are not matched */
+  int64_t last_seen;   /* the last line put in a batch (a long line comes in pieces) */
+  int terminal;        /* the task has ended: its last line counts without a newline */
+  int fill_terminal;   /* what the running fill was given */
+  int caught_up;       /* the last fill found nothing new (for that terminal) */
+  int again;           /* the reader looked while a scan ran */
+  int orphan;
+  /* The batch, filled on the pool by a scan, matched on the pool. */
   char *buf;
   size_t blen, bcap;
   line_t *lines;
@@ -63,36 +72,34 @@ struct mcp_until {
   char *error;
   void (*tell)(void *arg);
   void *tell_arg;
-  mcp_until_t *qnext;
-  uv_work_t work;
-  /* The follower's open on the pool (open_run), while it runs. */
-  live_scan_t *opening;
-  tfs_store_t *ostore; /* the thread's handle */
+  live_scan_t *scan;   /* the follower's open, a fill or a match, while it runs */
+  tfs_store_t *ostore; /* the thread's handle, the follower's */
   char id[TFS_ID_MAX + 1];
   off_t upto; /* the transcript's size when the call began */
 };
 
 static void destroy(mcp_until_t *u);
+static void enqueue(mcp_until_t *u);
 
 /* On the pool: the follower where the new lines start (after sinceLine:
- * from the line index's checkpoint before it; else as of the size when
- * the call began, so a line finished then is not new). Without a follower
- * (the task cannot be read) nothing is scanned. */
+ * from the line index's checkpoint before it; from line 1 for a task
+ * this call started; else as of the size when the call began, so a line
+ * finished then is not new). Without a follower (the task cannot be
+ * read) nothing is scanned. */
 static void open_run(void *arg) {
   mcp_until_t *u = arg;
   if (u->after > 0)
     tfs_follower_open_line(u->ostore, u->id, u->after + 1, &u->fol);
+  else if (u->last_n < 0)
+    tfs_follower_open(u->ostore, u->id, -1, &u->fol);
   else
     tfs_follower_open_upto(u->ostore, u->id, 0, u->upto, &u->fol);
 }
 
 static void open_done(void *arg, int err) {
   mcp_until_t *u = arg;
-  u->opening = NULL;
-  if (u->fol)
-    tfs_follower_rebind(u->fol, mcp_store(u->srv));
-  tfs_store_close(u->ostore);
-  u->ostore = NULL;
+  u->scan = NULL;
+  u->again = 0;
   if (u->orphan)
     destroy(u);
   else if (u->tell)
@@ -108,17 +115,15 @@ mcp_until_t *mcp_until_new(mcp_server_t *srv, mcp_pattern_t *pat, const char *ta
   }
   u->srv = srv;
   u->pat = pat;
+  u->last_n = last_n;
   u->after = after;
   snprintf(u->id, sizeof u->id, "%s", task_id);
-  if (last_n < 0 && after <= 0) {
-    /* From line 1 (a task this call started): nothing to count. */
-    tfs_follower_open(mcp_store(srv), task_id, -1, &u->fol);
-    return u;
-  }
   struct stat st;
-  u->upto = tfs_task_file_stat(mcp_store(srv), task_id, TFS_FILE_TRANSCRIPT, &st) ? 0 : st.st_size;
+  if (last_n >= 0 || after > 0)
+    u->upto =
+        tfs_task_file_stat(mcp_store(srv), task_id, TFS_FILE_TRANSCRIPT, &st) ? 0 : st.st_size;
   if (tfs_store_reopen(mcp_store(srv), &u->ostore) == 0 &&
-      !(u->opening = live_scan_submit(srv->hub, open_run, open_done, u))) {
+      !(u->scan = live_scan_submit(srv->hub, open_run, open_done, u))) {
     tfs_store_close(u->ostore);
     u->ostore = NULL;
   }
@@ -137,40 +142,13 @@ static void destroy(mcp_until_t *u) {
   free(u);
 }
 
-/* The server's queue of batches waiting for the pool. */
-static void pump(mcp_server_t *srv);
-
-static void enqueue(mcp_until_t *u) {
-  mcp_server_t *srv = u->srv;
-  u->state = QUEUED;
-  u->qnext = NULL;
-  mcp_until_t **pp = &srv->match_queue;
-  while (*pp)
-    pp = &(*pp)->qnext;
-  *pp = u;
-  mcp_hold(srv, 1);
-  pump(srv);
-}
-
 void mcp_until_free(mcp_until_t *u) {
   if (!u)
     return;
-  if (u->opening) {
-    u->orphan = 1; /* the open's end frees it, maybe right here */
-    live_scan_cancel(u->opening);
+  if (u->scan) {
+    u->orphan = 1; /* the scan's end frees it, maybe right here */
+    live_scan_cancel(u->scan);
     return;
-  }
-  if (u->state == RUNNING) {
-    u->orphan = 1; /* the batch's end frees it */
-    return;
-  }
-  if (u->state == QUEUED) {
-    for (mcp_until_t **pp = &u->srv->match_queue; *pp; pp = &(*pp)->qnext)
-      if (*pp == u) {
-        *pp = u->qnext;
-        break;
-      }
-    mcp_hold(u->srv, -1);
   }
   destroy(u);
 }
@@ -184,8 +162,8 @@ static int64_t cpu_ms(void) {
 
 /* On the pool: the batch's lines in order, until one matches or hits a
  * limit, or the quantum is used. Touches only the batch and rc*. */
-static void match_work(uv_work_t *w) {
-  mcp_until_t *u = w->data;
+static void match_run(void *arg) {
+  mcp_until_t *u = arg;
   mcp_matcher_t *m = mcp_matcher_new(u->pat);
   if (!m) {
     u->rc = -1;
@@ -221,8 +199,42 @@ static int collect(int64_t lineno, const char *line, size_t len, int partial, vo
   return u->n == BATCH_LINES || u->blen >= u->bcap - MCP_UNTIL_LINE_MAX;
 }
 
-/* Fills a new batch from the follower; returns the lines in it. */
-static size_t fill(mcp_until_t *u) {
+static void drop_batch(mcp_until_t *u) {
+  free(u->buf);
+  free(u->lines);
+  u->buf = NULL;
+  u->lines = NULL;
+}
+
+/* On the pool: the new lines into the batch. */
+static void fill_run(void *arg) {
+  mcp_until_t *u = arg;
+  tfs_follower_next(u->fol, u->fill_terminal, collect, u);
+}
+
+/* On the loop: a batch to match, or caught up (hold nothing while
+ * waiting for output, and say so). */
+static void fill_done(void *arg, int err) {
+  mcp_until_t *u = arg;
+  u->scan = NULL;
+  if (u->orphan) {
+    destroy(u);
+    return;
+  }
+  if (!err && u->n) {
+    enqueue(u);
+    return;
+  }
+  drop_batch(u);
+  u->caught_up = !err && !u->again;
+  u->again = 0;
+  if (u->tell)
+    u->tell(u->tell_arg);
+}
+
+/* Starts filling a new batch from the follower, a scan of the hub;
+ * returns 0 when there is nothing to read (no follower, no memory). */
+static int fill(mcp_until_t *u) {
   u->n = u->next = u->blen = 0;
   if (!u->fol)
     return 0;
@@ -231,22 +243,18 @@ static size_t fill(mcp_until_t *u) {
     u->buf = malloc(u->bcap);
     u->lines = malloc(BATCH_LINES * sizeof *u->lines);
     if (!u->buf || !u->lines) {
-      free(u->buf);
-      free(u->lines);
-      u->buf = NULL;
-      u->lines = NULL;
+      drop_batch(u);
       return 0;
     }
   }
-  tfs_follower_next(u->fol, u->terminal, collect, u);
-  if (!u->n) {
-    /* Caught up: hold nothing while waiting for output. */
-    free(u->buf);
-    free(u->lines);
-    u->buf = NULL;
-    u->lines = NULL;
+  u->fill_terminal = u->terminal;
+  u->caught_up = 0;
+  u->again = 0;
+  if (!(u->scan = live_scan_submit(u->srv->hub, fill_run, fill_done, u))) {
+    drop_batch(u);
+    return 0;
   }
-  return u->n;
+  return 1;
 }
 
 /* The outcome of a batch, on the loop. Returns 1 when the reader should
@@ -265,39 +273,38 @@ static int settle(mcp_until_t *u) {
       u->error = strdup("out of memory");
     return 1;
   }
-  if (u->next < u->n || fill(u)) {
-    enqueue(u); /* the rest of the batch, or the next one */
+  if (u->next < u->n) {
+    enqueue(u); /* the rest of the batch */
     return 0;
   }
-  return 1;
+  return !fill(u); /* the next one: fill_done tells */
 }
 
-static void match_done(uv_work_t *w, int status) {
-  mcp_until_t *u = w->data;
-  mcp_server_t *srv = u->srv;
-  srv->matching--;
-  u->state = IDLE;
-  if (u->orphan)
+static void match_done(void *arg, int err) {
+  mcp_until_t *u = arg;
+  u->scan = NULL;
+  if (u->orphan) {
     destroy(u);
-  else if (settle(u) && u->tell)
+    return;
+  }
+  if (err && !u->rc) {
+    u->rc = -1; /* the pool could not run it: said as a limit would be */
+    u->rc_line = u->lines[u->next].lineno;
+    snprintf(u->rc_msg, sizeof u->rc_msg, "cannot match: %s", tfs_strerror(err));
+  }
+  if (settle(u) && u->tell)
     u->tell(u->tell_arg);
-  pump(srv);
-  mcp_hold(srv, -1);
 }
 
-static void pump(mcp_server_t *srv) {
-  while (srv->matching < MATCH_JOBS && srv->match_queue) {
-    mcp_until_t *u = srv->match_queue;
-    srv->match_queue = u->qnext;
-    u->state = RUNNING;
-    u->rc = 0;
-    u->work.data = u;
-    srv->matching++;
-    if (uv_queue_work(mcp_loop(srv), &u->work, match_work, match_done)) {
-      /* Cannot happen with valid arguments; match here rather than lose it. */
-      match_work(&u->work);
-      match_done(&u->work, 0);
-    }
+/* The batch (or the rest of it) is matched in a scan of the hub, queued
+ * behind the others: a costly pattern takes its turn with every scan of
+ * the process. */
+static void enqueue(mcp_until_t *u) {
+  u->rc = 0;
+  if (!(u->scan = live_scan_submit(u->srv->hub, match_run, match_done, u))) {
+    /* No memory for the scan: match here rather than lose it. */
+    match_run(u);
+    match_done(u, 0);
   }
 }
 
@@ -307,12 +314,15 @@ int mcp_until_feed(mcp_until_t *u, int terminal, void (*tell)(void *arg), void *
   u->tell_arg = arg;
   if (u->match_line || u->error)
     return 0;
-  if (u->state != IDLE || u->opening)
-    return 1; /* open_done tells when lines can be read */
-  if (!fill(u))
+  if (u->scan) {
+    u->again = 1; /* what this look was told of may come after the fill's end */
+    return 1;     /* the scan's or the batch's end tells */
+  }
+  if (u->caught_up && u->fill_terminal == terminal) {
+    u->caught_up = 0; /* every line so far was matched: wait for more */
     return 0;
-  enqueue(u);
-  return 1;
+  }
+  return fill(u);
 }
 
 int64_t mcp_until_match(mcp_until_t *u, char **text) {

@@ -5,7 +5,8 @@
  * transcript and, while the test says so, holds each until the test lets
  * it go, so what a server does during a scan is seen without a clock.
  * - an MCP read with tailLines, held: the same server answers a ping over
- *   stdio (`taskfs mcp`), and tools/list over HTTP (`taskfs serve`);
+ *   stdio (`taskfs mcp`), and tools/list over HTTP (`taskfs serve`); so
+ *   does it while a wait for untilPattern scans, held;
  * - the bytes such a read takes from a 20 MB transcript are a few
  *   checkpoint intervals, not the file;
  * - an HTTP follow whose open must scan the whole file (its index was
@@ -211,31 +212,38 @@ static const char *READ_TAIL =
     "\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\","
     "\"tailLines\":3}}}";
 
-/* The old server counted the lines before the tail on its loop: the ping
- * waited for the held read (here: forever). */
-Test(tailscan, mcp_stdio_answers_a_ping_while_a_tail_read_is_held) {
-  char id[32], line[400];
+/* Sends the tools/call read (id 2, fmt with the big task's id) to a
+ * stdio server while every transcript read is held: a ping (id 3) is
+ * answered first; once the reads go, the read's answer holds expect. */
+static void ping_while_held(const char *fmt, const char *expect) {
+  char id[32], line[600];
   big_task(id);
   stdio_t c;
   stdio_start(&c);
   gate_file("each");
-  snprintf(line, sizeof line, READ_TAIL, id);
+  snprintf(line, sizeof line, fmt, id);
   stdio_send(&c, line);
   cr_assert(tu_wait_until(gate_has, "held", 20000), "the read never read the transcript");
   stdio_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
   json_t *m = stdio_recv(&c);
-  cr_assert_not_null(m, "no answer to the ping while the tail read is held");
+  cr_assert_not_null(m, "no answer to the ping while the read is held");
   cr_expect_eq(msg_id(m), 3, "the ping is answered first: %s", json_dumps(m, 0));
   json_decref(m);
   gate_open();
   m = stdio_recv(&c);
   cr_assert_not_null(m, "the read was never answered");
-  char *text = json_dumps(m, 0);
+  char *text = json_dumps(m, JSON_COMPACT);
   cr_expect_eq(msg_id(m), 2);
-  cr_expect(strstr(text, "\"3000000\""), "the last lines: %.600s", text);
+  cr_expect(strstr(text, expect), "%s in: %.600s", expect, text);
   free(text);
   json_decref(m);
   stdio_stop(&c);
+}
+
+/* The old server counted the lines before the tail on its loop: the ping
+ * waited for the held read (here: forever). */
+Test(tailscan, mcp_stdio_answers_a_ping_while_a_tail_read_is_held) {
+  ping_while_held(READ_TAIL, "\"3000000\"");
 }
 
 #define MODERN_META                                                                                \
@@ -273,6 +281,17 @@ Test(tailscan, mcp_http_answers_while_a_tail_read_is_held) {
   cr_expect(strstr(a, "3000000"), "the last lines: %.600s", a);
   free(a);
   close(fd);
+}
+
+/* A wait for untilPattern over the big transcript from line 1
+ * (sinceLine 0): its follower's open and every batch of lines are read by
+ * scans on the thread pool. The old server read each batch on its loop:
+ * the ping waited for the held read (here: forever). */
+Test(tailscan, mcp_stdio_answers_a_ping_while_an_until_scan_is_held) {
+  ping_while_held("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+                  "\"name\":\"read_managed_task\",\"arguments\":{\"taskId\":\"%s\","
+                  "\"sinceLine\":0,\"untilPattern\":\"^5$\",\"waitMs\":20000,\"tailLines\":1}}}",
+                  "\"match\":{\"line\":5,");
 }
 
 /* A tail of 3 lines reads the end of the file and up to a checkpoint
