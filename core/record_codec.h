@@ -1,6 +1,7 @@
 /* The record.json field table (core/record_fields.c) and the two codecs it
  * drives: the writer (core/record_dump.c) and the strict reader
- * (core/record_parse.c). Private to core/.
+ * (core/record_parse.c), entered by tfs_record_dump() and
+ * tfs_record_parse() (core/record_codec.c). Private to core/.
  *
  * Each member of record.json is one row: its name, its type, where it
  * lives in the C struct, and how it is null or absent. The writer walks the
@@ -8,7 +9,11 @@
  * the same rows and reads each member by name, so a field is declared once
  * and both sides follow. What no row type covers (the exact bytes of the
  * command, the per-resource limits, the kept lines, the restart history)
- * is a CUSTOM row with its own write and read functions, beside the table. */
+ * is a CUSTOM row with its own write and read functions (core/record_custom.c).
+ *
+ * The files are layers, each calling only the ones below it: the writer's
+ * and reader's primitives (tfs__jw_*, tfs__rf_*), which walk whatever table
+ * they are given; the custom rows; the table; the two entry points. */
 #ifndef TASKFS_CORE_RECORD_CODEC_H
 #define TASKFS_CORE_RECORD_CODEC_H
 

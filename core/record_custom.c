@@ -1,13 +1,37 @@
 /* The CUSTOM rows of the record.json field table: the members whose shape
  * no row type says (the version, the exact bytes of the command and cwd,
  * the signal's name, the restart history, the per-resource limits, the
- * kept lines, a job's step), each written and read here, beside the table
- * (core/record_fields.c). */
+ * kept lines, a job's step), each written and read here, for the table
+ * (core/record_fields.c). Layer: above the primitives (record_dump.c,
+ * record_parse.c), below the table. */
 #include "core/record_custom.h"
+#include "core/record_rows.h"
 #include "taskfs/text.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+#define EXIT(m) offsetof(tfs_exit_t, m)
+
+/* One run in restart.exits; treePeakKb is read from older writers. These
+ * rows live here, beside the two functions that walk them, rather than in
+ * the table (core/record_fields.c): the table uses this file, so this file
+ * must not use the table, only the writer's and reader's primitives. */
+static const rf_field_t exit_rows[] = {
+    TIME("started", EXIT(started_ms)),
+    TIME("ended", EXIT(ended_ms)),
+    INT("exitCode", RF_I32, EXIT(exit_code), 0, 255, RF_NULL_NEG),
+    INT("signal", RF_I32, EXIT(signal), 0, 128, RF_NULL_ZERO),
+    BOOL("requested", EXIT(requested)),
+    BOOL("timedOut", EXIT(timed_out)),
+    INT("cpuUserMs", RF_I64, EXIT(use.user_ms), 0, I64MAX, 0),
+    INT("cpuSystemMs", RF_I64, EXIT(use.sys_ms), 0, I64MAX, 0),
+    INT("maxRssKb", RF_I64, EXIT(use.maxrss_kb), 0, I64MAX, 0),
+    INT("outputBytes", RF_I64, EXIT(use.output_bytes), 0, I64MAX, 0),
+    INT("treePeakKb", RF_I64, EXIT(use.tree_peak_kb), 0, I64MAX, RF_NOWRITE),
+    END,
+};
 
 #define key tfs__jw_key
 #define str tfs__jw_str
@@ -154,7 +178,7 @@ void tfs__rf_write_exits(jw_t *w, const void *base) {
   for (int i = 0; i < n; i++) {
     tfs__jw_item(w);
     tfs__jw_open(w, '{');
-    tfs__jw_fields(w, tfs__record_exit_rows, &rec->exits[i]);
+    tfs__jw_fields(w, exit_rows, &rec->exits[i]);
     tfs__jw_close(w, '}');
   }
   tfs__jw_close(w, ']');
@@ -179,7 +203,7 @@ int tfs__rf_read_exits(rf_reader_t *p, int o, void *base) {
     memset(x, 0, sizeof *x);
     x->exit_code = -1;
     tfs_usage_init(&x->use);
-    if ((err = tfs__rf_fields(p, e, tfs__record_exit_rows, x)))
+    if ((err = tfs__rf_fields(p, e, exit_rows, x)))
       return err;
     rec->nexits++;
   }

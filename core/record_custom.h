@@ -6,9 +6,6 @@
 
 #include "core/record_codec.h"
 
-/* The rows of one restart.exits entry. */
-extern const rf_field_t tfs__record_exit_rows[];
-
 void tfs__rf_write_version(jw_t *w, const void *rec);
 int tfs__rf_read_version(rf_reader_t *p, int obj, void *rec);
 void tfs__rf_write_command_bytes(jw_t *w, const void *rec);

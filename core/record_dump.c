@@ -1,5 +1,6 @@
-/* record.json text from a record: version 1, camelCase, two-space indent,
- * the members in the order of the field table (core/record_fields.c).
+/* The writer's primitives: record.json text from a struct, by the rows of
+ * a field table given to them (core/record_codec.h); tfs_record_dump()
+ * (core/record_codec.c) gives them the record's, whose order is the file's.
  *
  * The text is written straight into one growing buffer instead of being
  * built as a jansson tree and serialized: a record is dumped at every save
@@ -208,14 +209,4 @@ void tfs__jw_fields(jw_t *w, const rf_field_t *table, const void *base) {
       break;
     }
   }
-}
-
-char *tfs_record_dump(const tfs_record_t *rec) {
-  jw_t w = {0};
-  tfs__jw_open(&w, '{');
-  tfs__jw_fields(&w, tfs__record_fields, rec);
-  tfs__jw_close(&w, '}');
-  /* A trailing newline makes `cat record.json` friendly. */
-  tfs__jw_put(&w, "\n", 1);
-  return tfs_buf_take(&w.b, NULL);
 }

@@ -1,19 +1,20 @@
 /* The record.json field table: every member of the file, once, in the
- * file's order. core/record_dump.c writes a record by walking these rows,
- * core/record_parse.c reads one by the same rows (core/record_codec.h says
- * what a row holds). Adding a field is adding a row here; a member the row
- * types cannot say is a CUSTOM row whose write and read functions are in
- * core/record_custom.c.
+ * file's order (core/record_codec.h says what a row holds).
+ * tfs_record_dump() (core/record_codec.c) writes a record by walking these
+ * rows with the writer (core/record_dump.c), tfs_record_parse() reads one
+ * by the same rows with the reader (core/record_parse.c). Adding a field is
+ * adding a row here; a member the row types cannot say is a CUSTOM row
+ * whose write and read functions are in core/record_custom.c.
  *
  * Reading is strict on types (a present, non-null member must have its
  * type) and tolerant of missing members, so that older and newer writers of
  * version 1 stay readable: only v, id, state and command are required. */
 #include "core/record_custom.h"
+#include "core/record_rows.h"
 
 #include <stddef.h>
 
 #define REC(m) offsetof(tfs_record_t, m)
-#define EXIT(m) offsetof(tfs_exit_t, m)
 #define EXEC(m) offsetof(tfs_executor_t, m)
 #define LIM(m) offsetof(tfs_limits_t, m)
 
@@ -79,27 +80,6 @@ static int has_job(const void *b) {
   return ex->job_id || ex->job_name;
 }
 
-#define END                                                                                        \
-  { .name = NULL }
-#define INT(n, t, o, l, h, fl)                                                                     \
-  { .name = n, .type = t, .off = o, .lo = l, .hi = h, .flags = fl }
-#define TIME(n, o)                                                                                 \
-  { .name = n, .type = RF_TIME, .off = o }
-#define STR(n, o, fl)                                                                              \
-  { .name = n, .type = RF_STR, .off = o, .flags = fl }
-#define BOOL(n, o)                                                                                 \
-  { .name = n, .type = RF_BOOL, .off = o }
-#define STRV(n, o, cnt)                                                                            \
-  { .name = n, .type = RF_STRV, .off = o, .off2 = cnt }
-#define ENUM(n, o, nm, ps, w)                                                                      \
-  { .name = n, .type = RF_ENUM, .off = o, .name_of = nm, .parse = ps, .want = w }
-#define OBJ(n, o, s, pr)                                                                           \
-  { .name = n, .type = RF_OBJ, .off = o, .sub = s, .present = pr }
-#define CUSTOM(n, wr, rd)                                                                          \
-  { .name = n, .type = RF_CUSTOM, .write = wr, .read = rd }
-#define I64MAX INT64_MAX
-#define I32MAX INT32_MAX
-
 static const rf_field_t supervisor_rows[] = {
     INT("pid", RF_I32, REC(supervisor_pid), 0, I32MAX, 0),
     TIME("started", REC(supervisor_started_ms)),
@@ -122,22 +102,6 @@ static const rf_field_t creator_rows[] = {
 static const rf_field_t worker_rows[] = {
     INT("pid", RF_I32, REC(worker_pid), 0, I32MAX, 0),
     INT("pgid", RF_I32, REC(worker_pgid), 0, I32MAX, 0),
-    END,
-};
-
-/* One run in restart.exits; treePeakKb is read from older writers. */
-const rf_field_t tfs__record_exit_rows[] = {
-    TIME("started", EXIT(started_ms)),
-    TIME("ended", EXIT(ended_ms)),
-    INT("exitCode", RF_I32, EXIT(exit_code), 0, 255, RF_NULL_NEG),
-    INT("signal", RF_I32, EXIT(signal), 0, 128, RF_NULL_ZERO),
-    BOOL("requested", EXIT(requested)),
-    BOOL("timedOut", EXIT(timed_out)),
-    INT("cpuUserMs", RF_I64, EXIT(use.user_ms), 0, I64MAX, 0),
-    INT("cpuSystemMs", RF_I64, EXIT(use.sys_ms), 0, I64MAX, 0),
-    INT("maxRssKb", RF_I64, EXIT(use.maxrss_kb), 0, I64MAX, 0),
-    INT("outputBytes", RF_I64, EXIT(use.output_bytes), 0, I64MAX, 0),
-    INT("treePeakKb", RF_I64, EXIT(use.tree_peak_kb), 0, I64MAX, RF_NOWRITE),
     END,
 };
 
