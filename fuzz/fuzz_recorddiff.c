@@ -1,5 +1,5 @@
 /* libFuzzer target: record.json's strict reader against jansson, the
- * reader it falls back to (core/record_parse.c). For any bytes:
+ * reader it falls back to (core/record_codec.c). For any bytes:
  *
  * - JSON: when core's strict JSON reader (core/json.c) takes the text,
  *   jansson must parse it too and agree on every value: types, integers,
