@@ -23,8 +23,7 @@ static void setup(void) {
 
 static void teardown(void) {
   /* Whatever a test left running goes with its store. */
-  tu_sh(NULL, "TASKFS_STATE_DIR='%s' '%s' cancel --all -y >/dev/null 2>&1", state,
-        tu_taskfs_bin());
+  tu_sh(NULL, "TASKFS_STATE_DIR='%s' '%s' cancel --all -y >/dev/null 2>&1", state, tu_taskfs_bin());
   tu_rmrf(tmp);
   free(tmp);
   free(state);
@@ -73,9 +72,8 @@ static void chomp(char *s) {
 Test(clinum, every_task_gets_a_number_also_from_parallel_runs) {
   char *out = NULL;
   /* Eight runs at once: eight distinct numbers, 1 to 8. */
-  cr_assert_eq(sh(NULL, NULL,
-                  "for i in 1 2 3 4 5 6 7 8; do $T run -- true >/dev/null & done; wait"),
-               0);
+  cr_assert_eq(
+      sh(NULL, NULL, "for i in 1 2 3 4 5 6 7 8; do $T run -- true >/dev/null & done; wait"), 0);
   cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
   json_t *all = json_loads(out, 0, NULL);
   cr_assert(all && json_array_size(all) == 8, "%s", out);
@@ -178,8 +176,9 @@ Test(clinum, several_ids_at_once_and_wait_exits_with_the_worst) {
                0);
   cr_assert_eq(sh(NULL, NULL, "$T wait 1 2"), 3);
   cr_assert_eq(sh(&out, NULL, "$T pause 3 4"), 0);
-  cr_assert_eq(sh(NULL, NULL, "$T show 3 | grep -q '\"paused\"' && $T show 4 | grep -q '\"paused\"'"),
-               0, "%s", out);
+  cr_assert_eq(
+      sh(NULL, NULL, "$T show 3 | grep -q '\"paused\"' && $T show 4 | grep -q '\"paused\"'"), 0,
+      "%s", out);
   free(out);
   cr_assert_eq(sh(NULL, NULL, "$T resume 3 4 >/dev/null"), 0);
   cr_assert_eq(sh(&out, NULL, "$T signal CONT 3 4"), 0);
@@ -189,8 +188,8 @@ Test(clinum, several_ids_at_once_and_wait_exits_with_the_worst) {
   cr_assert_eq(sh(NULL, &err, "$T signal CONT 1 3"), 100);
   free(err);
   cr_assert_eq(sh(&out, NULL, "$T cancel -w 3 4"), 0);
-  cr_assert(strstr(out, "cancelled") && strchr(strchr(strchr(out, '\n') + 1, '\n') + 1, '\n'),
-            "%s", out);
+  cr_assert(strstr(out, "cancelled") && strchr(strchr(strchr(out, '\n') + 1, '\n') + 1, '\n'), "%s",
+            out);
   free(out);
   /* Every cancelled task is described (the first 130 is no interruption). */
   cr_assert_eq(sh(NULL, &err, "$T wait 2 3 4"), 130);
@@ -229,9 +228,9 @@ Test(clinum, wait_all_and_cancel_all) {
 
 Test(clinum, a_default_queue_from_the_config_and_after_last) {
   char *out = NULL, *err = NULL;
-  cr_assert_eq(sh(NULL, NULL,
-                  "$T queue set serial --parallel 1 >/dev/null && $T config set queue serial"),
-               0);
+  cr_assert_eq(
+      sh(NULL, NULL, "$T queue set serial --parallel 1 >/dev/null && $T config set queue serial"),
+      0);
   cr_assert_eq(sh(NULL, &err, "$T config set queue .bad"), 100);
   free(err);
   cr_assert_eq(sh(NULL, NULL, "$T run -- sleep 600 >/dev/null; $T run -- true >/dev/null"), 0);
@@ -345,5 +344,33 @@ Test(clinum, an_interrupted_run_wait_says_the_task_runs_on) {
   free(out);
   free(err);
   cr_assert_eq(sh(&out, NULL, "$T show 1 | grep -c '\"running\"'"), 0);
+  free(out);
+}
+
+/* Issue 28: `run` returns without waiting for an fsync (the number is
+ * linked without one), and the end of the task makes its number durable:
+ * the supervisor opens numbers/<n> and fsyncs it with the end record. */
+Test(clinum, a_start_waits_for_no_fsync_and_the_end_makes_the_number_durable) {
+  char *out = NULL;
+  if (sh(NULL, NULL, "command -v strace >/dev/null"))
+    cr_skip_test("needs strace");
+  /* Without -f: the CLI alone, up to where `run` returns. */
+  cr_assert_eq(sh(&out, NULL,
+                  "strace -qq -e trace=fsync,fdatasync,sync,syncfs -o '%s/cli' $T run -- true "
+                  ">/dev/null && $T wait 1 >/dev/null; grep -c sync '%s/cli'",
+                  tmp, tmp),
+               1, "grep found fsyncs: %s", out);
+  cr_assert_str_eq(out, "0\n");
+  free(out);
+  /* With -f: the supervisor too; task 2's number is opened and fsynced. */
+  cr_assert_eq(sh(&out, NULL,
+                  "strace -f -qq -e trace=openat,fsync -o '%s/all' $T run --wait -- true >/dev/null"
+                  " && awk '/openat\\(.*\"2\", O_RDONLY/ { fd[$1 \" \" $NF] = 1 }"
+                  " /fsync\\(/ { n = $2; sub(/^fsync\\(/, \"\", n); sub(/\\).*/, \"\", n);"
+                  " if (($1 \" \" n) in fd) ok = 1 } END { print ok ? \"synced\" : \"not\" }'"
+                  " '%s/all'",
+                  tmp, tmp),
+               0);
+  cr_assert_str_eq(out, "synced\n");
   free(out);
 }
