@@ -186,14 +186,33 @@ int tfs__write_atomic_flags(int dirfd, const char *name, const void *data, size_
  * the other learns that the file exists (-EEXIST) instead of replacing
  * what the winner may already have handed out. */
 int tfs__write_new(int dirfd, const char *name, const void *data, size_t len) {
+  return tfs__write_new_flags(dirfd, name, data, len, 0);
+}
+
+/* With TFS__WRITE_NOSYNC the name is as exclusive as ever but not yet
+ * durable; tfs__sync_name() makes it so later. */
+int tfs__write_new_flags(int dirfd, const char *name, const void *data, size_t len,
+                         unsigned flags) {
+  int sync = !(flags & TFS__WRITE_NOSYNC);
   char tmp[300];
-  int err = write_temp(dirfd, name, data, len, 1, NULL, tmp);
+  int err = write_temp(dirfd, name, data, len, sync, NULL, tmp);
   if (err)
     return err;
   if (linkat(dirfd, tmp, dirfd, name, 0))
     err = -errno;
   unlinkat(dirfd, tmp, 0);
-  return err ? err : fsync_dir(dirfd);
+  return err ? err : sync ? fsync_dir(dirfd) : 0;
+}
+
+/* Makes a file written with TFS__WRITE_NOSYNC durable: its bytes, then
+ * its name (the directory). */
+int tfs__sync_name(int dirfd, const char *name) {
+  int fd TFS_AUTOCLOSE = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return tfs__open_err(errno);
+  if (fsync(fd))
+    return -errno;
+  return fsync_dir(dirfd);
 }
 
 int tfs__read_small(int dirfd, const char *name, size_t max, char **out, size_t *len) {

@@ -220,6 +220,7 @@ int tfs__schedule_spec(tfs_store_t *store, const tfs_task_spec_t *spec, tfs_reco
  * names of tasks whose dir is gone (prune's sweep). */
 int tfs__number_assign(tfs_store_t *store, tfs_record_t *rec);
 void tfs__number_drop(tfs_store_t *store, int64_t n, const char *id);
+void tfs__number_sync(tfs_store_t *store, int64_t n);
 void tfs__number_sweep(tfs_store_t *store);
 /* The first save of a new task: its number, then its record (the number
  * dropped again if the save fails). */
@@ -268,6 +269,8 @@ int tfs__read_fd(int fd, size_t max, char **out, size_t *len);
 /* Creates dirfd/name with data, durably, only if no such name exists
  * (-EEXIST): a temp file linked into place, which never replaces. */
 int tfs__write_new(int dirfd, const char *name, const void *data, size_t len);
+int tfs__write_new_flags(int dirfd, const char *name, const void *data, size_t len, unsigned flags);
+int tfs__sync_name(int dirfd, const char *name);
 
 /* ---- the classifier's ranks (core/classify*.c, important.c, triage.c) ----- */
 

@@ -188,6 +188,8 @@ int tfs_task_save_flags(tfs_store_t *store, const tfs_record_t *rec, unsigned fl
                              : tfs__write_atomic_flags(dfd, TFS__FILE(RECORD), text, len,
                                                        sync ? 0 : TFS__WRITE_NOSYNC, NULL);
   free(text);
+  if (!err && sync)
+    tfs__number_sync(store, rec->number);
   return err;
 }
 

@@ -7,7 +7,12 @@
  * which never replaces, so even a creator killed between the link and the
  * counter's update cannot make two tasks share a number (the next creator
  * finds the name taken and moves on). A number is never reused while its
- * task exists; its name goes when the task is forgotten. */
+ * task exists; its name goes when the task is forgotten.
+ *
+ * Neither the name nor the counter is fsynced when a task is created
+ * (issue 28: a start waits for no fsync); the name is made durable with
+ * the record that says the task ended (tfs__number_sync), which is what
+ * must survive a power loss (docs/faults.md). */
 #include "core/internal.h"
 
 #include <fcntl.h>
@@ -71,7 +76,7 @@ int tfs__number_assign(tfs_store_t *store, tfs_record_t *rec) {
   int len = snprintf(line, sizeof line, "%s\n", rec->id), err;
   for (;; n++) {
     snprintf(name, sizeof name, "%lld", (long long)n);
-    err = tfs__write_new(dfd, name, line, (size_t)len);
+    err = tfs__write_new_flags(dfd, name, line, (size_t)len, TFS__WRITE_NOSYNC);
     if (err != -EEXIST)
       break;
   }
@@ -79,11 +84,25 @@ int tfs__number_assign(tfs_store_t *store, tfs_record_t *rec) {
     int nl = snprintf(next, sizeof next, "%lld\n", (long long)(n + 1));
     /* Best effort: a counter left behind only costs the next creator a
      * few taken names. */
-    tfs__write_atomic(dfd, NEXT_FILE, next, (size_t)nl);
+    tfs__write_atomic_flags(dfd, NEXT_FILE, next, (size_t)nl, TFS__WRITE_NOSYNC, NULL);
     rec->number = n;
   }
   close(lk);
   return err;
+}
+
+/* Makes numbers/<n> durable (its bytes and its name); called with the
+ * fsynced save of a task's end. Best effort, like that save's caller:
+ * the record itself is what the promise is about. */
+void tfs__number_sync(tfs_store_t *store, int64_t n) {
+  char name[24];
+  if (n <= 0)
+    return;
+  int dfd TFS_AUTOCLOSE = numbers_dir(store, 0);
+  if (dfd < 0)
+    return;
+  snprintf(name, sizeof name, "%lld", (long long)n);
+  tfs__sync_name(dfd, name);
 }
 
 /* Reads numbers/<n>: the id, TFS_ENOTASK if no task has that number. */

@@ -143,8 +143,9 @@ static int exec_failed(pipes_t *p, start_err_t *e) {
   return n == (ssize_t)sizeof *e;
 }
 
-/* The worker pid runs: resets the generation and takes its pipes. */
-static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p) {
+/* The worker pid runs: resets the generation and takes its pipes; base
+ * is its memory cgroup as read when it was forked. */
+static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p, const tfs_memcg_t *base) {
   s->worker = pid;
   s->worker_reaped = 0;
   s->worker_status = 0;
@@ -154,8 +155,7 @@ static void adopt_worker(sup_t *s, pid_t pid, pipes_t *p) {
   s->worker_ended_ms = 0;
   s->rec.worker_pid = pid;
   s->rec.worker_pgid = pid;
-  memset(&s->worker_memcg, 0, sizeof s->worker_memcg);
-  tfs_memcg_read(pid, &s->worker_memcg); /* to tell an OOM kill at its end */
+  s->worker_memcg = *base; /* to tell an OOM kill at its end */
   sup_pipes_open(s, p->out[0], p->err[0]);
   p->out[0] = p->err[0] = -1;
 }
@@ -181,12 +181,19 @@ static int spawn_worker(sup_t *s, char *why, size_t whylen) {
     snprintf(why, whylen, "cannot start '%s': fork failed (%s)", cmd, strerror(-pid));
     return -1;
   }
+  /* The OOM baseline, read while the child execs (it is in our cgroup
+   * from the fork on) rather than after: the exec of the worker and
+   * these reads overlap, and the `running` save comes sooner. */
+  tfs_memcg_t base;
+  memset(&base, 0, sizeof base);
+  if (!cg)
+    tfs_memcg_read(pid, &base);
   start_err_t e = {0, 0, -1};
   if (exec_failed(&p, &e)) {
     describe_start_error(s, &e, why, whylen);
     return -1;
   }
-  adopt_worker(s, pid, &p);
+  adopt_worker(s, pid, &p, &base);
   if (cg)
     s->worker_memcg = before;
   return 0;

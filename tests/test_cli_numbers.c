@@ -349,3 +349,31 @@ Test(clinum, an_interrupted_run_wait_says_the_task_runs_on) {
   cr_assert_eq(sh(&out, NULL, "$T show 1 | grep -c '\"running\"'"), 0);
   free(out);
 }
+
+/* Issue 28: `run` returns without waiting for an fsync (the number is
+ * linked without one), and the end of the task makes its number durable:
+ * the supervisor opens numbers/<n> and fsyncs it with the end record. */
+Test(clinum, a_start_waits_for_no_fsync_and_the_end_makes_the_number_durable) {
+  char *out = NULL;
+  if (sh(NULL, NULL, "command -v strace >/dev/null"))
+    cr_skip_test("needs strace");
+  /* Without -f: the CLI alone, up to where `run` returns. */
+  cr_assert_eq(sh(&out, NULL,
+                  "strace -qq -e trace=fsync,fdatasync,sync,syncfs -o '%s/cli' $T run -- true "
+                  ">/dev/null && $T wait 1 >/dev/null; grep -c sync '%s/cli'",
+                  tmp, tmp),
+               1, "grep found fsyncs: %s", out);
+  cr_assert_str_eq(out, "0\n");
+  free(out);
+  /* With -f: the supervisor too; task 2's number is opened and fsynced. */
+  cr_assert_eq(sh(&out, NULL,
+                  "strace -f -qq -e trace=openat,fsync -o '%s/all' $T run --wait -- true >/dev/null"
+                  " && awk '/openat\\(.*\"2\", O_RDONLY/ { fd[$1 \" \" $NF] = 1 }"
+                  " /fsync\\(/ { n = $2; sub(/^fsync\\(/, \"\", n); sub(/\\).*/, \"\", n);"
+                  " if (($1 \" \" n) in fd) ok = 1 } END { print ok ? \"synced\" : \"not\" }'"
+                  " '%s/all'",
+                  tmp, tmp),
+               0);
+  cr_assert_str_eq(out, "synced\n");
+  free(out);
+}
