@@ -16,7 +16,9 @@ on_exit 'rm -rf "$tmp"'
 
 # compiles LAYER HEADER [DEFINES]: HEADER compiles with LAYER's flags.
 compiles() {
-  flags=$($MAKE -s -C "$top" layer-cflags LAYER="$1") || return 1
+  # --no-print-directory: under make check, MAKEFLAGS carries w, and
+  # "Entering directory" would be read as flags.
+  flags=$($MAKE -s --no-print-directory -C "$top" layer-cflags LAYER="$1") || return 1
   # shellcheck disable=SC2086 # the flags are words
   (cd "$top" && printf '%s\n#include <%s>\n' "${3:-}" "$2" |
     $CC $flags -fsyntax-only -x c - >"$tmp/cc.log" 2>&1)
