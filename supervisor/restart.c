@@ -88,10 +88,30 @@ static tfs_exit_t record_exit(sup_t *s) {
   return ex;
 }
 
+/* Whether the restart policy starts another worker after this end (the
+ * crash-loop and max-restarts limits aside). */
+static int policy_restarts(const sup_t *s) {
+  int st = s->worker_status;
+  int failed = s->end_failed || !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  if (s->timed_out)
+    return s->rec.restart_on_timeout;
+  return s->rec.restart == TFS_RESTART_ALWAYS ||
+         (s->rec.restart == TFS_RESTART_ON_FAILURE && failed);
+}
+
 /* A stop had been requested: the end is a cancel, unless the worker had
- * ended on its own and the request only stopped what it left behind. */
+ * ended on its own, for good, and the request only stopped what it left
+ * behind. A worker the policy would have started again was ended for
+ * good by the request: that is a cancel too (the request met the worker's
+ * exit rather than the back-off after it, which is a matter of timing). */
 static void finish_stopped(sup_t *s, const char *desc) {
   int st = s->worker_status;
+  if (!s->exit_requested && policy_restarts(s) &&
+      (s->rec.max_restarts < 0 || s->rec.restarts < s->rec.max_restarts)) {
+    sup_finish(s, TFS_CANCELLED, "stop requested by %s as the worker %s; not restarted",
+               s->stop_by, desc);
+    return;
+  }
   if (!s->exit_requested) {
     int ok = !s->end_failed && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     sup_finish(s, ok ? TFS_COMPLETED : TFS_FAILED,
@@ -181,8 +201,7 @@ void sup_generation_end(sup_t *s) {
     return;
   }
   int failed = s->end_failed || !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  int again = s->timed_out || s->rec.restart == TFS_RESTART_ALWAYS ||
-              (s->rec.restart == TFS_RESTART_ON_FAILURE && failed);
+  int again = s->timed_out || policy_restarts(s);
   if (!again) {
     sup_finish(s, failed ? TFS_FAILED : TFS_COMPLETED, "%s", desc);
     return;
