@@ -58,11 +58,23 @@ typedef struct {
   char line[MEMO_MAX];
 } memo_t;
 
+/* A fed line of the last ring: its prefix (pending RAW_TAKEN), or, fed by
+ * tfs_important_feed_ref() and not yet settled, only where the line is
+ * (RAW_REF). */
+enum { RAW_NONE = 0, RAW_TAKEN = 1, RAW_REF = 2 };
+typedef struct {
+  tfs__text_raw_t t; /* t.pending: RAW_* */
+  const char *ref;
+  size_t ref_len;
+} ring_raw_t;
+
 /* What feeding keeps beside the public struct (tfs_important_t.raw): the
- * memo, and the prefixes of the last ring's lines. */
+ * memo, the last ring's fed lines, and how many of the newest of them may
+ * still be references (fed since the last settle). */
 struct tfs__important_raw {
   memo_t memo;
-  tfs__text_raw_t ring[]; /* k */
+  size_t nref;
+  ring_raw_t ring[]; /* k */
 };
 
 /* ---- first K / last K ----------------------------------------------------- */
@@ -108,7 +120,7 @@ void tfs_important_free(tfs_important_t *imp) {
 /* The slot the next important line goes to: one of the first K, else the
  * ring's next one (the oldest line, whose text is freed). *ring is the
  * ring's index, or -1 for one of the first K. */
-static tfs_important_line_t *next_slot(tfs_important_t *imp, ptrdiff_t *ring) {
+static inline tfs_important_line_t *next_slot(tfs_important_t *imp, ptrdiff_t *ring) {
   size_t k = (size_t)imp->k;
   *ring = -1;
   if (imp->nfirst < k)
@@ -119,9 +131,9 @@ static tfs_important_line_t *next_slot(tfs_important_t *imp, ptrdiff_t *ring) {
   free(slot->text);
   slot->text = NULL;
   if (imp->raw)
-    imp->raw->ring[imp->last_head].pending = 0;
+    imp->raw->ring[imp->last_head].t.pending = RAW_NONE;
   *ring = (ptrdiff_t)imp->last_head;
-  imp->last_head = (imp->last_head + 1) % k;
+  imp->last_head = imp->last_head + 1 == k ? 0 : imp->last_head + 1; /* no division per line */
   if (imp->nlast < k)
     imp->nlast++;
   return slot;
@@ -147,9 +159,10 @@ int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind
  * from; tfs_important_last() makes the text when the line is read. Of a
  * flood of important lines (every line of a compiler's output can be a
  * located diagnostic) nearly all are pushed out of the ring before anyone
- * reads them, so they cost a copy, not a text. */
-static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *line,
-                    size_t len) {
+ * reads them, so they cost a copy, not a text; fed by reference (ref), not
+ * even the copy: the slot points at the line until the caller settles. */
+static inline int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
+                           const char *line, size_t len, int ref) {
   if (!imp->first || !imp->last || imp->k <= 0)
     return -EINVAL;
   if (imp->nfirst < (size_t)imp->k)
@@ -159,8 +172,16 @@ static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, 
   ptrdiff_t ring;
   tfs_important_line_t *slot = next_slot(imp, &ring);
   *slot = (tfs_important_line_t){.line = lineno, .kind = kind, .text = NULL};
-  tfs__text_take(&imp->raw->ring[ring], line, len);
-  imp->raw->ring[ring].pending = 1;
+  ring_raw_t *r = &imp->raw->ring[ring];
+  if (ref) {
+    r->ref = line;
+    r->ref_len = len;
+    r->t.pending = RAW_REF;
+    imp->raw->nref++;
+  } else {
+    tfs__text_take(&r->t, line, len);
+    r->t.pending = RAW_TAKEN;
+  }
   imp->total++;
   return 0;
 }
@@ -168,8 +189,8 @@ static int keep_fed(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, 
 /* Classifies a line, or takes the memo's verdict when it is the memo's
  * line (the classifier is a function of the bytes alone). An important
  * line becomes the memo; the feeding state is made for the first. */
-static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size_t len, int *rank,
-                                    int *block) {
+static inline tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size_t len,
+                                           int *rank, int *block) {
   memo_t *m = imp->raw ? &imp->raw->memo : NULL;
   /* kind PLAIN: no memo (none yet, or its line was too long to keep). */
   if (m && m->kind != TFS_LINE_PLAIN && m->len == len && memcmp(m->line, line, len) == 0) {
@@ -183,8 +204,7 @@ static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size
       imp->lead_final ? tfs_classify_line(line, len) : tfs__classify(line, len, rank, block);
   if (kind == TFS_LINE_PLAIN || imp->k <= 0)
     return kind;
-  if (!imp->raw &&
-      !(imp->raw = calloc(1, sizeof *imp->raw + (size_t)imp->k * sizeof(tfs__text_raw_t))))
+  if (!imp->raw && !(imp->raw = calloc(1, sizeof *imp->raw + (size_t)imp->k * sizeof(ring_raw_t))))
     return kind;
   m = &imp->raw->memo;
   m->len = 0;
@@ -199,16 +219,48 @@ static tfs_line_kind_t classify_fed(tfs_important_t *imp, const char *line, size
   return kind;
 }
 
-int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
+/* Inlined into both feeds, so that a flood of the memo's line costs the
+ * compare and a slot of the ring, without a call between. */
+__attribute__((always_inline)) static inline int feed(tfs_important_t *imp, int64_t lineno,
+                                                      const char *line, size_t len, int ref) {
   int rank = 0, block = 0, err = 0;
   tfs_line_kind_t kind = classify_fed(imp, line, len, &rank, &block);
   if (kind != TFS_LINE_PLAIN)
-    err = keep_fed(imp, lineno, kind, line, len);
+    err = keep_fed(imp, lineno, kind, line, len, ref);
   /* The lead and its context: only until they are final, so that the
    * flood after a failure costs no more than the classifier. */
   if (!imp->lead_final && !err)
     err = tfs__lead_feed(imp, lineno, line, len, kind, rank, block);
   return err;
+}
+
+int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
+  return feed(imp, lineno, line, len, 0);
+}
+
+int tfs_important_feed_ref(tfs_important_t *imp, int64_t lineno, const char *line, size_t len) {
+  return feed(imp, lineno, line, len, 1);
+}
+
+/* Copies the prefix of a ring line still fed by reference. */
+static void take_ref(ring_raw_t *r) {
+  if (r->t.pending != RAW_REF)
+    return;
+  tfs__text_take(&r->t, r->ref, r->ref_len);
+  r->t.pending = RAW_TAKEN;
+  r->ref = NULL;
+}
+
+/* The references are the newest nref ring lines (each fed line takes the
+ * next slot), or the whole ring when more were fed: at most K copies
+ * however many lines came since the last settle. */
+void tfs_important_settle(tfs_important_t *imp) {
+  if (!imp->raw || !imp->raw->nref || imp->k <= 0)
+    return;
+  size_t k = (size_t)imp->k, n = imp->raw->nref < imp->nlast ? imp->raw->nref : imp->nlast;
+  for (size_t i = 1; i <= n; i++)
+    take_ref(&imp->raw->ring[(imp->last_head + k - i) % k]);
+  imp->raw->nref = 0;
 }
 
 int tfs_important_set_lead(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind,
@@ -238,8 +290,10 @@ const tfs_important_line_t *tfs_important_last(const tfs_important_t *imp, size_
   size_t k = (size_t)imp->k;
   size_t j = (imp->last_head + k - imp->nlast + i) % k;
   tfs_important_line_t *l = &imp->last[j];
-  tfs__text_raw_t *r = imp->raw ? &imp->raw->ring[j] : NULL;
-  if (r && r->pending && (l->text = tfs__text_finish(r, TFS_IMPORTANT_TEXT_MAX)))
-    r->pending = 0;
+  ring_raw_t *r = imp->raw ? &imp->raw->ring[j] : NULL;
+  if (r)
+    take_ref(r); /* read before the settle: the line is still there */
+  if (r && r->t.pending && (l->text = tfs__text_finish(&r->t, TFS_IMPORTANT_TEXT_MAX)))
+    r->t.pending = RAW_NONE;
   return l;
 }

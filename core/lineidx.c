@@ -402,6 +402,12 @@ int tfs_lineidx_writer_open(tfs_store_t *store, const char *id, int tx_fd, int64
 }
 
 void tfs_lineidx_feed(tfs_lineidx_writer_t *w, int64_t at, const char *data, size_t len) {
+  if (w && w->fd >= 0)
+    tfs_lineidx_feed_counted(w, at, data, len, tfs_lineidx_count_newlines(data, len));
+}
+
+void tfs_lineidx_feed_counted(tfs_lineidx_writer_t *w, int64_t at, const char *data, size_t len,
+                              int64_t newlines) {
   if (!w || w->fd < 0)
     return;
   if (at > w->size) {
@@ -411,7 +417,7 @@ void tfs_lineidx_feed(tfs_lineidx_writer_t *w, int64_t at, const char *data, siz
     return;
   }
   w->size = at + (int64_t)len; /* at < size: a cut of bytes without '\n' */
-  w->lines += tfs_lineidx_count_newlines(data, len);
+  w->lines += newlines;
   if (len == 0 || data[len - 1] != '\n' || w->size - w->last_off < w->interval)
     return;
   entry_t e = {(uint64_t)w->size, (uint64_t)w->lines, 0};

@@ -95,13 +95,23 @@ static void note_err_range(sup_counter_t *k, int64_t first, int64_t last) {
 
 /* ---- finding lines ------------------------------------------------------- */
 
-/* Feeds a line to the tracker if it can classify as anything: the length
- * test is inline so that floods of short lines ("y" from yes, progress
- * dots) cost no call per line. */
+/* Feeds a line of the block in hand to the tracker if it can classify as
+ * anything: the length test is inline so that floods of short lines ("y"
+ * from yes, progress dots) cost no call per line. The line is fed by
+ * reference (the tracker's ring points into the block; work() settles it
+ * before the block is read over), so a flood of important lines costs no
+ * copy each. */
 static inline void feed_line(sup_counter_t *k, int64_t lineno, const char *line, size_t len) {
   if (k->imp && len >= TFS_CLASSIFY_MIN_LEN)
-    tfs_important_feed(k->imp, lineno, line,
-                       len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
+    tfs_important_feed_ref(k->imp, lineno, line,
+                           len > SUP_CAPTURE_FEED_MAX ? SUP_CAPTURE_FEED_MAX : len);
+}
+
+/* Feeds the open line's kept start (k->pre, which the next open line
+ * overwrites: copied, not referenced). */
+static void feed_pre(sup_counter_t *k) {
+  if (k->imp && k->pre_len >= TFS_CLASSIFY_MIN_LEN)
+    tfs_important_feed(k->imp, k->lines, k->pre, k->pre_len);
 }
 
 #if defined(__SSE2__)
@@ -182,7 +192,7 @@ static void keep_prefix(sup_counter_t *k, const char *p, size_t len) {
   memcpy(k->pre + k->pre_len, p, n);
   k->pre_len += n;
   if (k->pre_len == SUP_CAPTURE_FEED_MAX) {
-    feed_line(k, k->lines, k->pre, k->pre_len);
+    feed_pre(k);
     k->fed = 1;
   }
 }
@@ -196,13 +206,15 @@ static void feed_open(sup_counter_t *k) {
 }
 
 /* Feeds the line index what landed at at, in two calls so that a
- * checkpoint can fall on the last line end within it. */
-static void index_block(sup_counter_t *k, const char *data, size_t n, int64_t at) {
+ * checkpoint can fall on the last line end within it; the block's
+ * newlines (all in the first part) are counted already. */
+static void index_block(sup_counter_t *k, const char *data, size_t n, int64_t at,
+                        int64_t newlines) {
   if (!k->lidx)
     return;
   size_t whole = k->line_end > at ? (size_t)(k->line_end - at) : 0;
-  tfs_lineidx_feed(k->lidx, at, data, whole);
-  tfs_lineidx_feed(k->lidx, at + (int64_t)whole, data + whole, n - whole);
+  tfs_lineidx_feed_counted(k->lidx, at, data, whole, newlines);
+  tfs_lineidx_feed_counted(k->lidx, at + (int64_t)whole, data + whole, n - whole, 0);
 }
 
 /* Works on n bytes read back from offset at, all written by stream st
@@ -210,24 +222,29 @@ static void index_block(sup_counter_t *k, const char *data, size_t n, int64_t at
  * new open line. */
 static void work(sup_counter_t *k, const char *data, size_t n, int64_t at, int st) {
   const char *p = data, *stop = data + n;
+  int64_t newlines = 0;
   k->counted = at + (int64_t)n;
   if (k->open) { /* the rest of a line begun earlier */
     const char *nl = memchr(p, '\n', n);
     keep_prefix(k, p, (size_t)((nl ? nl : stop) - p));
     if (!nl) {
-      index_block(k, data, n, at);
+      index_block(k, data, n, at, 0);
       return;
     }
     if (!k->fed)
-      feed_line(k, k->lines, k->pre, k->pre_len);
+      feed_pre(k);
     k->open = 0;
     p = nl + 1;
     k->line_end = at + (p - data);
+    newlines = 1;
   }
   const char *last = p < stop ? memrchr(p, '\n', (size_t)(stop - p)) : NULL;
   if (last) { /* whole lines */
     int64_t first = k->lines + 1;
     int64_t got = scan_lines(k, p, last + 1, first);
+    if (k->imp)
+      tfs_important_settle(k->imp); /* before the block is read over */
+    newlines += got;
     k->lines += got;
     if (got && st == SUP_STDERR)
       note_err_range(k, first, first + got - 1);
@@ -243,7 +260,7 @@ static void work(sup_counter_t *k, const char *data, size_t n, int64_t at, int s
     k->pre_len = 0;
     keep_prefix(k, p, (size_t)(stop - p));
   }
-  index_block(k, data, n, at);
+  index_block(k, data, n, at, newlines);
 }
 
 /* ---- the thread ---------------------------------------------------------- */

@@ -113,6 +113,15 @@ Test(counter, a_producer_faster_than_the_classifier_never_waits_for_it) {
   cr_assert_eq(rec.important.first[0].line, 1);
   cr_assert_gt(rec.important.nlast, 0);
   cr_assert_eq(tfs_important_last(&rec.important, rec.important.nlast - 1)->line, N);
+  /* The last ring's lines point into the counter's block until it is
+   * settled: their texts must be their own lines, not a later block's. */
+  for (size_t i = 0; i < rec.important.nlast; i++) {
+    const tfs_important_line_t *l = tfs_important_last(&rec.important, i);
+    char line[64];
+    snprintf(line, sizeof line, "src/a.c:%lld: error: flood", (long long)l->line);
+    cr_assert_eq(l->line, N - (int64_t)rec.important.nlast + 1 + (int64_t)i);
+    cr_assert_str_eq(l->text, line);
+  }
   tfs_record_free(&rec);
   cr_assert_eq(tu_sh(NULL, "cmp -s '%s' '%s'", want, c.path), 0,
                "the transcript differs from the worker's output");

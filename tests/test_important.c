@@ -824,3 +824,42 @@ Test(important, an_empty_line_after_an_unmemoized_important_one_is_plain) {
   cr_assert_eq(imp.total, 2, "empty lines are plain");
   tfs_important_free(&imp);
 }
+
+/* Feeding by reference (the capture's counter: lines pointed at in the
+ * block it read back, settled once per block) keeps exactly what feeding
+ * copies keeps, once the block is read over; a read between (a record
+ * save) sees the lines too. */
+Test(important, fed_by_reference_reads_as_fed_copies) {
+  tfs_important_t ref, fed;
+  cr_assert_eq(tfs_important_init(&ref, 7), 0);
+  cr_assert_eq(tfs_important_init(&fed, 7), 0);
+  unsigned seed = 54321;
+  static char block[64 * 1024];
+  size_t used = 0;
+  for (int i = 1; i <= 20000; i++) {
+    if (sizeof block - used < 2048) { /* the next block is read over this one */
+      tfs_important_settle(&ref);
+      memset(block, 0xAA, sizeof block);
+      used = 0;
+    }
+    size_t n = mixed_line(&seed, i, block + used);
+    cr_assert_eq(tfs_important_feed_ref(&ref, i, block + used, n), 0);
+    cr_assert_eq(tfs_important_feed(&fed, i, block + used, n), 0);
+    used += n;
+    if (i % 997 == 0) /* reads before the settle, as record saves may */
+      for (size_t j = 0; j < ref.nlast; j++)
+        assert_same_line(tfs_important_last(&ref, j), tfs_important_last(&fed, j));
+  }
+  tfs_important_settle(&ref);
+  memset(block, 0xAA, sizeof block);
+  cr_assert_eq(ref.total, fed.total);
+  cr_assert_eq(ref.nfirst, fed.nfirst);
+  cr_assert_eq(ref.nlast, fed.nlast);
+  cr_assert_gt(ref.nlast, 0);
+  for (size_t j = 0; j < ref.nfirst; j++)
+    assert_same_line(&ref.first[j], &fed.first[j]);
+  for (size_t j = 0; j < ref.nlast; j++)
+    assert_same_line(tfs_important_last(&ref, j), tfs_important_last(&fed, j));
+  tfs_important_free(&ref);
+  tfs_important_free(&fed);
+}

@@ -87,6 +87,14 @@ int tfs_important_init(tfs_important_t *imp, int k);
 void tfs_important_free(tfs_important_t *imp);
 /* Feeds one line; classifies it and keeps it if important. */
 int tfs_important_feed(tfs_important_t *imp, int64_t lineno, const char *line, size_t len);
+/* Feeds one line as tfs_important_feed() does, except that a line kept in
+ * the last ring is only pointed at until tfs_important_settle(): line must
+ * stay valid and unchanged until then. A reader of a block of lines feeds
+ * each by reference and settles once per block, so that only the K lines
+ * still in the ring are copied, not every important line. */
+int tfs_important_feed_ref(tfs_important_t *imp, int64_t lineno, const char *line, size_t len);
+/* Copies the lines fed by reference that the ring still holds. */
+void tfs_important_settle(tfs_important_t *imp);
 /* Adds an already classified line (used when loading a record). */
 int tfs_important_add(tfs_important_t *imp, int64_t lineno, tfs_line_kind_t kind, const char *text,
                       size_t len);

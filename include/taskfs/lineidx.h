@@ -110,6 +110,9 @@ int tfs_lineidx_writer_open(struct tfs_store *store, const char *id, int tx_fd, 
  * checkpoint is appended when data ends a line an interval after the
  * last one. Never fails: on a write error the index just stops growing. */
 void tfs_lineidx_feed(tfs_lineidx_writer_t *w, int64_t at, const char *data, size_t len);
+/* The same, from a caller that has counted data's newlines already. */
+void tfs_lineidx_feed_counted(tfs_lineidx_writer_t *w, int64_t at, const char *data, size_t len,
+                              int64_t newlines);
 void tfs_lineidx_writer_close(tfs_lineidx_writer_t *w);
 
 #ifdef __cplusplus
