@@ -776,6 +776,17 @@ static void assert_same_line(const tfs_important_line_t *a, const tfs_important_
   cr_assert_str_eq(a->text, b->text, "line %lld", (long long)a->line);
 }
 
+/* a and b kept the same lines: counts, first K, last K. */
+static void assert_same_kept(const tfs_important_t *a, const tfs_important_t *b) {
+  cr_assert_eq(a->total, b->total);
+  cr_assert_eq(a->nfirst, b->nfirst);
+  cr_assert_eq(a->nlast, b->nlast);
+  for (size_t j = 0; j < a->nfirst; j++)
+    assert_same_line(&a->first[j], &b->first[j]);
+  for (size_t j = 0; j < a->nlast; j++)
+    assert_same_line(tfs_important_last(a, j), tfs_important_last(b, j));
+}
+
 /* Feeding keeps the last ring's lines as prefixes and makes their texts
  * when they are read, and classifies a repeated line once: what it keeps
  * must be exactly what adding each classified line keeps. */
@@ -795,13 +806,7 @@ Test(important, fed_lines_read_as_added_ones) {
       for (size_t j = 0; j < fed.nlast; j++)
         assert_same_line(tfs_important_last(&fed, j), tfs_important_last(&added, j));
   }
-  cr_assert_eq(fed.total, added.total);
-  cr_assert_eq(fed.nfirst, added.nfirst);
-  cr_assert_eq(fed.nlast, added.nlast);
-  for (size_t j = 0; j < fed.nfirst; j++)
-    assert_same_line(&fed.first[j], &added.first[j]);
-  for (size_t j = 0; j < fed.nlast; j++)
-    assert_same_line(tfs_important_last(&fed, j), tfs_important_last(&added, j));
+  assert_same_kept(&fed, &added);
   tfs_important_free(&fed);
   tfs_important_free(&added);
 }
@@ -852,14 +857,8 @@ Test(important, fed_by_reference_reads_as_fed_copies) {
   }
   tfs_important_settle(&ref);
   memset(block, 0xAA, sizeof block);
-  cr_assert_eq(ref.total, fed.total);
-  cr_assert_eq(ref.nfirst, fed.nfirst);
-  cr_assert_eq(ref.nlast, fed.nlast);
   cr_assert_gt(ref.nlast, 0);
-  for (size_t j = 0; j < ref.nfirst; j++)
-    assert_same_line(&ref.first[j], &fed.first[j]);
-  for (size_t j = 0; j < ref.nlast; j++)
-    assert_same_line(tfs_important_last(&ref, j), tfs_important_last(&fed, j));
+  assert_same_kept(&ref, &fed);
   tfs_important_free(&ref);
   tfs_important_free(&fed);
 }
