@@ -7,7 +7,8 @@
  * TFS_IMPORTANT_TEXT_MAX; the lead an error or a failure already fed, its
  * context at most TFS_CONTEXT_MAX lines in line order, each within
  * TFS_CONTEXT_TEXT_MAX; at the end the triage lists the lead first and no
- * line twice. */
+ * line twice, and a second keeper fed the same lines by reference
+ * (tfs_important_feed_ref, settled per block) kept the same. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,18 @@ static void check(const tfs_important_t *imp, int k, int64_t important_seen) {
     prev = l->line;
   }
   CHECK((int64_t)(imp->nfirst + imp->nlast) <= imp->total);
+}
+
+/* b, fed by reference, kept what a, fed copies, kept. */
+static void check_same(const tfs_important_t *a, const tfs_important_t *b) {
+  CHECK(a->total == b->total && a->nfirst == b->nfirst && a->nlast == b->nlast);
+  for (size_t i = 0; i < a->nfirst; i++)
+    CHECK(a->first[i].line == b->first[i].line && !strcmp(a->first[i].text, b->first[i].text));
+  for (size_t i = 0; i < a->nlast; i++) {
+    const tfs_important_line_t *x = tfs_important_last(a, i), *y = tfs_important_last(b, i);
+    CHECK(x->line == y->line && x->kind == y->kind);
+    CHECK(x->text && y->text && !strcmp(x->text, y->text));
+  }
 }
 
 static void check_lead(const tfs_important_t *imp, int64_t lineno) {
@@ -74,13 +87,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   int k = data[0] % 16 + 1;
   const char *p = (const char *)data + 1, *end = (const char *)data + size;
-  tfs_important_t imp;
-  if (tfs_important_init(&imp, k) < 0)
+  /* A second keeper fed by reference, as the capture's counter feeds it:
+   * from a block of lines copied to the heap, settled and freed every
+   * `per` lines (ASan sees a reference kept past its block). */
+  int per = data[0] / 16 + 1;
+  tfs_important_t imp, ref;
+  if (tfs_important_init(&imp, k) < 0 || tfs_important_init(&ref, k) < 0)
     abort();
+  char *block = NULL;
+  const char *block_at = NULL;
   int64_t lineno = 0, seen = 0;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    if (lineno % per == 0) {
+      tfs_important_settle(&ref);
+      free(block);
+      if (!(block = malloc((size_t)(end - p))))
+        abort();
+      memcpy(block, p, (size_t)(end - p));
+      block_at = p;
+    }
+    CHECK(tfs_important_feed_ref(&ref, lineno + 1, block + (p - block_at), len) >= 0);
     lineno++;
     tfs_line_kind_t kind = tfs_classify_line(p, len);
     CHECK((int)kind >= TFS_LINE_PLAIN && (int)kind <= TFS_LINE_SUMMARY);
@@ -101,7 +129,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_lead(&imp, lineno);
     p += len + (nl ? 1 : 0);
   }
+  tfs_important_settle(&ref);
+  free(block);
+  check_same(&imp, &ref);
   check_triage(&imp);
   tfs_important_free(&imp);
+  tfs_important_free(&ref);
   return 0;
 }

@@ -862,3 +862,26 @@ Test(important, fed_by_reference_reads_as_fed_copies) {
   tfs_important_free(&ref);
   tfs_important_free(&fed);
 }
+
+/* The memo's compare (16 bytes at a time, the last 16 overlapping) tells
+ * apart lines that differ in one byte wherever it is: an error line, then
+ * the same line with its keyword misspelt at each offset, is plain. */
+Test(important, a_line_one_byte_off_the_memo_is_classified_again) {
+  char a[128], b[128];
+  for (size_t n = 12; n <= sizeof a; n++)
+    for (size_t j = 0; j + 10 <= n; j++) {
+      memset(a, 'a', n);
+      memcpy(a + j, " error: ", 8);
+      memcpy(b, a, n);
+      b[j + 4] = 'a'; /* "erar" */
+      cr_assert_eq(tfs_classify_line(a, n), TFS_LINE_ERROR, "n=%zu j=%zu", n, j);
+      cr_assert_eq(tfs_classify_line(b, n), TFS_LINE_PLAIN, "n=%zu j=%zu", n, j);
+      tfs_important_t imp;
+      cr_assert_eq(tfs_important_init(&imp, 2), 0);
+      cr_assert_eq(tfs_important_feed(&imp, 1, a, n), 0);
+      cr_assert_eq(tfs_important_feed(&imp, 2, b, n), 0);
+      cr_assert_eq(tfs_important_feed(&imp, 3, a, n), 0);
+      cr_assert_eq(imp.total, 2, "n=%zu j=%zu: the misspelt line taken for the memo's", n, j);
+      tfs_important_free(&imp);
+    }
+}
