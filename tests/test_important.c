@@ -486,6 +486,30 @@ Test(classify, binary_lines_are_plain) {
   free(late);
 }
 
+/* Every control byte, twice, in the same 16 bytes or in two: a line is
+ * binary only for the controls text never holds (the scan looks at 16
+ * bytes at a time; the tail byte by byte). */
+Test(classify, binary_by_each_control_byte) {
+  static const size_t at[][2] = {{20, 21}, {20, 40}, {8, 47}, {46, 47}};
+  for (unsigned c = 0; c < 0x20; c++) {
+    int text = c == '\a' || c == '\b' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+               c == '\r' || c == 0x0e || c == 0x0f || c == 0x1b;
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+      char line[48];
+      memset(line, 'x', sizeof line);
+      memcpy(line, "error: ", 7);
+      line[at[i][0]] = line[at[i][1]] = (char)c;
+      tfs_line_kind_t k = tfs_classify_line(line, sizeof line);
+      if (text)
+        cr_assert_neq(k, TFS_LINE_PLAIN, "byte 0x%02x at %zu and %zu", c, at[i][0], at[i][1]);
+      else
+        cr_assert_eq(k, TFS_LINE_PLAIN, "byte 0x%02x at %zu and %zu", c, at[i][0], at[i][1]);
+      line[at[i][1]] = 'x'; /* one stray control is no binary */
+      cr_assert_neq(tfs_classify_line(line, sizeof line), TFS_LINE_PLAIN, "one 0x%02x", c);
+    }
+  }
+}
+
 /* Only the start of an enormous line is examined: a 10 MB line classifies
  * by its first few KiB, whatever comes later. */
 Test(classify, enormous_line, .timeout = 30) {
