@@ -274,9 +274,8 @@ static void job_started(sup_t *s, int64_t waited) {
  * found): updates the record; 1 if it changed. */
 static int poll_job(sup_t *s) {
   char out[2048];
-  char *argv[] = {sl.squeue, "-h", "-t",    "all", "-u",
-                  sl.uid,    "-n", sl.name, "-o",  "%i|%T|%r|%P|%N|%V|%S",
-                  NULL};
+  char fmt[] = "%i|%T|%r|%P|%N|%V|%S";
+  char *argv[] = {sl.squeue, "-h", "-t", "all", "-u", sl.uid, "-n", sl.name, "-o", fmt, NULL};
   int rc = sup_command(argv, sl.env, HELPER_MS, out, sizeof out);
   tfs_executor_t *ex = &s->rec.exec;
   if (rc != 0) {
