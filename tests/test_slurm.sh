@@ -104,6 +104,13 @@ check "... Slurm's job of that id is the task's" \
 touch "$tmp/gate1"
 "$BIN" wait "$id" >/dev/null 2>&1
 check "squeue finds nothing: completed" is_state "$id" completed
+id=$(PATH="$tmp/blind:$PATH" "$BIN" run --on slurm --restart on-failure --max-restarts 1 -- \
+  sh -c 'exit 3')
+"$BIN" wait "$id" >/dev/null 2>&1
+check "squeue finds nothing, restarted: the second job is the record's" \
+  test "$(job "$id" name)" = "taskfs-$id.1"
+check "... with its id and Slurm's end (FAILED)" \
+  test -n "$(job "$id" id)" -a "$(job "$id" state)" = FAILED
 printf '#!/bin/sh\necho "$SLURM_JOB_ID" >"%s/theirs"\n' "$tmp" >"$tmp/prolog"
 chmod +x "$tmp/prolog"
 id=$("$BIN" run --on slurm --slurm-opt=--prolog="$tmp/prolog" --wait -- true 2>/dev/null | head -1)
