@@ -80,6 +80,10 @@ BIN := $(BUILD)/taskfs
 # a second time. Installed in LIBEXECDIR/taskfs; the launcher finds it
 # beside the binary (the build tree) or at ../libexec/taskfs/ from it.
 SUPBIN := $(BUILD)/taskfs-supervise
+# The srun prolog of a Slurm task's job (supervisor/bin/taskfs-slurm-prolog.c:
+# it hands the job's id to the supervisor), libc only; installed and found
+# as taskfs-supervise is.
+PROLOGBIN := $(BUILD)/taskfs-slurm-prolog
 SUP_LIBS := $(shell $(PKG_CONFIG) --libs jansson libuv) -lpthread
 FACES_SO := $(BUILD)/taskfs-faces.so
 FACE_LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
@@ -93,7 +97,7 @@ UNITS := $(patsubst contrib/systemd/%.in,$(BUILD)/systemd/%,$(wildcard contrib/s
 ifeq ($(FACES),static)
 FACES_SO :=
 endif
-all: $(BIN) $(SUPBIN) $(FACES_SO) $(UNITS)
+all: $(BIN) $(SUPBIN) $(PROLOGBIN) $(FACES_SO) $(UNITS)
 
 # Objects are rebuilt when the flags change (a build dir made before
 # -fPIC, which taskfs-faces.so needs, or with other OPT): the flags are
@@ -141,12 +145,12 @@ $(BUILD)/%.a:
 # Whatever builds the binary builds the supervisor it starts (order-only:
 # relinking one does not relink the other).
 ifeq ($(FACES),static)
-$(BIN): $(call obj,$(CLI_CORE_SRC) $(CLI_FACE_SRC)) $(LIBS) | $(SUPBIN)
+$(BIN): $(call obj,$(CLI_CORE_SRC) $(CLI_FACE_SRC)) $(LIBS) | $(SUPBIN) $(PROLOGBIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(call obj,$(CLI_CORE_SRC) $(CLI_FACE_SRC)) $(LIBS) $(LDLIBS)
 else
 # The binary holds core and the supervisor whole (the plugin takes what it
 # uses of them from here: -rdynamic), and loads the faces on demand.
-$(BIN): $(call obj,$(CLI_CORE_SRC) cli/faces.c) $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a | $(SUPBIN) $(FACES_SO)
+$(BIN): $(call obj,$(CLI_CORE_SRC) cli/faces.c) $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a | $(SUPBIN) $(PROLOGBIN) $(FACES_SO)
 	$(CC) $(CFLAGS) $(LDFLAGS) -rdynamic -o $@ $(call obj,$(CLI_CORE_SRC) cli/faces.c) \
 	  -Wl,--whole-archive $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a -Wl,--no-whole-archive \
 	  $(SUP_LIBS) -ldl
@@ -160,6 +164,9 @@ endif
 
 $(SUPBIN): $(BUILD)/supervisor/bin/taskfs-supervise.o $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SUP_LIBS)
+
+$(PROLOGBIN): $(BUILD)/supervisor/bin/taskfs-slurm-prolog.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(call obj,$(TEST_HELPERS)) $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call obj,$(TEST_HELPERS)) $(LIBS) $(LDLIBS) -lcriterion
@@ -330,6 +337,7 @@ MCP_CONFIGS := $(sort $(wildcard contrib/mcp/*))
 # MODE SRC DEST, one triple per installed file.
 INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
   0755 $(SUPBIN) $(LIBEXECDIR)/taskfs/taskfs-supervise \
+  0755 $(PROLOGBIN) $(LIBEXECDIR)/taskfs/taskfs-slurm-prolog \
   $(foreach f,$(FACES_SO),0644 $(f) $(LIBDIR)/taskfs/taskfs-faces.so) \
   $(foreach f,$(UNITS),0644 $(f) $(SYSTEMDUSERUNITDIR)/$(notdir $(f))) \
   $(foreach f,$(DOCS),0644 $(f) $(DOCDIR)/$(notdir $(f))) \
@@ -340,7 +348,7 @@ INSTALL_LIST = 0755 $(BIN) $(BINDIR)/taskfs \
   $(foreach f,$(FISH_COMPLETION),0644 $(f) $(FISHCOMPDIR)/taskfs.fish)
 INSTALL_MANIFEST = $(DOCDIR)/install-manifest
 
-install: $(BIN) $(SUPBIN) $(FACES_SO) $(UNITS) $(MAN_PAGES)
+install: $(BIN) $(SUPBIN) $(PROLOGBIN) $(FACES_SO) $(UNITS) $(MAN_PAGES)
 	@DESTDIR='$(DESTDIR)' sh scripts/install.sh install $(INSTALL_MANIFEST) $(INSTALL_LIST)
 
 uninstall:

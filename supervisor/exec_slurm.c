@@ -1,18 +1,25 @@
 /* The Slurm executor: the worker is `srun --unbuffered --quiet
- * --job-name=taskfs-<id>.<attempt> [options] -- CMD...`, so the job's
- * stdout and stderr come back on the worker's pipes as a local command's
- * do, and everything above the executor (transcript, important lines,
- * follow, restarts) is unchanged. What srun does not tell, the controller
- * does (squeue while it runs, scontrol at its end); facts behind the
- * choices are in docs/scale.md.
+ * --job-name=taskfs-<id>.<attempt> --prolog=taskfs-slurm-prolog [options]
+ * -- CMD...`, so the job's stdout and stderr come back on the worker's
+ * pipes as a local command's do, and everything above the executor
+ * (transcript, important lines, follow, restarts) is unchanged. What srun
+ * does not tell, the controller does (squeue while it pends, scontrol at
+ * its end); facts behind the choices are in docs/scale.md.
  *
- * - spawn: srun and the clients on PATH, `scontrol ping` (an unreachable
- *   slurmctld is a clear failure, not a hang), srun's environment without
- *   an inherited allocation (SLURM_JOB_ID would make the task a step of
- *   the caller's job), and the sentinel's `scancel --name --user`.
- * - started: the task stays queued; squeue by job name every POLL_FIRST_MS
- *   until the job shows up, then every POLL_PENDING_MS while it pends
- *   (the record shows Slurm's reason), until it runs.
+ * - spawn: srun and the clients on PATH, the controller checked
+ *   (slurm_check.c: an unreachable slurmctld is a clear failure, not a
+ *   hang), srun's environment without an inherited allocation (SLURM_JOB_ID
+ *   would make the task a step of the caller's job), and the sentinel's
+ *   `scancel --name --user`.
+ * - started: the task stays queued until srun's prolog
+ *   (supervisor/bin/taskfs-slurm-prolog.c), run on this host once Slurm has
+ *   allocated the job, writes "JOBID|PARTITION|NODES" on the pipe srun
+ *   holds as fd 3: the loop wakes on it, and the task runs. No squeue is
+ *   asked while that works; squeue by job name is for a job that pends
+ *   (every POLL_PENDING_MS, so the record shows Slurm's reason), and, from
+ *   POLL_FIRST_MS on, for an srun that runs without taskfs's prolog (the
+ *   site has an SrunProlog of its own, which --prolog would replace, or the
+ *   task gives --prolog, or the helper is not installed).
  * - stop: srun turns a SIGTERM into a SIGKILL of the step, so a running
  *   job gets `scancel --signal=TERM` (the task's own SIGTERM, the grace
  *   is ours); a pending one is revoked by SIGTERM to srun. After the
@@ -23,12 +30,14 @@
  *   srun said 0.
  *
  * The helpers block the loop for their few milliseconds (command.c),
- * bounded by HELPER_MS.
+ * bounded by SUP_SLURM_HELPER_MS.
  */
+#include "supervisor/slurm.h"
 #include "supervisor/sup.h"
 #include "taskfs/text.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +49,10 @@
 
 extern char **environ;
 
-#define POLL_FIRST_MS 100    /* until the job shows up in squeue */
-#define POLL_PENDING_MS 1000 /* while it pends */
-#define HELPER_MS 3000       /* the longest a client may take */
+#define POLL_FIRST_MS 100    /* without our prolog: until the job shows up in squeue */
+#define POLL_PENDING_MS 1000 /* while it pends (with our prolog: from the start) */
+#define HELPER_MS SUP_SLURM_HELPER_MS
+#define PROLOG "taskfs-slurm-prolog"
 #define GONE_WAIT_MS 10000   /* after a stop: the job leaving squeue */
 #define KILL_AFTER_ROUNDS 20 /* SIGKILL this many kill rounds after the grace */
 
@@ -55,44 +65,13 @@ static struct {
   char **argv, **env;
   char *sentinel[5];
   char sentinel_name[112], sentinel_user[40];
+  char prolog[PATH_MAX + 16]; /* --prolog=ours, or "": squeue tells */
+  struct report *report;      /* its pipe, while srun may still write */
   uv_timer_t poll;
   int poll_init;
   int seen;    /* squeue showed the job */
   int running; /* it started on a node */
 } sl;
-
-/* ---- options ------------------------------------------------------------ */
-
-/* Options that would break the contract: output to files on the node
- * (nothing would stream), a pty or stdin, labels, our job name. */
-static const char *const refused[] = {
-    "-o", "--output", "-e", "--error", "-i", "--input", "--pty", "-l", "--label", "-J",
-    "--job-name", "-u", "--unbuffered", "--test-only", "-Q", "--quiet", "--jobid", NULL};
-
-int sup_slurm_options_check(char *const *opts, char *why, size_t whylen) {
-  for (int i = 0; opts && opts[i]; i++) {
-    const char *o = opts[i];
-    if (o[0] != '-' || !strcmp(o, "-") || !strcmp(o, "--")) {
-      snprintf(why, whylen,
-               "'%.100s' is not an srun option: give each option with its value in one "
-               "argument, as --partition=debug or -pdebug",
-               o);
-      return -EINVAL;
-    }
-    for (int r = 0; refused[r]; r++) {
-      size_t n = strlen(refused[r]);
-      int long_opt = refused[r][1] == '-';
-      if (!strncmp(o, refused[r], n) && (o[n] == 0 || (long_opt ? o[n] == '=' : 1))) {
-        snprintf(why, whylen,
-                 "srun option '%.100s' is taskfs's to set: the output streams back, the "
-                 "job is named after the task",
-                 o);
-        return -EINVAL;
-      }
-    }
-  }
-  return 0;
-}
 
 /* ---- spawn -------------------------------------------------------------- */
 
@@ -129,16 +108,18 @@ static void free_spawn(void) {
   sl.argv = sl.env = NULL;
 }
 
-/* srun --unbuffered --quiet --job-name=NAME OPTIONS... -- CMD... */
+/* srun --unbuffered --quiet --job-name=NAME [--prolog=OURS] OPTIONS... -- CMD... */
 static int make_argv(sup_t *s) {
   int nopt = s->rec.exec.noptions, n = 0;
-  sl.argv = calloc((size_t)(nopt + s->rec.argc + 6), sizeof *sl.argv);
+  sl.argv = calloc((size_t)(nopt + s->rec.argc + 7), sizeof *sl.argv);
   if (!sl.argv || asprintf(&sl.argv_buf[0], "--job-name=%s", sl.name) < 0)
     return -ENOMEM;
   sl.argv[n++] = sl.srun;
   sl.argv[n++] = "--unbuffered";
   sl.argv[n++] = "--quiet";
   sl.argv[n++] = sl.argv_buf[0];
+  if (sl.prolog[0])
+    sl.argv[n++] = sl.prolog;
   for (int i = 0; i < nopt; i++)
     sl.argv[n++] = s->rec.exec.options[i];
   sl.argv[n++] = "--";
@@ -147,64 +128,63 @@ static int make_argv(sup_t *s) {
   return 0;
 }
 
-/* The last non-empty line of a client's output, for a message (its last
- * word is its verdict: "fatal: ...", "... is DOWN"). */
-static const char *last_line(char *text) {
-  char *end = text + strlen(text);
-  while (end > text && end[-1] == '\n')
-    *--end = 0;
-  char *nl = strrchr(text, '\n');
-  return nl ? nl + 1 : text;
+/* ---- the job's id from srun's prolog ---------------------------------- */
+
+/* The read end of the pipe srun holds as fd 3 (its prolog writes one
+ * line there), watched by the loop; one per generation. */
+struct report {
+  uv_poll_t poll;
+  sup_t *s;
+  int fd;
+  size_t len;
+  char buf[512];
+};
+
+static void report_free(struct report *r) {
+  close(r->fd);
+  free(r);
 }
 
-/* A controller that answered `scontrol ping` is trusted for PING_FRESH_MS
- * by every supervisor of the store: STORE/.slurm-checked holds what the
- * answer was for (the SLURM_CONF path, that file's inode and mtime), and
- * its own mtime says when. A start within that time skips the ping (a
- * client's fork and exec and a round trip to slurmctld); another SLURM_CONF,
- * or the file edited, asks again. A controller that went down meanwhile is
- * still told: srun fails, and the squeue that follows names it. */
-#define PING_FRESH_MS 30000
-#define PING_STAMP ".slurm-checked"
-
-static void ping_key(char *const *env, char *key, size_t size) {
-  const char *conf = "/etc/slurm/slurm.conf";
-  for (size_t i = 0; env[i]; i++)
-    if (!strncmp(env[i], "SLURM_CONF=", 11))
-      conf = env[i] + 11;
-  struct stat st;
-  if (stat(conf, &st))
-    memset(&st, 0, sizeof st);
-  snprintf(key, size, "%s %llu %lld.%09ld\n", conf, (unsigned long long)st.st_ino,
-           (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+static void report_closed(uv_handle_t *h) {
+  report_free(h->data);
 }
 
-static int ping_fresh(sup_t *s, const char *key) {
-  char path[PATH_MAX], got[PATH_MAX + 64];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/%s", tfs_store_path(s->store), PING_STAMP);
-  FILE *f = fopen(path, "re");
-  if (!f)
-    return 0;
-  int ok = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
-           tfs_now_ms() - ((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000) <
-               PING_FRESH_MS &&
-           fgets(got, sizeof got, f) && !strcmp(got, key);
-  fclose(f);
-  return ok;
+/* Done with the pipe: the line came, srun exited, or a new generation. */
+static void report_close(void) {
+  struct report *r = sl.report;
+  sl.report = NULL;
+  if (r && r->poll.data)
+    uv_close((uv_handle_t *)&r->poll, report_closed);
+  else if (r)
+    report_free(r);
 }
 
-/* Written whole (a temp file renamed over it): a reader never sees half. */
-static void ping_remember(sup_t *s, const char *key) {
-  char path[PATH_MAX], tmp[PATH_MAX + 32];
-  snprintf(path, sizeof path, "%s/%s", tfs_store_path(s->store), PING_STAMP);
-  snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "wxe");
-  if (!f)
+/* Our prolog's place in srun's argv, and the pipe it writes to (the
+ * worker's fd 3): only where it replaces no other prolog. The site's
+ * SrunProlog (site: "" none, "?" unknown), the task's --prolog (srun
+ * keeps the last) and SLURM_PROLOG in its environment (srun's default for
+ * --prolog) are left to run, and squeue tells the job's id instead. */
+static void report_prepare(sup_t *s, const char *site) {
+  char path[PATH_MAX];
+  int p[2];
+  sl.prolog[0] = 0;
+  report_close();
+  int theirs = site[0] != 0;
+  for (int i = 0; !theirs && s->rec.exec.options && s->rec.exec.options[i]; i++)
+    theirs = !strncmp(s->rec.exec.options[i], "--prolog", 8);
+  for (int i = 0; !theirs && sl.env[i]; i++)
+    theirs = !strncmp(sl.env[i], "SLURM_PROLOG=", 13);
+  if (theirs || sup_libexec_find(PROLOG, path, sizeof path) < 0 ||
+      snprintf(sl.prolog, sizeof sl.prolog, "--prolog=%s", path) >= (int)sizeof sl.prolog ||
+      !(sl.report = calloc(1, sizeof *sl.report)) || pipe2(p, O_CLOEXEC) < 0) {
+    free(sl.report);
+    sl.report = NULL;
+    sl.prolog[0] = 0;
     return;
-  int ok = fputs(key, f) >= 0;
-  if (fclose(f) || !ok || rename(tmp, path))
-    unlink(tmp);
+  }
+  fcntl(p[0], F_SETFL, O_NONBLOCK);
+  sl.report->fd = p[0];
+  s->spawn_fd3 = p[1];
 }
 
 static int slurm_spawn(sup_t *s, char *why, size_t whylen) {
@@ -227,18 +207,15 @@ static int slurm_spawn(sup_t *s, char *why, size_t whylen) {
                cmd, need[i]);
       return -1;
     }
-  char *ping[] = {sl.scontrol, "ping", NULL}, key[PATH_MAX + 64];
-  ping_key(sl.env, key, sizeof key);
-  int rc = 0;
-  if (!ping_fresh(s, key) && (rc = sup_command(ping, sl.env, HELPER_MS, out, sizeof out)) == 0)
-    ping_remember(s, key);
-  if (rc != 0) {
+  char site[PATH_MAX];
+  if (sup_slurm_check(s, sl.scontrol, sl.env, site, sizeof site, out, sizeof out) < 0) {
     snprintf(why, whylen,
              "cannot start '%s' on slurm: slurmctld is unreachable (`scontrol ping`: %s); "
              "start it, or check SLURM_CONF",
-             cmd, rc == -ETIMEDOUT ? "no answer within 3 s" : last_line(out));
+             cmd, out);
     return -1;
   }
+  report_prepare(s, site);
   snprintf(sl.name, sizeof sl.name, "taskfs-%s.%d", s->id, s->rec.restarts);
   snprintf(sl.uid, sizeof sl.uid, "%u", (unsigned)getuid());
   if (make_argv(s) < 0)
@@ -280,12 +257,12 @@ static int64_t slurm_time(const char *t) {
   return v < 0 ? -1 : (int64_t)v * 1000;
 }
 
-/* The job started on a node: the task runs. */
-static void job_started(sup_t *s, const char *submit, const char *start) {
-  int64_t a = slurm_time(submit), b = slurm_time(start);
+/* The job started on a node: the task runs; waited is how long it was
+ * queued (ms), or -1. */
+static void job_started(sup_t *s, int64_t waited) {
   sl.running = 1;
-  if (a >= 0 && b >= a)
-    s->rec.exec.queue_wait_ms = b - a;
+  if (waited >= 0)
+    s->rec.exec.queue_wait_ms = waited;
   if (s->rec.state != TFS_RUNNING) {
     s->rec.state = TFS_RUNNING;
     s->rec.started_ms = tfs_now_ms();
@@ -297,15 +274,15 @@ static void job_started(sup_t *s, const char *submit, const char *start) {
  * found): updates the record; 1 if it changed. */
 static int poll_job(sup_t *s) {
   char out[2048];
-  char *argv[] = {sl.squeue, "-h", "-t", "all", "-u", sl.uid, "-n", sl.name,
-                  "-o", "%i|%T|%r|%P|%N|%V|%S", NULL};
+  char fmt[] = "%i|%T|%r|%P|%N|%V|%S";
+  char *argv[] = {sl.squeue, "-h", "-t", "all", "-u", sl.uid, "-n", sl.name, "-o", fmt, NULL};
   int rc = sup_command(argv, sl.env, HELPER_MS, out, sizeof out);
   tfs_executor_t *ex = &s->rec.exec;
   if (rc != 0) {
     /* slurmctld went away: a pending srun waits for it; so do we. */
     char why[300];
     snprintf(why, sizeof why, "slurmctld unreachable (squeue: %.200s)",
-             rc == -ETIMEDOUT ? "no answer" : last_line(out));
+             rc == -ETIMEDOUT ? "no answer" : sup_slurm_last_line(out));
     return !sl.running && set_field(&ex->job_reason, why);
   }
   char *f[7] = {0}, *p = out;
@@ -322,10 +299,50 @@ static int poll_job(sup_t *s) {
   changed |= set_field(&ex->partition, f[3]);
   changed |= set_field(&ex->nodes, f[4]);
   if (!sl.running && strcmp(f[1], "PENDING")) {
-    job_started(s, f[5], f[6]);
+    int64_t submit = slurm_time(f[5]), start = slurm_time(f[6]);
+    job_started(s, submit >= 0 && start >= submit ? start - submit : -1);
     changed = 1;
   }
   return changed;
+}
+
+/* Reads what the prolog wrote, without waiting. On its line the job runs
+ * (the allocation is granted, the step about to launch): the record gets
+ * the id, partition and nodes, and the wait since srun started is the
+ * queue wait. 1 if the record changed. At EOF (srun exited, or the line
+ * came) the pipe is closed. */
+static int report_read(sup_t *s) {
+  struct report *r = sl.report;
+  ssize_t n = 0;
+  while (r && r->len < sizeof r->buf - 1 &&
+         (n = read(r->fd, r->buf + r->len, sizeof r->buf - 1 - r->len)) > 0)
+    r->len += (size_t)n;
+  if (!r || (n < 0 && errno == EAGAIN && !memchr(r->buf, '\n', r->len)))
+    return 0;
+  r->buf[r->len] = 0;
+  char line[sizeof r->buf], *p = line, *f[3] = {0};
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(r->buf, "\n"), r->buf);
+  report_close();
+  for (int i = 0; i < 3 && p; i++)
+    f[i] = strsep(&p, "|");
+  if (!f[2] || !*f[0] || sl.running)
+    return 0; /* no line: the job never ran, or squeue told first */
+  tfs_executor_t *ex = &s->rec.exec;
+  sl.seen = 1;
+  set_field(&ex->job_id, f[0]);
+  set_field(&ex->job_state, "RUNNING");
+  set_field(&ex->job_reason, NULL);
+  set_field(&ex->partition, f[1]);
+  set_field(&ex->nodes, f[2]);
+  job_started(s, tfs_now_ms() - s->worker_started_ms);
+  uv_timer_stop(&sl.poll);
+  return 1;
+}
+
+static void on_report(uv_poll_t *h, int status, int events) {
+  sup_t *s = ((struct report *)h->data)->s;
+  if (report_read(s) && s->phase == PH_RUNNING)
+    sup_save(s);
 }
 
 static void on_poll(uv_timer_t *t) {
@@ -335,16 +352,30 @@ static void on_poll(uv_timer_t *t) {
   if (poll_job(s))
     sup_save(s);
   if (!sl.running)
-    uv_timer_start(&sl.poll, on_poll, sl.seen ? POLL_PENDING_MS : POLL_FIRST_MS, 0);
+    uv_timer_start(&sl.poll, on_poll, sl.seen || sl.prolog[0] ? POLL_PENDING_MS : POLL_FIRST_MS, 0);
 }
 
+/* The loop wakes on the prolog's line; squeue is asked only after
+ * POLL_PENDING_MS without it (the job pends), or from POLL_FIRST_MS on
+ * when no prolog of ours runs. */
 static int slurm_started(sup_t *s) {
   if (!sl.poll_init) {
     uv_timer_init(&s->loop, &sl.poll);
     sl.poll.data = s;
     sl.poll_init = 1;
   }
-  uv_timer_start(&sl.poll, on_poll, POLL_FIRST_MS, 0);
+  struct report *r = sl.report;
+  if (r) {
+    r->s = s;
+    r->poll.data = r;
+    if (uv_poll_init(&s->loop, &r->poll, r->fd) < 0) {
+      r->poll.data = NULL;
+      report_close();
+    } else {
+      uv_poll_start(&r->poll, UV_READABLE, on_report);
+    }
+  }
+  uv_timer_start(&sl.poll, on_poll, sl.report ? POLL_PENDING_MS : POLL_FIRST_MS, 0);
   return 0;
 }
 
@@ -362,8 +393,9 @@ static int scancel(const char *sig_opt) {
 }
 
 static void slurm_stop(sup_t *s) {
+  report_read(s); /* it may have started since the last look */
   if (!sl.running)
-    poll_job(s); /* it may have started since the last look */
+    poll_job(s);
   if (sl.running && !s->worker_reaped) {
     /* The task's own SIGTERM; the grace is ours. */
     if (scancel("--signal=TERM") == 0) {
@@ -422,8 +454,8 @@ static void srun_message(sup_t *s, char *buf, size_t len) {
     char *nl = strchr(l, '\n');
     if (nl)
       *nl = 0;
-    if (!strncmp(l, "srun: ", 6) && (!best || strncmp(best, "srun: error: ", 13) ||
-                                     !strncmp(l, "srun: error: ", 13)))
+    if (!strncmp(l, "srun: ", 6) &&
+        (!best || strncmp(best, "srun: error: ", 13) || !strncmp(l, "srun: error: ", 13)))
       best = l;
     l = nl ? nl + 1 : NULL;
   }
@@ -444,8 +476,7 @@ static void wait_gone(sup_t *s) {
     scancel(NULL);
     usleep(20 * 1000);
   }
-  sup_log(s, "job %s still in squeue %d s after the stop", s->rec.exec.job_id,
-          GONE_WAIT_MS / 1000);
+  sup_log(s, "job %s still in squeue %d s after the stop", s->rec.exec.job_id, GONE_WAIT_MS / 1000);
 }
 
 /* An end that Slurm chose, in words, or NULL. */
@@ -487,6 +518,8 @@ static void slurm_describe(sup_t *s) {
   char out[4096], v[256], code[64], msg[512];
   tfs_executor_t *ex = &s->rec.exec;
   uv_timer_stop(&sl.poll);
+  report_read(s); /* srun has exited: its prolog's line is there, or none */
+  report_close();
   if (!ex->job_id)
     poll_job(s);
   if (!ex->job_id) {
@@ -519,8 +552,8 @@ static void slurm_describe(sup_t *s) {
     s->worker_status = sig > 0 ? (sig & 0x7f) : (e & 0xff) << 8;
   const char *why = slurm_end(state, s->stopping);
   if (why) {
-    snprintf(s->end_note, sizeof s->end_note, "Slurm ended job %s: %s (%s%s%s)", ex->job_id,
-             why, state, ex->job_reason ? ", " : "", ex->job_reason ? ex->job_reason : "");
+    snprintf(s->end_note, sizeof s->end_note, "Slurm ended job %s: %s (%s%s%s)", ex->job_id, why,
+             state, ex->job_reason ? ", " : "", ex->job_reason ? ex->job_reason : "");
     s->end_failed = 1;
   }
 }

@@ -10,6 +10,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* launch.c: a helper binary installed with the running one, beside it
+ * (the build tree, LIBEXECDIR/taskfs) or in ../libexec/taskfs/ from it
+ * (bin/), into buf; 0 or -ENOENT. Where the running binary is, never the
+ * environment, says where to look. */
+int sup_libexec_find(const char *name, char *buf, size_t size);
+
 /* ---- capture: one output stream (merged) or two (stderr split) into one
  * transcript ------------------------------------------------------------ */
 

@@ -206,26 +206,27 @@ static void spawn_close(spawn_t *sp) {
   }
 }
 
+int sup_libexec_find(const char *name, char *buf, size_t size) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
+  if (!slash)
+    return -ENOENT;
+  *slash = 0;
+  static const char *const rel[] = {"", "/../libexec/taskfs"};
+  for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
+    if ((size_t)snprintf(buf, size, "%s%s/%s", self, rel[i], name) < size && access(buf, X_OK) == 0)
+      return 0;
+  return -ENOENT;
+}
+
 /* The binary a start execs: the light taskfs-supervise (core and the
  * supervisor only) where it is installed with this one, beside it (the
  * build tree) or in ../libexec/taskfs/ (make install, the package); else
  * this very binary, whose hidden `supervise` verb is the same code. The
  * path comes from where this binary is, never from the environment. */
 static const char *supervisor_exe(char *buf, size_t size) {
-  static const char *const rel[] = {"/taskfs-supervise", "/../libexec/taskfs/taskfs-supervise"};
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    self[n] = 0;
-    char *slash = strrchr(self, '/');
-    if (slash) {
-      *slash = 0;
-      for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
-        if ((size_t)snprintf(buf, size, "%s%s", self, rel[i]) < size && access(buf, X_OK) == 0)
-          return buf;
-    }
-  }
-  return "/proc/self/exe";
+  return sup_libexec_find("taskfs-supervise", buf, size) == 0 ? buf : "/proc/self/exe";
 }
 
 static int spawn_prepare(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,

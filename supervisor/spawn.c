@@ -45,11 +45,23 @@ static void pipes_close(pipes_t *p) {
       }
 }
 
+/* The child, last before exec: fd becomes fd 3, kept open across the
+ * exec (the engine's channel, s->spawn_fd3); the status pipe's end moves
+ * out of the way if it is fd 3. */
+static int give_fd3(int fd, int *stp) {
+  if (*stp == 3 && fd != 3 && (*stp = fcntl(3, F_DUPFD_CLOEXEC, 4)) < 0)
+    return -1;
+  if (fd == 3)
+    return fcntl(3, F_SETFD, 0);
+  return dup2(fd, 3) < 0 ? -1 : 0;
+}
+
 /* The child between fork and exec. The worker dies with this supervisor
  * (even killed -9): unsupervised, nothing could stop it any more. If we
  * died before that was set, the worker must not start at all. */
 static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const pipes_t *p) {
   start_err_t e = {0, 0, -1};
+  int stp = p->stp[1];
   /* A pipe, never the transcript itself: a worker that reopens its output
    * (`> /dev/stderr`, `exec >/dev/stdout`, `: > /proc/self/fd/1`) opens
    * the pipe again, which cannot truncate what was written. */
@@ -71,11 +83,15 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
      * overridden PATH, as the worker's own environment says. */
     if (s->spawn_env)
       environ = s->spawn_env;
-    execvp(s->spawn_argv[0], s->spawn_argv);
-    e.stage = STAGE_EXEC;
+    if (s->spawn_fd3 >= 0 && give_fd3(s->spawn_fd3, &stp) < 0) {
+      e.stage = STAGE_DUP;
+    } else {
+      execvp(s->spawn_argv[0], s->spawn_argv);
+      e.stage = STAGE_EXEC;
+    }
   }
   e.err = errno;
-  (void)!write(p->stp[1], &e, sizeof e);
+  (void)!write(stp, &e, sizeof e);
   _exit(127);
 }
 
@@ -204,7 +220,11 @@ void sup_start_worker(sup_t *s) {
   s->end_note[0] = 0;
   s->end_failed = 0;
   s->kill_round = 0;
-  if (s->exec->spawn(s, why, sizeof why) < 0 || spawn_worker(s, why, sizeof why) < 0) {
+  int failed = s->exec->spawn(s, why, sizeof why) < 0 || spawn_worker(s, why, sizeof why) < 0;
+  if (s->spawn_fd3 >= 0) /* the worker has its copy; no later fork (the sentinel) gets one */
+    close(s->spawn_fd3);
+  s->spawn_fd3 = -1;
+  if (failed) {
     sup_log(s, "%s", why);
     s->rec.exit_code = 127;
     s->rec.signal = 0;

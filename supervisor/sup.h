@@ -84,6 +84,8 @@ typedef struct sup_s {
   char **spawn_argv;   /* what the worker execs */
   char **spawn_env;    /* its environment; NULL: ours */
   char **sentinel_cmd; /* argv (argv[0] a path) the sentinel runs should we die */
+  int spawn_fd3;       /* the worker's fd 3 (an engine's channel back), closed here
+                          once it is forked; -1: none */
   char end_note[1024]; /* describe's words on the end, or "" */
   int end_failed;      /* describe says the task failed, whatever the exit */
   int kill_round;

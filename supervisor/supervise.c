@@ -359,6 +359,7 @@ int tfs_supervise_main(int argc, char **argv) {
   s->lock_fd = s->tx_fd = s->side_fd = s->devnull = s->bell_fd = -1;
   s->exec = &sup_exec_local;
   s->cg_procs_fd = -1;
+  s->spawn_fd3 = -1;
   rc = prepare(s, &a);
   if (rc < 0) {
     run(s);

@@ -86,6 +86,37 @@ check "a signal: 128+N (SIGSEGV, 139)" test $? = 139
 "$BIN" run --on slurm --wait -- true >/dev/null 2>&1
 check "exit 0: completed" test $? = 0
 
+# --- the job's id from srun's prolog, squeue not needed ----------------
+# With an squeue that never finds a job, the task still runs and names its
+# job: taskfs's prolog (srun --prolog) told the supervisor. A prolog of the
+# task's own runs instead of taskfs's, and squeue tells.
+mkdir -p "$tmp/blind"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/blind/squeue"
+chmod +x "$tmp/blind/squeue"
+id=$(PATH="$tmp/blind:$PATH" "$BIN" run --on slurm -- sh -c \
+  "echo up; until [ -e '$tmp/gate1' ]; do sleep 0.05; done")
+check "squeue finds nothing: the task runs (srun's prolog said so)" wait_for 20 is_state "$id" running
+jid=$(job "$id" id)
+check "squeue finds nothing: the record names the job ($jid)" test -n "$jid"
+check "... its partition and node" test "$(job "$id" partition)/$(job "$id" nodes)" = debug/tfsnode
+check "... Slurm's job of that id is the task's" \
+  test "$(squeue -h -j "$jid" -o %j 2>/dev/null)" = "taskfs-$id.0"
+touch "$tmp/gate1"
+"$BIN" wait "$id" >/dev/null 2>&1
+check "squeue finds nothing: completed" is_state "$id" completed
+id=$(PATH="$tmp/blind:$PATH" "$BIN" run --on slurm --restart on-failure --max-restarts 1 -- \
+  sh -c 'exit 3')
+"$BIN" wait "$id" >/dev/null 2>&1
+check "squeue finds nothing, restarted: the second job is the record's" \
+  test "$(job "$id" name)" = "taskfs-$id.1"
+check "... with its id and Slurm's end (FAILED)" \
+  test -n "$(job "$id" id)" -a "$(job "$id" state)" = FAILED
+printf '#!/bin/sh\necho "$SLURM_JOB_ID" >"%s/theirs"\n' "$tmp" >"$tmp/prolog"
+chmod +x "$tmp/prolog"
+id=$("$BIN" run --on slurm --slurm-opt=--prolog="$tmp/prolog" --wait -- true 2>/dev/null | head -1)
+check "--slurm-opt=--prolog: the task's own prolog ran" test -s "$tmp/theirs"
+check "--slurm-opt=--prolog: squeue named the job" test "$(job "$id" id)" = "$(cat "$tmp/theirs")"
+
 # --- the supervisor killed -9 -------------------------------------------
 id=$("$BIN" run --on slurm -- sh -c 'echo up; while :; do sleep 0.1; done')
 wait_for 20 is_state "$id" running
