@@ -222,12 +222,11 @@ void tfs_queue_positions_close(tfs_queue_positions_t *p) {
   free(p);
 }
 
-/* Reads one queue's live waiters and its info, once per table. */
+/* Reads one queue's info and live waiters, once per table (the waiters
+ * listed once: a join into a long queue says its place). */
 static void load_queue(tfs_queue_positions_t *p, qcache_t *c) {
   int qfd TFS_AUTOCLOSE = tfs__queue_open(p->store, c->name, 0);
-  if ((c->err = qfd < 0 ? qfd : tfs__queue_live(p->store, qfd, &c->live, &c->n)))
-    return;
-  c->err = tfs_queue_info(p->store, c->name, &c->info);
+  c->err = qfd < 0 ? qfd : tfs__queue_info_at(p->store, qfd, c->name, &c->info, &c->live, &c->n);
 }
 
 static qcache_t *queue_of(tfs_queue_positions_t *p, const char *name) {
