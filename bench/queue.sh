@@ -90,18 +90,19 @@ start_cost() {
   echo "$a $b $m" | awk '{printf "%.2f %.2f\n", $1 * 1000 / $3, $2 * 1000 / $3}'
 }
 
-# A slot's handover: in the last taskfs run, the start of task i + 2
-# minus the end of task i (parallel 2: task i + 2 waits for a slot).
+# A slot's handover: M tasks join while the queue is paused, so all of
+# them wait; after the resume, each start past the first two used the slot
+# an end gave back (bench/handover.py: p50, p95 and how many).
 handover() {
-  local s=$1
-  TASKFS_STATE_DIR=$s "$TASKFS" ls --json | python3 -c '
-import json, sys, datetime
-def ms(t):
-    return datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() * 1000
-r = json.load(sys.stdin)
-gaps = sorted(ms(r[i + 2]["started"]) - min(ms(r[i]["ended"]), ms(r[i + 1]["ended"]))
-              for i in range(len(r) - 2) if r[i + 2]["started"] and r[i]["ended"])
-print("%.1f %.1f" % (gaps[len(gaps) // 2], gaps[int(len(gaps) * 0.95)]))'
+  local m=$1
+  export TASKFS_STATE_DIR=$W/handover
+  "$TASKFS" queue set bench --parallel 2 >/dev/null
+  "$TASKFS" queue pause bench >/dev/null
+  for ((i = 0; i < m; i++)); do "$TASKFS" run --queue bench -- true >/dev/null 2>&1; done
+  "$TASKFS" queue resume bench >/dev/null
+  while ! "$TASKFS" queue ls --json | grep -q '"running": 0, "waiting": 0'; do sleep 0.02; done
+  "$TASKFS" ls --json | python3 "$ROOT/bench/handover.py" 2
+  unset TASKFS_STATE_DIR
 }
 
 tsp_t=()
@@ -120,13 +121,14 @@ tsp_m=$(printf '%s\n' "${tsp_t[@]}" | median)
 tfs_m=$(printf '%s\n' "${tfs_t[@]}" | median)
 log "start cost"
 read -r plain queued < <(start_cost 50)
-read -r hand_med hand_p95 < <(handover "$W/store.$RUNS")
+log "handover"
+read -r hand_med hand_p95 hand_n < <(handover 50)
 fs=$(df -T "$BASE" | awk 'NR == 2 {print $2}')
 
 echo "| row | taskfs | baseline | ratio |"
 echo "|---|---|---|---|"
 echo "| $N \`true\` tasks through a queue, parallel 2, total (median of $RUNS, store on $fs) | $tfs_m s | tsp -S 2: $tsp_m s | $(echo "$tfs_m $tsp_m" | awk '{printf "%.2f", $1 / $2}')× |"
 echo "| one task's start: \`run --queue\` (a queue without a limit) against \`run\` (mean of 50) | $queued ms | $plain ms | +$(echo "$queued $plain" | awk '{printf "%.2f", $1 - $2}') ms |"
-echo "| a freed slot to the next task's start (from the records: median, p95) | $hand_med ms, $hand_p95 ms | | |"
+echo "| a freed slot to the next task's start ($hand_n handovers of tasks that all waited, from the records: median, p95) | $hand_med ms, $hand_p95 ms | | |"
 echo
 echo "Runs: taskfs ${tfs_t[*]} s; tsp ${tsp_t[*]} s."

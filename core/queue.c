@@ -286,8 +286,8 @@ int tfs__queue_live(tfs_store_t *store, int qfd, tfs__idbuf_t **live, size_t *n)
   return 0;
 }
 
-/* The info of an open queue. */
-static int queue_info(tfs_store_t *store, int qfd, const char *name, tfs_queue_info_t *out) {
+int tfs__queue_info_at(tfs_store_t *store, int qfd, const char *name, tfs_queue_info_t *out,
+                       tfs__idbuf_t **keep, size_t *nkeep) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
   int err = tfs__queue_settings(qfd, &out->parallel, &out->paused);
@@ -303,8 +303,13 @@ static int queue_info(tfs_store_t *store, int qfd, const char *name, tfs_queue_i
   size_t n;
   if ((err = tfs__queue_live(store, qfd, &live, &n)))
     return err;
-  free(live);
   out->waiting = (int)n;
+  if (keep) {
+    *keep = live;
+    *nkeep = n;
+  } else {
+    free(live);
+  }
   return 0;
 }
 
@@ -312,7 +317,7 @@ int tfs_queue_info(tfs_store_t *store, const char *name, tfs_queue_info_t *out) 
   int qfd TFS_AUTOCLOSE = tfs__queue_open(store, name, 0);
   if (qfd < 0)
     return qfd == TFS_ESYMLINK ? -ENOENT : qfd;
-  return queue_info(store, qfd, name, out);
+  return tfs__queue_info_at(store, qfd, name, out, NULL, NULL);
 }
 
 static int cmp_info(const void *a, const void *b) {
@@ -342,7 +347,7 @@ int tfs_queue_list(tfs_store_t *store, tfs_queue_info_t **out, size_t *n) {
     if (qfd < 0)
       continue; /* not a queue of ours (a file, a symlink): not listed */
     if (!(err = tfs_grow(out, &cap, *n + 1, sizeof **out, 8)) &&
-        !(err = queue_info(store, qfd, de->d_name, &(*out)[*n])))
+        !(err = tfs__queue_info_at(store, qfd, de->d_name, &(*out)[*n], NULL, NULL)))
       (*n)++;
   }
   closedir(d);

@@ -35,6 +35,10 @@ int tfs__queue_holders(int qfd, int parallel, int want, int *held, int *taken,
 int tfs__queue_entries(int wfd, tfs__idbuf_t **ids, size_t *n);
 /* The live waiters of an open queue (ids, oldest first; free *live). */
 int tfs__queue_live(tfs_store_t *store, int qfd, tfs__idbuf_t **live, size_t *n);
+/* The info of an open queue; with keep, its live waiters too (oldest
+ * first, listed once for both; free *keep). */
+int tfs__queue_info_at(tfs_store_t *store, int qfd, const char *name, tfs_queue_info_t *out,
+                       tfs__idbuf_t **keep, size_t *nkeep);
 /* 1 if a supervisor holds the waiter entry's lock (it waits), 0 if not
  * (stale: its waiter died or left), or an error. */
 int tfs__queue_entry_live(int wfd, const char *id);

@@ -78,11 +78,13 @@ int tfs_queue_seat_open(tfs_store_t *store, const char *queue, const char *id,
 }
 
 /* Is a live waiter older than us still waiting? Stale entries on the way
- * are removed (the queue lock is held). 1 yes, 0 no, or an error. */
-static int older_waits(tfs_queue_seat_t *q) {
+ * are removed (the queue lock is held). 1 yes, 0 no, or an error; *others
+ * says whether any entry but ours is there (live or not). */
+static int older_waits(tfs_queue_seat_t *q, int *others) {
   tfs__idbuf_t *ids;
   size_t n;
   int err = tfs__queue_entries(q->wfd, &ids, &n), found = 0;
+  *others = !err && n > 1;
   for (size_t i = 0; !err && !found && i < n && strcmp(ids[i], q->id) < 0; i++) {
     int r = tfs__queue_entry_live(q->wfd, ids[i]);
     if (r == 0)
@@ -96,16 +98,18 @@ static int older_waits(tfs_queue_seat_t *q) {
   return err ? err : found;
 }
 
-/* The decision, with the queue lock held. */
-static int take_locked(tfs_queue_seat_t *q, tfs_queue_wait_t *w) {
-  int paused, held, fd, err = tfs__queue_settings(q->qfd, &w->parallel, &paused);
+/* The decision, with the queue lock held. On a take, *ring says whether
+ * the waiters after us may have a slot too: a slot is left, and someone
+ * but us has an entry. */
+static int take_locked(tfs_queue_seat_t *q, tfs_queue_wait_t *w, int *ring) {
+  int paused, held, fd, others, err = tfs__queue_settings(q->qfd, &w->parallel, &paused);
   if (err)
     return err;
   if (paused) {
     w->why = TFS_QWAIT_PAUSED;
     return 0;
   }
-  if ((err = older_waits(q)) != 0) {
+  if ((err = older_waits(q, &others)) != 0) {
     w->why = TFS_QWAIT_BEHIND;
     w->ahead = 1;
     return err < 0 ? err : 0;
@@ -121,6 +125,7 @@ static int take_locked(tfs_queue_seat_t *q, tfs_queue_wait_t *w) {
     (void)!pwrite(fd, q->id, strlen(q->id), 0);
   q->slot = fd;
   leave(q);
+  *ring = others && (w->parallel == 0 || held + 1 < w->parallel);
   return 1;
 }
 
@@ -130,15 +135,19 @@ int tfs_queue_seat_take(tfs_queue_seat_t *q, tfs_queue_wait_t *wait) {
     return 1;
   if (q->entry < 0)
     return -EINVAL; /* not waiting: rejoin first */
-  int lk = tfs__queue_lock(q->store, q->qfd);
+  int lk = tfs__queue_lock(q->store, q->qfd), ring = 0;
   if (lk < 0)
     return lk;
-  int r = take_locked(q, &w);
+  int r = take_locked(q, &w, &ring);
   close(lk);
   if (wait)
     *wait = w;
-  /* Slots may be left for the waiters after us. */
-  if (r == 1)
+  /* Slots may be left for the waiters after us (several freed at once, a
+   * higher limit). When we took the last one, or nobody else waits, there
+   * is no one to ring: the next release rings them, and a task that joins
+   * later looks at once. This kick is on the path from a freed slot to our
+   * worker's start, so it is skipped whenever it cannot matter. */
+  if (r == 1 && ring)
     tfs_queue_kick(q->store, q->name);
   return r;
 }
@@ -213,12 +222,11 @@ void tfs_queue_positions_close(tfs_queue_positions_t *p) {
   free(p);
 }
 
-/* Reads one queue's live waiters and its info, once per table. */
+/* Reads one queue's info and live waiters, once per table (the waiters
+ * listed once: a join into a long queue says its place). */
 static void load_queue(tfs_queue_positions_t *p, qcache_t *c) {
   int qfd TFS_AUTOCLOSE = tfs__queue_open(p->store, c->name, 0);
-  if ((c->err = qfd < 0 ? qfd : tfs__queue_live(p->store, qfd, &c->live, &c->n)))
-    return;
-  c->err = tfs_queue_info(p->store, c->name, &c->info);
+  c->err = qfd < 0 ? qfd : tfs__queue_info_at(p->store, qfd, c->name, &c->info, &c->live, &c->n);
 }
 
 static qcache_t *queue_of(tfs_queue_positions_t *p, const char *name) {

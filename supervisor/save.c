@@ -208,7 +208,12 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
   s->rec.state = state;
   s->rec.ended_ms = tfs_now_ms();
   tfs_record_set_reason(&s->rec, "%s", reason);
-  sup_limits_finish(s); /* the tree is gone: its cgroup's peak, then the cgroup */
+  /* The tree is gone and the end is stamped: the queue slot goes back
+   * now, so the next task's start waits neither for this one's cgroup
+   * reads and file removals nor for its fsyncs (a task that ended never
+   * holds a slot past its end time). */
+  sup_sched_finish(s);
+  sup_limits_finish(s); /* its cgroup's peak, then the cgroup */
   sup_reserve_release(s);
   /* Gone before the record says ended, so nobody sees an ended task with
    * a doorbell (a later ring gets ENOENT, which is fine). */
@@ -218,9 +223,6 @@ void sup_finish(sup_t *s, tfs_state_t state, const char *fmt, ...) {
     s->rec.cancel_by = strdup(s->stop_by);
     s->rec.cancel_ms = s->stop_at;
   }
-  /* The tree is gone: the queue slot goes back now, so the next task's
-   * start does not wait for this one's fsyncs. */
-  sup_sched_finish(s);
   save_final(s);
   sup_log(s, "task %s: %s", tfs_state_name(state), reason);
   /* The request has been acted on: a later run under the same key must not

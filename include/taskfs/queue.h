@@ -108,7 +108,8 @@ int tfs_queue_seat_open(tfs_store_t *store, const char *queue, const char *id,
 /* Takes a slot if this waiter may: the queue not paused, a slot free, no
  * older live waiter. 1: taken (the seat holds the slot's lock and has left
  * the waiters); 0: must wait (*wait says why; may be NULL); or an error.
- * Once taken, the next waiters are rung if slots are left. */
+ * Once taken, the next waiters are rung if slots are left and anyone else
+ * waits. */
 int tfs_queue_seat_take(tfs_queue_seat_t *seat, tfs_queue_wait_t *wait);
 /* The fd that holds the slot (-1 while none): a process that inherits it
  * keeps the slot held while it lives (the supervisor's sentinel does, so
