@@ -8,6 +8,9 @@
  * tasks/<id>/supervisor.log, marks every other fd close-on-exec, resets
  * signal dispositions and the mask, and execs `taskfs supervise`: the
  * light taskfs-supervise binary where it is installed (supervisor_exe()).
+ * A single-threaded launcher that links the supervisor (the CLI) may ask
+ * for no exec at all (no_exec): the grandchild then closes what it must
+ * not hold and runs the supervisor itself (inproc.c).
  *
  * Everything the children need (argv, open fds) is prepared before fork:
  * between fork and exec only async-signal-safe calls are made, so a
@@ -195,6 +198,7 @@ typedef struct {
   char *argv[8];
   char envarg[16];
   int envfd, devnull, logfd, st[2]; /* st: the exec status pipe */
+  int no_exec;                      /* the grandchild is the supervisor (inproc.c) */
 } spawn_t;
 
 static void spawn_close(spawn_t *sp) {
@@ -233,6 +237,9 @@ static int spawn_prepare(tfs_store_t *store, const char *id, const tfs_launch_op
   memset(sp, 0, sizeof *sp);
   sp->envfd = sp->devnull = sp->logfd = sp->st[0] = sp->st[1] = -1;
   sp->exe = opts && opts->exe ? opts->exe : getenv("TASKFS_SUPERVISOR_EXE");
+  /* No exec where the launcher asks for none and can (one thread), unless
+   * a binary is named (tests, valgrind, which follows only execs). */
+  sp->no_exec = opts && opts->no_exec && (!sp->exe || !*sp->exe) && sup_inproc_possible();
   if (!sp->exe || !*sp->exe)
     sp->exe = supervisor_exe(sp->exebuf, sizeof sp->exebuf);
   int err = env_memfd(opts ? opts->env : NULL, &sp->envfd);
@@ -265,12 +272,15 @@ static void child_fail(const spawn_t *sp, int code) {
   _exit(code);
 }
 
-/* The grandchild: a clean slate (signals, fds, cwd), then exec. Only
- * async-signal-safe calls. */
+/* The grandchild: a clean slate (signals, fds, cwd), then the supervisor
+ * in this very process (no_exec), or exec. Only async-signal-safe calls
+ * before that. */
 static void spawn_exec(const spawn_t *sp) {
   sup_child_t c = {.stdio = {sp->devnull, sp->devnull, sp->logfd}, .cloexec_from = 3};
   if (sup_child_init(&c) || chdir("/") < 0)
     child_fail(sp, 1);
+  if (sp->no_exec)
+    sup_inproc_run(sp->argv, sp->envfd); /* returns only to exec after all */
   /* The one fd the supervisor inherits on purpose. */
   if (sp->envfd >= 0 && fcntl(sp->envfd, F_SETFD, 0) < 0)
     child_fail(sp, 1);
@@ -281,6 +291,10 @@ static void spawn_exec(const spawn_t *sp) {
 /* Forks the intermediate child (a session of its own, then away) and the
  * grandchild that execs. Returns 0 once the exec worked, or its error. */
 static int spawn_run(spawn_t *sp) {
+  /* The supervisor without an exec would write out what this process's
+   * stdio still holds once more when it exits. */
+  if (sp->no_exec)
+    fflush(NULL);
   pid_t pid = fork();
   if (pid < 0)
     return -errno;
