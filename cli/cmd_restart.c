@@ -94,7 +94,7 @@ static int restart_task(tfs_store_t *store, const char *id) {
   char **env = env_from_here(&rec, &names);
   tfs_task_spec_t spec;
   spec_of(&rec, names, &spec);
-  tfs_launch_opts_t lo = {.env = env, .wait_ms = 30000};
+  tfs_launch_opts_t lo = {.env = env, .wait_ms = 30000, .no_exec = 1};
   tfs_start_t st;
   err = tfs_task_start(store, &spec, &lo, &st);
   if (st.id[0] && (!err || st.launch_err)) {

@@ -476,7 +476,8 @@ static int create_task(tfs_store_t *store, run_args_t *a, tfs_start_t *st) {
 /* Step two: starts the task's supervisor when it needs one and waits until
  * the worker runs (or could not start: 127, the reason on stderr). */
 static int launch_task(tfs_store_t *store, const run_args_t *a, tfs_start_t *st) {
-  tfs_launch_opts_t lo = {.env = a->env, .wait_ms = 30000};
+  /* No exec: the supervisor is a fork of this process (inproc.c). */
+  tfs_launch_opts_t lo = {.env = a->env, .wait_ms = 30000, .no_exec = 1};
   if (!st->launch)
     return CLI_EXIT_OK;
   tfs_task_start_launch(store, &lo, st);

@@ -190,6 +190,18 @@ void sup_capture_sync(sup_capture_t *c);
  * file, which is -EINVAL here ("not a regular file" in its messages). */
 int sup_open_file(tfs_store_t *store, const char *id, tfs_task_file_t which, int flags);
 
+/* ---- the supervisor as a fork of its launcher (inproc.c) -------------- */
+
+/* 1 if this process may run a supervisor in a fork of itself: it has one
+ * thread (tfs_launch_opts_t.no_exec). */
+int sup_inproc_possible(void);
+/* In the launcher's grandchild, after sup_child_init() and chdir("/"):
+ * takes argv ("taskfs", "supervise", ...) as its command line, closes every
+ * fd from 3 up but keep_fd (-1: none), and runs the supervisor; never
+ * returns, but when the command line cannot be set (then nothing was
+ * changed, and the caller execs). */
+void sup_inproc_run(char *const argv[], int keep_fd);
+
 /* ---- the process tree ------------------------------------------------ */
 
 /* Sends sig to every descendant of the calling process (found by walking

@@ -8,6 +8,9 @@
  * tasks/<id>/supervisor.log, marks every other fd close-on-exec, resets
  * signal dispositions and the mask, and execs `taskfs supervise`: the
  * light taskfs-supervise binary where it is installed (supervisor_exe()).
+ * A single-threaded launcher that links the supervisor (the CLI) may ask
+ * for no exec at all (no_exec): the grandchild then closes what it must
+ * not hold and runs the supervisor itself (inproc.c).
  *
  * Everything the children need (argv, open fds) is prepared before fork:
  * between fork and exec only async-signal-safe calls are made, so a
@@ -140,50 +143,61 @@ static int give_up(tfs_store_t *store, const char *id) {
                               id, tfs_task_file_name(TFS_FILE_SUPERVISOR_LOG));
 }
 
-/* Waits until the record leaves queued or wait_ms passes: the supervisor's
- * first save (running, or failed when it could not start) is a rename the
- * watch reports at once; the tick notices a supervisor that died. */
+/* The watch's report: the record was replaced (a rename of record.json;
+ * the line index renamed in beside it is no news). */
+static void on_state(const char *id, unsigned what, void *arg) {
+  (void)id;
+  if (what & (TFS_WATCH_STATE | TFS_WATCH_GONE))
+    *(int *)arg = 1;
+}
+
+/* 1 once the record says the launch is over: running (or failed to
+ * start), or taken by its supervisor, which waits for a dependency, its
+ * start time or its queue's slot. */
+static int started(const tfs_record_t *rec, tfs_state_t state) {
+  return state != TFS_QUEUED || rec->supervisor_pid > 0;
+}
+
+/* Waits until the record leaves queued or wait_ms passes. The record is
+ * read when the watch reports it replaced (the supervisor's first save,
+ * running or failed, is a rename seen at once) and at each tick, which
+ * also notices a supervisor that died; not before: the watch was set
+ * before the fork, and the supervisor cannot have saved anything before
+ * the launcher learnt that it runs. rec ends as last read. */
 static int wait_started(tfs_store_t *store, const char *id, tfs_watch_t *w, int64_t wait_ms,
                         tfs_record_t *rec) {
-  int64_t deadline = tfs_now_ms() + wait_ms, dead_since = 0;
-  tfs_record_t mine;
-  tfs_record_init(&mine);
-  if (!rec)
-    rec = &mine;
+  int64_t now = tfs_now_ms(), deadline = now + wait_ms, dead_since = 0;
+  int64_t next_tick = now + tfs_watch_tick_ms(w);
+  int changed = 0, err = 0;
   for (;;) {
+    int tick = now >= next_tick;
     tfs_state_t state = TFS_QUEUED;
-    int err = reload(store, id, rec, &state);
-    /* Running (or failed to start), or taken by its supervisor, which
-     * waits for a dependency, its start time or its queue's slot. */
-    if (err == 0 && (state != TFS_QUEUED || rec->supervisor_pid > 0)) {
-      tfs_record_free(&mine);
-      return 0;
+    if (changed || tick || now >= deadline) {
+      err = reload(store, id, rec, &state);
+      if ((err == 0 && started(rec, state)) || (err && err != TFS_ECORRUPT))
+        return err;
     }
-    if (err && err != TFS_ECORRUPT) {
-      tfs_record_free(&mine);
-      return err;
-    }
-    int64_t now = tfs_now_ms();
-    if (tfs_task_alive(store, id) != 0) {
-      dead_since = 0;
-    } else if (!dead_since) {
-      dead_since = now;
-    } else if (now - dead_since >= DEAD_MS) {
-      int r = give_up(store, id);
-      if (r == 1)
-        continue; /* read the failed record back */
-      if (r == -ENOSPC || r == -EDQUOT) {
-        tfs_record_free(&mine);
-        return r;
+    if (tick) {
+      next_tick = now + tfs_watch_tick_ms(w);
+      if (tfs_task_alive(store, id) != 0) {
+        dead_since = 0;
+      } else if (!dead_since) {
+        dead_since = now;
+      } else if (now - dead_since >= DEAD_MS) {
+        int r = give_up(store, id);
+        if (r == -ENOSPC || r == -EDQUOT)
+          return r;
+        changed = r == 1; /* read the failed record back */
+        if (changed)
+          continue;
       }
     }
-    int64_t left = deadline - tfs_now_ms();
-    if (left <= 0) {
-      tfs_record_free(&mine);
+    if (now >= deadline)
       return 0;
-    }
-    int tick = tfs_watch_tick_ms(w);
-    tfs_watch_wait(w, left < tick ? left : tick, NULL, -1, NULL, NULL);
+    changed = 0;
+    int64_t until = next_tick < deadline ? next_tick : deadline;
+    tfs_watch_wait(w, until - now, NULL, -1, on_state, &changed);
+    now = tfs_now_ms();
   }
 }
 
@@ -195,6 +209,7 @@ typedef struct {
   char *argv[8];
   char envarg[16];
   int envfd, devnull, logfd, st[2]; /* st: the exec status pipe */
+  int no_exec;                      /* the grandchild is the supervisor (inproc.c) */
 } spawn_t;
 
 static void spawn_close(spawn_t *sp) {
@@ -234,6 +249,9 @@ static int spawn_prepare(tfs_store_t *store, const char *id, const tfs_launch_op
   memset(sp, 0, sizeof *sp);
   sp->envfd = sp->devnull = sp->logfd = sp->st[0] = sp->st[1] = -1;
   sp->exe = opts && opts->exe ? opts->exe : getenv("TASKFS_SUPERVISOR_EXE");
+  /* No exec where the launcher asks for none and can (one thread), unless
+   * a binary is named (tests, valgrind, which follows only execs). */
+  sp->no_exec = opts && opts->no_exec && (!sp->exe || !*sp->exe) && sup_inproc_possible();
   if (!sp->exe || !*sp->exe)
     sp->exe = supervisor_exe(sp->exebuf, sizeof sp->exebuf);
   int err = env_memfd(opts ? opts->env : NULL, &sp->envfd);
@@ -266,12 +284,15 @@ static void child_fail(const spawn_t *sp, int code) {
   _exit(code);
 }
 
-/* The grandchild: a clean slate (signals, fds, cwd), then exec. Only
- * async-signal-safe calls. */
+/* The grandchild: a clean slate (signals, fds, cwd), then the supervisor
+ * in this very process (no_exec), or exec. Only async-signal-safe calls
+ * before that. */
 static void spawn_exec(const spawn_t *sp) {
   sup_child_t c = {.stdio = {sp->devnull, sp->devnull, sp->logfd}, .cloexec_from = 3};
   if (sup_child_init(&c) || chdir("/") < 0)
     child_fail(sp, 1);
+  if (sp->no_exec)
+    sup_inproc_run(sp->argv, sp->envfd); /* returns only to exec after all */
   /* The one fd the supervisor inherits on purpose. */
   if (sp->envfd >= 0 && fcntl(sp->envfd, F_SETFD, 0) < 0)
     child_fail(sp, 1);
@@ -282,6 +303,10 @@ static void spawn_exec(const spawn_t *sp) {
 /* Forks the intermediate child (a session of its own, then away) and the
  * grandchild that execs. Returns 0 once the exec worked, or its error. */
 static int spawn_run(spawn_t *sp) {
+  /* The supervisor without an exec would write out what this process's
+   * stdio still holds once more when it exits. */
+  if (sp->no_exec)
+    fflush(NULL);
   pid_t pid = fork();
   if (pid < 0)
     return -errno;
@@ -303,36 +328,47 @@ static int spawn_run(spawn_t *sp) {
   return n == (ssize_t)sizeof child_err && child_err ? -child_err : 0;
 }
 
-int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
-               tfs_record_t *rec_out) {
+/* tfs_launch(), after the check that the task is queued (the caller's
+ * own read, or launch()'s). rec: initialized, the record as last read. */
+static int launch_queued(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
+                         tfs_record_t *rec) {
   spawn_t sp;
   tfs_watch_t *w = NULL;
   tfs_state_t state = TFS_QUEUED;
-  if (rec_out)
-    tfs_record_init(rec_out);
-  if (!tfs_id_valid(id))
-    return TFS_EBADID;
   int64_t wait_ms = opts ? opts->wait_ms : -1;
   if (wait_ms < 0)
     wait_ms = 10000;
-  int err = reload(store, id, rec_out, &state);
-  if (err)
-    return err;
-  if (state != TFS_QUEUED)
-    return -EALREADY;
-  err = spawn_prepare(store, id, opts, &sp);
+  int err = spawn_prepare(store, id, opts, &sp);
   /* Watch before forking, so a quick supervisor cannot be missed. */
   if (!err && !(err = tfs_watch_open(store, &w)))
     tfs_watch_add(w, id, TFS_WATCH_STATE);
   if (!err && (err = spawn_run(&sp))) {
     tfs_task_fail_queued(store, id, 127, "cannot start the supervisor '%s': %s", sp.exe,
                          strerror(-err));
-    reload(store, id, rec_out, &state);
+    reload(store, id, rec, &state);
   } else if (!err) {
-    err = wait_started(store, id, w, wait_ms, rec_out);
+    err = wait_started(store, id, w, wait_ms, rec);
   }
   spawn_close(&sp);
   tfs_watch_close(w);
+  return err;
+}
+
+int tfs_launch(tfs_store_t *store, const char *id, const tfs_launch_opts_t *opts,
+               tfs_record_t *rec_out) {
+  tfs_state_t state = TFS_QUEUED;
+  tfs_record_t mine;
+  tfs_record_t *rec = rec_out ? rec_out : &mine;
+  tfs_record_init(rec);
+  if (!tfs_id_valid(id))
+    return TFS_EBADID;
+  int err = reload(store, id, rec, &state);
+  if (!err && state != TFS_QUEUED)
+    err = -EALREADY;
+  if (!err)
+    err = launch_queued(store, id, opts, rec);
+  if (rec == &mine)
+    tfs_record_free(&mine);
   return err;
 }
 
@@ -368,8 +404,12 @@ int tfs_task_start_launch(tfs_store_t *store, const tfs_launch_opts_t *opts, tfs
   tfs_state_t state = TFS_QUEUED;
   if (!st->launch)
     return 0;
-  tfs_record_free(&st->rec);
-  int err = tfs_launch(store, st->id, opts, &st->rec);
+  /* st->rec was read queued by step one: launched without reading it
+   * again. Should another launcher have taken the task meanwhile, this
+   * supervisor finds it taken and leaves, and the wait reads what is. */
+  int err = TFS_EBADID;
+  if (tfs_id_valid(st->id))
+    err = st->rec.state == TFS_QUEUED ? launch_queued(store, st->id, opts, &st->rec) : -EALREADY;
   /* Someone else's launch got there first: fine, report what is. */
   if (err == -EALREADY)
     err = reload(store, st->id, &st->rec, &state);

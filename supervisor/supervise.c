@@ -83,7 +83,9 @@ static int parse_args(int argc, char **argv, args_t *a) {
                                        {NULL, 0, NULL, 0}};
   int c;
   *a = (args_t){NULL, NULL, -1, NULL, -1};
-  optind = 1;
+  /* 0, not 1: glibc's full reset, also of what a parse before this one
+   * left (the CLI's own, when the supervisor is its fork: inproc.c). */
+  optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
     char *end;

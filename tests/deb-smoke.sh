@@ -36,8 +36,11 @@ check "run prints an id ($id)" test -n "$id"
 "$T" wait --state-dir "$S" "$id" 2>/dev/null
 check "wait exits with the task's code" test $? -eq 3
 check "logs prints the output" sh -c "'$T' logs --state-dir '$S' '$id' | grep -qx 'hello from the package'"
-check "the task's supervisor was the packaged taskfs-supervise" \
-  sh -c "'$T' show --state-dir '$S' '$id' | grep -q '\"exe\": \"/usr/libexec/taskfs/taskfs-supervise\"'"
+check "run's supervisor was the packaged taskfs itself (a fork, no exec)" \
+  sh -c "'$T' show --state-dir '$S' '$id' | grep -q '\"exe\": \"$T\"'"
+mid=$(mcp_start "$T" "$S" "$tmp" from-mcp)
+check "an MCP start's supervisor was the packaged taskfs-supervise" \
+  sh -c "'$T' show --state-dir '$S' '$mid' | grep -q '\"exe\": \"/usr/libexec/taskfs/taskfs-supervise\"'"
 
 # mount, read through it, umount.
 if "$T" mount --state-dir "$S" "$M" >/dev/null; then

@@ -35,12 +35,16 @@ check "the installed binary loads no FUSE, HTTP or PCRE2 library" \
 check "the installed binary finds its faces (mcp, serve, mount, umount)" \
   sh -c "'$x/usr/bin/taskfs' mcp --help >/dev/null && '$x/usr/bin/taskfs' serve --help >/dev/null && '$x/usr/bin/taskfs' mount --help >/dev/null && '$x/usr/bin/taskfs' umount --help >/dev/null"
 check "the supervisor binary in libexec/taskfs, 0755" sh -c "[ \$(stat -c %a '$sup') = 755 ]"
-# A start from the installed binary execs the light supervisor beside it
-# (../libexec/taskfs), not the CLI binary again.
+# A `run` of the installed binary forks its supervisor without an exec
+# (supervisor/inproc.c); the faces start theirs with an exec of the light
+# supervisor beside the binary (../libexec/taskfs), not the CLI again.
 id=$("$x/usr/bin/taskfs" run --state-dir "$tmp/store" --wait -- true 2>/dev/null | head -n 1)
-check "an installed start runs under the installed taskfs-supervise" \
-  sh -c "'$x/usr/bin/taskfs' show --state-dir '$tmp/store' '$id' | grep -q '\"exe\": \"$sup\"'"
+check "an installed run's supervisor is the installed taskfs itself" \
+  sh -c "'$x/usr/bin/taskfs' show --state-dir '$tmp/store' '$id' | grep -q '\"exe\": \"$x/usr/bin/taskfs\"'"
 check "and it ran the task" sh -c "'$x/usr/bin/taskfs' show --state-dir '$tmp/store' '$id' | grep -q '\"state\": \"completed\"'"
+id=$(mcp_start "$x/usr/bin/taskfs" "$tmp/store" "$tmp" from-mcp)
+check "an installed MCP start runs under the installed taskfs-supervise" \
+  sh -c "'$x/usr/bin/taskfs' show --state-dir '$tmp/store' '$id' | grep -q '\"exe\": \"$sup\"'"
 check "make install twice" mk install DESTDIR="$x" PREFIX=/usr
 check "make uninstall with the same variables" mk uninstall DESTDIR="$x" PREFIX=/usr
 left=$(find "$x" -mindepth 1)

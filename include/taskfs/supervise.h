@@ -1,8 +1,9 @@
 /* taskfs: starting and running task supervisors (libtaskfs-supervisor.a).
  *
- * A supervisor is the `taskfs supervise` verb of the taskfs binary, started
- * detached (own session, reparented away from the launcher) by
- * tfs_launch(). It owns exactly one task for its whole life.
+ * A supervisor is the `taskfs supervise` verb (taskfs-supervise, or a fork
+ * of the CLI that runs the same code: no_exec), started detached (own
+ * session, reparented away from the launcher) by tfs_launch(). It owns
+ * exactly one task for its whole life.
  */
 #ifndef TASKFS_SUPERVISE_H
 #define TASKFS_SUPERVISE_H
@@ -26,6 +27,11 @@ typedef struct {
   const char *exe;  /* the taskfs binary to run as the supervisor;
                        NULL: $TASKFS_SUPERVISOR_EXE, else /proc/self/exe
                        (tests that are not the taskfs binary set it) */
+  int no_exec;      /* the supervisor is a fork of this process, without
+                       an exec (a start's cost is mostly its execs): for a
+                       single-threaded launcher that links the supervisor
+                       (the CLI). Ignored (exec) with a thread more, or
+                       with exe or $TASKFS_SUPERVISOR_EXE set */
 } tfs_launch_opts_t;
 
 /* Starts a detached supervisor for the queued task id and waits until the

@@ -31,6 +31,28 @@ on_exit() {
   # shellcheck disable=SC2064 # COMMANDS are expanded when the trap runs
   trap "rc=\$?; set +e; $1; exit \$rc" EXIT
 }
+# mcp_start TASKFS STORE DIR KEY: starts `true` under KEY through
+# `TASKFS mcp` (start_managed_task), the way an MCP host does, with FIFOs
+# in DIR; the server's stdin stays open until the answer came (the start
+# is done then), then the server ends at EOF. Prints the task id. The
+# faces launch with an exec of the supervisor (taskfs-supervise), where
+# `taskfs run` forks its own.
+mcp_start() {
+  (
+    cd "$3" && rm -f mcp.in mcp.out && mkfifo mcp.in mcp.out || exit 1
+    "$1" mcp --state-dir "$2" <mcp.in >mcp.out 2>/dev/null &
+    exec 3>mcp.in 4<mcp.out
+    printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"check.sh","version":"1"}}}' \
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"start_managed_task\",\"arguments\":{\"taskKey\":\"$4\",\"command\":[\"true\"]}}}" >&3
+    while IFS= read -r line <&4; do
+      case $line in *'"id":2'*) break ;; esac
+    done
+    exec 3>&- 4<&-
+    wait
+    printf '%s\n' "$line" | sed -n 's/.*taskId\\":\\"\([a-z0-9-]*\)\\".*/\1/p'
+  )
+}
 # The closing line CI reads; the exit status of the test.
 finish() {
   echo "$passed passed, $failed failed"
