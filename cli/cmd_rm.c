@@ -3,6 +3,7 @@
  * is said; the exit code tells whether every one went. */
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/verbs.h"
@@ -21,13 +22,38 @@ static const char usage_text[] =
     "  0 every task deleted, 100 usage (also: a task has not ended), 101 no such\n"
     "  task, 111 system failure; with several, the first failure's code.\n";
 
+/* How long rm waits for a supervisor that has saved its task's end. */
+#define ENDING_GRACE_MS 10000
+
+/* tfs_task_forget, waiting (up to ENDING_GRACE_MS) while the task's record
+ * says it ended but its supervisor still holds the lock: that supervisor
+ * is past its last decision and only finishing (the task number made
+ * durable, the sentinel, the cgroup), and `taskfs wait` returns at the
+ * ended record, so `wait; rm` met it and was refused ("completed, not
+ * ended"). A task whose record says it is live is refused at once. */
+static int forget_once_ended(tfs_store_t *store, const char *id) {
+  int err = tfs_task_forget(store, id);
+  for (int waited = 0; err == -EBUSY && waited < ENDING_GRACE_MS; waited += 10) {
+    tfs_record_t rec;
+    if (tfs_task_load(store, id, &rec))
+      break;
+    int ended = tfs_state_terminal(rec.state);
+    tfs_record_free(&rec);
+    if (!ended)
+      break;
+    usleep(10 * 1000);
+    err = tfs_task_forget(store, id);
+  }
+  return err;
+}
+
 /* One task; returns an exit code. */
 static int rm_one(tfs_store_t *store, const char *arg) {
   char id[TFS_ID_MAX + 1];
   int code = cli_resolve_task("rm", store, arg, id);
   if (code)
     return code;
-  int err = tfs_task_forget(store, id);
+  int err = forget_once_ended(store, id);
   if (!err) {
     printf("deleted %s\n", id);
     return CLI_EXIT_OK;

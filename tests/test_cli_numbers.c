@@ -385,3 +385,28 @@ Test(clinum, a_start_waits_for_no_fsync_and_the_end_makes_the_number_durable) {
   cr_assert_str_eq(out, "synced\n");
   free(out);
 }
+
+/* `wait` returns at the record that says the task ended; the supervisor
+ * still holds the task's lock for its last steps (the number's fsyncs).
+ * strace holds each of those 1 s, so `rm` meets a completed task whose
+ * lock is held: it waits for the lock and deletes, never "completed, not
+ * ended" (seen under load in test_serve_api as a flake). */
+Test(clinum, rm_right_after_wait_waits_for_the_supervisor_to_finish) {
+  char *out = NULL, *err = NULL;
+  if (sh(NULL, NULL, "command -v strace >/dev/null"))
+    cr_skip_test("needs strace");
+  const char *asan = getenv("ASAN_OPTIONS"); /* LeakSanitizer refuses ptrace */
+  char opts[1024];
+  snprintf(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "", asan && *asan ? ":" : "");
+  setenv("ASAN_OPTIONS", opts, 1);
+  int rc = sh(&out, &err,
+              "(strace -f -qq -o /dev/null -e trace=fsync "
+              "-e inject=fsync:delay_enter=1000000:when=3+ $T run -- true >'%s/id' 2>&1 &); "
+              "until [ -s '%s/id' ]; do sleep 0.05; done; id=$(cat '%s/id'); "
+              "$T wait \"$id\" >/dev/null && $T rm \"$id\"",
+              tmp, tmp, tmp);
+  cr_assert_eq(rc, 0, "rm after wait: %s %s", out, err);
+  cr_assert(strstr(out, "deleted "), "%s", out);
+  free(out);
+  free(err);
+}
