@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The line is a few hundred bytes; a longer one would be cut, and its
- * fields after 22 are not read. */
+/* The line is a few hundred bytes (52 fields on 6.x); a longer one would
+ * be cut, and the fields past the cut read as 0. */
 #define STAT_MAX 1024
 
 /* Reads a decimal number (a '-' allowed) at *p and moves past it and the
@@ -58,10 +58,15 @@ int tfs_proc_stat_parse(const char *text, size_t len, tfs_proc_stat_t *out) {
   p = close + 3;
   if (p < end && *p == ' ')
     p++;
-  /* Fields 4 to 22, in order; each one read is kept where it belongs. */
-  for (int f = 4; f <= 22; f++) {
-    if (field(&p, end, &v))
-      return -EIO;
+  /* Fields 4 to 22, in order, then what the kernel has of 23 to 51; each
+   * one read is kept where it belongs. */
+  for (int f = 4; f <= 51; f++) {
+    if (field(&p, end, &v)) {
+      if (f <= 22)
+        return -EIO;
+      break;
+    }
+    uint64_t u = (uint64_t)v;
     switch (f) {
     case 4:
       out->ppid = (pid_t)v;
@@ -73,10 +78,10 @@ int tfs_proc_stat_parse(const char *text, size_t len, tfs_proc_stat_t *out) {
       out->session = (pid_t)v;
       break;
     case 14:
-      out->utime = (uint64_t)v;
+      out->utime = u;
       break;
     case 15:
-      out->stime = (uint64_t)v;
+      out->stime = u;
       break;
     case 16:
       out->cutime = v;
@@ -84,8 +89,41 @@ int tfs_proc_stat_parse(const char *text, size_t len, tfs_proc_stat_t *out) {
     case 17:
       out->cstime = v;
       break;
+    case 20:
+      out->threads = v;
+      break;
     case 22:
-      out->start = (uint64_t)v;
+      out->start = u;
+      break;
+    case 26:
+      out->mm.start_code = u;
+      break;
+    case 27:
+      out->mm.end_code = u;
+      break;
+    case 28:
+      out->mm.start_stack = u;
+      break;
+    case 45:
+      out->mm.start_data = u;
+      break;
+    case 46:
+      out->mm.end_data = u;
+      break;
+    case 47:
+      out->mm.start_brk = u;
+      break;
+    case 48:
+      out->mm.arg_start = u;
+      break;
+    case 49:
+      out->mm.arg_end = u;
+      break;
+    case 50:
+      out->mm.env_start = u;
+      break;
+    case 51:
+      out->mm.env_end = u;
       break;
     }
   }

@@ -32,6 +32,7 @@
  * the mount launch from a thread of theirs and exec.
  */
 #include "supervisor/internal.h"
+#include "taskfs/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,57 +45,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Fields of /proc/self/stat, numbered as proc(5) numbers them. */
-enum {
-  ST_THREADS = 20,
-  ST_START_CODE = 26,
-  ST_END_CODE = 27,
-  ST_START_STACK = 28,
-  ST_START_DATA = 45,
-  ST_END_DATA = 46,
-  ST_START_BRK = 47,
-  ST_ENV_START = 50,
-  ST_ENV_END = 51,
-  ST_N = 52
-};
-
-/* Reads the numeric fields of /proc/self/stat into v[1..ST_N-1] (0 where
- * the kernel shows none). System calls only: the child side calls it too.
- * 0, or -1 with errno. */
-static int self_stat(unsigned long long v[ST_N]) {
-  char buf[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = 0;
-  /* The command name (field 2) may hold anything: parse after its ')'. */
-  char *p = strrchr(buf, ')');
-  if (!p) {
-    errno = EINVAL;
-    return -1;
-  }
-  memset(v, 0, ST_N * sizeof *v);
-  int field = 3;
-  for (p++; *p && field < ST_N; field++) {
-    while (*p == ' ')
-      p++;
-    unsigned long long x = 0;
-    for (; *p >= '0' && *p <= '9'; p++)
-      x = x * 10 + (unsigned)(*p - '0');
-    v[field] = x;
-    while (*p && *p != ' ')
-      p++; /* the state letter (field 3), or a sign */
-  }
-  return 0;
+/* This process's stat, read through /proc/self (right whatever pid
+ * namespace /proc was mounted in). System calls only: the child side
+ * calls it too. 0, or -errno. */
+static int self_stat(tfs_proc_stat_t *st) {
+  return tfs_proc_stat_at(AT_FDCWD, "/proc/self", st);
 }
 
 int sup_inproc_possible(void) {
-  unsigned long long v[ST_N];
-  return self_stat(v) == 0 && v[ST_THREADS] == 1;
+  tfs_proc_stat_t st;
+  return self_stat(&st) == 0 && st.threads == 1;
 }
 
 /* Points the process's argument area (/proc/PID/cmdline) at a copy of
@@ -104,9 +64,12 @@ static int set_cmdline(char *const argv[]) {
   size_t len = 0;
   for (size_t i = 0; argv[i]; i++)
     len += strlen(argv[i]) + 1;
-  unsigned long long v[ST_N];
-  if (self_stat(v) < 0)
+  tfs_proc_stat_t st;
+  int err = self_stat(&st);
+  if (err < 0 || !st.mm.start_code) {
+    errno = err < 0 ? -err : ENOSYS; /* a kernel that shows no map */
     return -1;
+  }
   /* Anonymous memory: the kernel reads the arguments of another process
    * only from anonymous mappings (FOLL_ANON), and this one is never
    * unmapped. */
@@ -121,17 +84,17 @@ static int set_cmdline(char *const argv[]) {
   }
   /* Every other field as it is: PR_SET_MM_MAP sets them all at once. */
   struct prctl_mm_map m = {
-      .start_code = v[ST_START_CODE],
-      .end_code = v[ST_END_CODE],
-      .start_data = v[ST_START_DATA],
-      .end_data = v[ST_END_DATA],
-      .start_brk = v[ST_START_BRK],
+      .start_code = st.mm.start_code,
+      .end_code = st.mm.end_code,
+      .start_data = st.mm.start_data,
+      .end_data = st.mm.end_data,
+      .start_brk = st.mm.start_brk,
       .brk = (unsigned long)syscall(SYS_brk, 0),
-      .start_stack = v[ST_START_STACK],
+      .start_stack = st.mm.start_stack,
       .arg_start = (unsigned long)area,
       .arg_end = (unsigned long)area + len,
-      .env_start = v[ST_ENV_START],
-      .env_end = v[ST_ENV_END],
+      .env_start = st.mm.env_start,
+      .env_end = st.mm.env_end,
       .exe_fd = (unsigned)-1,
   };
   if (prctl(PR_SET_MM, PR_SET_MM_MAP, (unsigned long)&m, sizeof m, 0) < 0) {

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -31,6 +32,28 @@ Test(proc, a_name_with_spaces_and_parentheses_ends_at_the_last_paren) {
   cr_assert_eq(st.cutime, -2);
   cr_assert_eq(st.cstime, 5);
   cr_assert_eq(st.start, 123456);
+  /* Field k of TAIL holds k - 24. */
+  cr_assert_eq(st.threads, 1);
+  cr_assert_eq(st.mm.start_code, 2);
+  cr_assert_eq(st.mm.end_code, 3);
+  cr_assert_eq(st.mm.start_stack, 4);
+  cr_assert_eq(st.mm.start_data, 21);
+  cr_assert_eq(st.mm.start_brk, 23);
+  cr_assert_eq(st.mm.arg_start, 24);
+  cr_assert_eq(st.mm.env_end, 27);
+}
+
+/* A kernel before 3.5 ends the line before the memory map: it reads as 0,
+ * which tells the supervisor's in-process start to exec instead. */
+Test(proc, a_line_without_the_memory_map_reads_it_as_zero) {
+  const char *line = "9 (sh) S 1 9 9 0 -1 0 0 0 0 0 1 2 0 0 20 0 3 0 777 1000 2 4 5\n";
+  tfs_proc_stat_t st;
+  cr_assert_eq(tfs_proc_stat_parse(line, strlen(line), &st), 0);
+  cr_assert_eq(st.threads, 3);
+  cr_assert_eq(st.start, 777);
+  cr_assert_eq(st.mm.start_code, 5);
+  cr_assert_eq(st.mm.end_code, 0);
+  cr_assert_eq(st.mm.env_end, 0);
 }
 
 Test(proc, a_name_that_looks_like_fields_is_not_read_as_them) {
@@ -89,5 +112,14 @@ Test(proc, a_live_process_reads_as_the_kernel_tells_it) {
   tfs_proc_stat_t self;
   cr_assert_eq(tfs_proc_stat(getpid(), &self), 0);
   cr_assert_geq(st.start, self.start, "the child started after us");
+  /* The map is our own: the environment the kernel gave us lies where it
+   * says (a variable set since lives on the heap: look for any). */
+  extern char **environ;
+  int in_area = 0;
+  for (char **e = environ; e && *e; e++)
+    in_area |= (uintptr_t)*e >= self.mm.env_start && (uintptr_t)*e < self.mm.env_end;
+  cr_assert(self.mm.start_code && self.mm.start_code < self.mm.end_code);
+  cr_assert(in_area, "no variable in [%#lx, %#lx)", (unsigned long)self.mm.env_start,
+            (unsigned long)self.mm.env_end);
   cr_assert_eq(tfs_proc_stat(pid, &st), -ENOENT, "reaped: no such process");
 }

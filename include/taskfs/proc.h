@@ -13,8 +13,9 @@ extern "C" {
 
 /* The fields of /proc/<pid>/stat that taskfs uses (proc(5) numbers them:
  * 2 comm, 3 state, 4 ppid, 5 pgrp, 6 session, 14 utime, 15 stime, 16
- * cutime, 17 cstime, 22 starttime). Times are in clock ticks
- * (sysconf(_SC_CLK_TCK)); starttime counts from boot. */
+ * cutime, 17 cstime, 20 num_threads, 22 starttime; the memory map from 26
+ * on). Times are in clock ticks (sysconf(_SC_CLK_TCK)); starttime counts
+ * from boot. */
 typedef struct {
   pid_t pid;
   char comm[64]; /* the command name, cut to fit (the kernel's is 16 bytes) */
@@ -23,11 +24,24 @@ typedef struct {
   uint64_t utime, stime;
   int64_t cutime, cstime; /* of its children it reaped */
   uint64_t start;
+  int64_t threads;
+  /* Where the kernel put the process's code, data, heap, stack and
+   * environment (fields 26-28 and 45-51): what prctl(PR_SET_MM_MAP) must
+   * be given back when a process moves its argument area (the supervisor
+   * forked without an exec, supervisor/inproc.c). The kernel shows them
+   * to the process itself and to one that may ptrace it, 0 to others, and
+   * a kernel older than 3.5 not at all (0). */
+  struct {
+    uint64_t start_code, end_code, start_stack;
+    uint64_t start_data, end_data, start_brk;
+    uint64_t arg_start, arg_end, env_start, env_end;
+  } mm;
 } tfs_proc_stat_t;
 
 /* Parses the text of a stat file (len bytes). The command name may hold
  * any byte, spaces and ')' included: it ends at the last ')' of the line.
- * 0, or -EIO for a text that is not one. */
+ * Fields 4 to 22 must be there; later ones are read where the line has
+ * them (0 otherwise). 0, or -EIO for a text that is not one. */
 int tfs_proc_stat_parse(const char *text, size_t len, tfs_proc_stat_t *out);
 /* Reads /proc/<pid>/stat. 0, -ENOENT (no such process, or it was reaped),
  * another -errno, or -EIO. Only system calls, no allocation: safe in a
