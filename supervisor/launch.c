@@ -3,7 +3,8 @@
  * The launcher forks; the child calls setsid() (a new session: no
  * controlling terminal, out of the launcher's process group) and forks
  * again, so the supervisor is a non-leader of that session (it can never
- * acquire a terminal) and is reparented away from the launcher. The
+ * acquire a terminal) and is reparented away from the launcher (a CLI
+ * that runs the supervisor without an exec forks once: spawn_run). The
  * grandchild sets stdin/stdout to /dev/null, stderr to
  * tasks/<id>/supervisor.log, marks every other fd close-on-exec, resets
  * signal dispositions and the mask, and execs `taskfs supervise`: the
@@ -300,8 +301,18 @@ static void spawn_exec(const spawn_t *sp) {
   child_fail(sp, 127);
 }
 
-/* Forks the intermediate child (a session of its own, then away) and the
- * grandchild that execs. Returns 0 once the exec worked, or its error. */
+/* Forks the supervisor. For an exec: an intermediate child (a session of
+ * its own, then away) and the grandchild that execs, so that a launcher
+ * that lives on (the MCP server, the mount) never holds a supervisor as
+ * its child. Without an exec (the CLI, which exits or ends with the task)
+ * one fork is enough: the child takes a session of its own and is the
+ * supervisor, a session leader that opens no terminal (every open in
+ * core and the supervisor is O_NOCTTY or of no tty), and the init process
+ * or the nearest subreaper adopts it when the CLI exits. A fork of this VM
+ * costs 1.3-1.8 ms, a fifth of a start (bench/analysis.md, Row 11). The
+ * status pipe reports the exec's or the in-process start's error; its end
+ * in the child closes at the exec, or when the supervisor closes what it
+ * inherited (inproc.c). Returns 0 once that happened, or the error. */
 static int spawn_run(spawn_t *sp) {
   /* The supervisor without an exec would write out what this process's
    * stdio still holds once more when it exits. */
@@ -311,15 +322,18 @@ static int spawn_run(spawn_t *sp) {
   if (pid < 0)
     return -errno;
   if (pid == 0) {
-    if (setsid() < 0 || (pid = fork()) < 0)
+    if (setsid() < 0)
       child_fail(sp, 1);
-    if (pid > 0)
+    if (!sp->no_exec && (pid = fork()) != 0) {
+      if (pid < 0)
+        child_fail(sp, 1);
       _exit(0);
+    }
     spawn_exec(sp);
   }
   close(sp->st[1]);
   sp->st[1] = -1;
-  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+  while (!sp->no_exec && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
     ;
   int child_err = 0;
   ssize_t n;

@@ -1,4 +1,4 @@
-/* Spawning a worker: fork and exec by hand, in its own process group,
+/* Spawning a worker: clone and exec by hand, in its own process group,
  * with stdin on /dev/null and its stdout and stderr on one pipe (the
  * merged stream: both in the order the program wrote them, as
  * `cmd > file 2>&1` records) or, with stderr split, on two (not uv_spawn:
@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,10 +58,87 @@ static int give_fd3(int fd, int *stp) {
   return dup2(fd, 3) < 0 ? -1 : 0;
 }
 
+/* The value of PATH in env, or the system's default as execvp takes it. */
+static const char *env_path(char *const env[]) {
+  for (char *const *e = env; e && *e; e++)
+    if (!strncmp(*e, "PATH=", 5))
+      return *e + 5;
+  return "/bin:/usr/bin";
+}
+
+/* A file the kernel refused as a program (ENOEXEC) runs as a shell
+ * script, as execvp runs it. */
+static void exec_script(const char *path, char *const argv[], char *const env[]) {
+  size_t argc = 0;
+  while (argv[argc])
+    argc++;
+  char *sh_argv[argc + 2];
+  sh_argv[0] = "/bin/sh";
+  sh_argv[1] = (char *)path;
+  for (size_t i = 1; i <= argc; i++)
+    sh_argv[i + 1] = argv[i];
+  execve(sh_argv[0], sh_argv, env);
+}
+
+/* execvp with an environment of the worker's own: the search follows the
+ * PATH of env (the worker's overrides included), not ours, and errors as
+ * execvp reports them (EACCES if some entry was not executable and none
+ * ran, else the last). It writes nothing but its own stack: the worker's
+ * child shares the supervisor's memory (spawn_child). Returns with errno
+ * set only if nothing could be exec'd. */
+static void exec_search(char *const argv[], char *const env[]) {
+  const char *file = argv[0];
+  if (strchr(file, '/')) {
+    execve(file, argv, env);
+    if (errno == ENOEXEC)
+      exec_script(file, argv, env);
+    return;
+  }
+  size_t flen = strlen(file);
+  if (!flen || flen > NAME_MAX) {
+    errno = flen ? ENAMETOOLONG : ENOENT;
+    return;
+  }
+  char buf[PATH_MAX + NAME_MAX + 2];
+  int eacces = 0;
+  for (const char *dir = env_path(env), *end;; dir = end + 1) {
+    end = strchr(dir, ':');
+    if (!end)
+      end = dir + strlen(dir);
+    size_t dlen = (size_t)(end - dir);
+    if (dlen <= PATH_MAX) {
+      /* An empty entry is the working directory. */
+      memcpy(buf, dir, dlen);
+      size_t at = dlen;
+      if (dlen)
+        buf[at++] = '/';
+      memcpy(buf + at, file, flen + 1);
+      execve(buf, argv, env);
+      if (errno == ENOEXEC)
+        exec_script(buf, argv, env);
+      if (errno == EACCES)
+        eacces = 1;
+      else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
+               errno != ETIMEDOUT && errno != ENOEXEC)
+        return;
+    }
+    if (!*end)
+      break;
+  }
+  errno = eacces ? EACCES : ENOENT;
+}
+
 /* The child between fork and exec. The worker dies with this supervisor
  * (even killed -9): unsupervised, nothing could stop it any more. If we
  * died before that was set, the worker must not start at all. */
-static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const pipes_t *p) {
+/* The worker's child runs on a stack of ours that ASan does not know as a
+ * thread's: before a call that does not return it would warn that it
+ * cannot clean that stack (into the worker's output), so the two
+ * functions that make such calls are not instrumented. */
+#define CHILD_SIDE __attribute__((no_sanitize_address))
+
+static void CHILD_SIDE __attribute__((noreturn))
+worker_child(const sup_t *s, pid_t parent, const pipes_t *p) {
   start_err_t e = {0, 0, -1};
   int stp = p->stp[1];
   /* A pipe, never the transcript itself: a worker that reopens its output
@@ -79,14 +158,11 @@ static void __attribute__((noreturn)) worker_child(sup_t *s, pid_t parent, const
   } else if ((e.which = sup_limits_child(s)) >= 0) {
     e.stage = STAGE_LIMIT; /* its limits and cgroup, last: what it runs inherits them */
   } else {
-    /* The overrides apply here only; execvp then also searches an
-     * overridden PATH, as the worker's own environment says. */
-    if (s->spawn_env)
-      environ = s->spawn_env;
+    /* The overrides apply here only, PATH's too. */
     if (s->spawn_fd3 >= 0 && give_fd3(s->spawn_fd3, &stp) < 0) {
       e.stage = STAGE_DUP;
     } else {
-      execvp(s->spawn_argv[0], s->spawn_argv);
+      exec_search(s->spawn_argv, s->spawn_env ? s->spawn_env : environ);
       e.stage = STAGE_EXEC;
     }
   }
@@ -128,14 +204,42 @@ pid_t sup_fork(void) {
   return pid;
 }
 
-/* Forks the worker's child. Returns the pid, or -errno. */
+/* What spawn_child needs, on the supervisor's stack. */
+typedef struct {
+  const sup_t *s;
+  pid_t parent;
+  const pipes_t *p;
+} child_args_t;
+
+static int CHILD_SIDE spawn_child(void *arg) {
+  const child_args_t *a = arg;
+  worker_child(a->s, a->parent, a->p);
+}
+
+/* The worker's child shares this process's memory until its exec
+ * (CLONE_VM), on a stack of its own, while this thread waits (CLONE_VFORK)
+ * for the exec or the child's exit: no copy of the supervisor's page
+ * tables, which made a fork cost 1.3-1.8 ms on the 2-core VM against
+ * 0.03 ms for this (bench/analysis.md, Row 11). So the child writes only
+ * its own stack and the kernel's state (its fds, signal dispositions,
+ * group, limits): no malloc, no stdio, no global (environ included: the
+ * exec takes the worker's environment as an argument). Every signal is
+ * blocked across the clone, as for a fork: a handler of ours must never
+ * run in the child. Returns the pid, or -errno. */
 static pid_t fork_worker(sup_t *s, const pipes_t *p) {
-  pid_t self = getpid();
-  pid_t pid = sup_fork();
-  if (pid == 0)
-    worker_child(s, self, p);
+  /* One stack for every worker's child, one child at a time (the loop's
+   * thread spawns, and waits until the child is done with it); never
+   * unmapped, so that a sanitizer's picture of it stays its own. */
+  static char stack[256 * 1024] __attribute__((aligned(64)));
+  child_args_t a = {s, getpid(), p};
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = clone(spawn_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  int e = errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
   if (pid < 0)
-    return -errno;
+    return -e;
   /* Also here, so that signalling the group works before the child ran. */
   setpgid(pid, pid);
   return pid;

@@ -367,6 +367,58 @@ Test(supervisor, a_command_that_cannot_start_fails_with_a_reason) {
   }
 }
 
+/* The worker's child looks its command up itself (supervisor/spawn.c,
+ * exec_search): in the PATH of the worker's environment, not the
+ * supervisor's; an entry that is not executable is passed over for a
+ * later one that is, as execvp does, and reported only if none runs; a
+ * file without a format the kernel knows runs as a shell script. */
+Test(supervisor, the_command_is_looked_up_in_the_workers_own_path) {
+  char d1[PATH_MAX], d2[PATH_MAX], f[PATH_MAX + 32], pathvar[3 * PATH_MAX];
+  snprintf(d1, sizeof d1, "%s/bin1", sx_tmp);
+  snprintf(d2, sizeof d2, "%s/bin2", sx_tmp);
+  cr_assert_eq(mkdir(d1, 0700), 0);
+  cr_assert_eq(mkdir(d2, 0700), 0);
+  /* bin1/tfs-lookup is not executable; bin2/tfs-lookup is a script with
+   * no #! line; bin1/tfs-only-bad exists nowhere else. */
+  snprintf(f, sizeof f, "%s/tfs-lookup", d1);
+  tu_write_file(f, "echo wrong\n", 11);
+  chmod(f, 0600);
+  snprintf(f, sizeof f, "%s/tfs-only-bad", d1);
+  tu_write_file(f, "echo wrong\n", 11);
+  chmod(f, 0600);
+  snprintf(f, sizeof f, "%s/tfs-lookup", d2);
+  tu_write_file(f, "echo \"found $1\" > seen\n", 23);
+  chmod(f, 0700);
+  snprintf(pathvar, sizeof pathvar, "PATH=%s:%s:/usr/bin:/bin", d1, d2);
+  char *env[] = {pathvar, NULL};
+  char *names[] = {"PATH", NULL};
+  tfs_task_spec_t spec = {
+      .env_names = names, .min_uptime_ms = -1, .max_restarts = -1, .grace_ms = -1};
+  char id[TFS_ID_MAX + 1];
+  char *argv[] = {"tfs-lookup", "it", NULL};
+  sx_start_argv(id, argv, &spec, env, NULL);
+  tfs_record_t rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_COMPLETED, "%s", rec.reason);
+  tfs_record_free(&rec);
+  snprintf(f, sizeof f, "%s/seen", sx_tmp);
+  char *seen = tu_read_file(f, NULL);
+  cr_assert_str_eq(seen, "found it\n");
+  free(seen);
+  /* Not in the supervisor's PATH: without the override it is not found. */
+  sx_start_argv(id, argv, NULL, NULL, NULL);
+  rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_FAILED);
+  cr_assert_not_null(strstr(rec.reason, "command not found"), "reason: %s", rec.reason);
+  tfs_record_free(&rec);
+  char *bad[] = {"tfs-only-bad", NULL};
+  sx_start_argv(id, bad, &spec, env, NULL);
+  rec = sx_wait(id, 20000);
+  cr_assert_eq(rec.state, TFS_FAILED);
+  cr_assert_eq(rec.exit_code, 127);
+  cr_assert_not_null(strstr(rec.reason, "not executable"), "reason: %s", rec.reason);
+  tfs_record_free(&rec);
+}
+
 Test(supervisor, a_supervisor_that_dies_before_starting_fails_the_task) {
   char id[TFS_ID_MAX + 1];
   char *argv[] = {"true", NULL};
