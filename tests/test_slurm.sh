@@ -48,10 +48,16 @@ cd "$tmp" || exit 111
 field() { sed -n -e "s/^$1\"$2\": \"\(.*\)\",\{0,1\}$/\1/p" -e "s/^$1\"$2\": \([0-9-]*\),\{0,1\}$/\1/p"; }
 top() { "$BIN" show "$1" | field "  " "$2"; }
 job() { "$BIN" show "$1" | field "      " "$2"; }
-is_state() { [ "$(top "$1" state)" = "$2" ]; }
+# A mismatch says what was there (on stderr: shown by check, not by wait_for).
+is_state() {
+  st=$(top "$1" state)
+  [ "$st" = "$2" ] || { echo "  $1: state $st, not $2 ($(top "$1" reason))" >&2; return 1; }
+}
 logs_have() { "$BIN" logs "$1" | grep -qx "$2"; }
 gone() { [ -z "$(squeue -h -j "$1" -o %T 2>/dev/null)" ]; }
-reason_has() { top "$1" reason | grep -q "$2"; }
+reason_has() {
+  top "$1" reason | grep -q "$2" || { echo "  $1: reason '$(top "$1" reason)'" >&2; return 1; }
+}
 
 # --- output streamed, stderr captured, the job in the record, cancel -----
 id=$("$BIN" run --on slurm --grace 5s -- sh -c \
@@ -149,7 +155,8 @@ check "pending, supervisor killed: the task reads lost" wait_for 10 is_state "$i
 
 # --- jobs Slurm kills ---------------------------------------------------
 id=$("$BIN" run --on slurm -- sh -c 'echo up; sleep 60')
-wait_for 20 is_state "$id" running
+check "scancel by someone else: the job runs" wait_for 20 is_state "$id" running
+check "scancel by someone else: the record names the job" test -n "$(job "$id" id)"
 scancel "$(job "$id" id)"
 "$BIN" wait "$id" >/dev/null 2>&1
 check "scancel by someone else: failed" is_state "$id" failed
