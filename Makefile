@@ -84,7 +84,23 @@ SUPBIN := $(BUILD)/taskfs-supervise
 # it hands the job's id to the supervisor), libc only; installed and found
 # as taskfs-supervise is.
 PROLOGBIN := $(BUILD)/taskfs-slurm-prolog
+# libuv and jansson are linked into the binary and the supervisor where
+# their archives are installed (Debian's -dev packages ship them): every
+# start execs the CLI, and each shared object is a mapping and relocations
+# more for ld.so (`perf stat -r 300 taskfs --version`: 2.3-2.9 ms of CPU
+# against 2.7-3.8 dynamic, bench/analysis.md, Row 11). The binary takes the
+# archives whole and exports them (-rdynamic), so the faces plugin binds to
+# this one copy (it links neither). STATIC_DEPS=0 links them shared.
+UV_A := $(shell $(CC) -print-file-name=libuv_a.a)
+JANSSON_A := $(shell $(CC) -print-file-name=libjansson.a)
+STATIC_DEPS ?= $(if $(and $(filter /%,$(UV_A)),$(filter /%,$(JANSSON_A))),1,0)
+ifeq ($(STATIC_DEPS),1)
+SUP_LIBS := $(JANSSON_A) $(UV_A) -lpthread -ldl -lrt
+BIN_DEP_LIBS := -Wl,--whole-archive $(JANSSON_A) $(UV_A) -Wl,--no-whole-archive -lpthread -ldl -lrt
+else
 SUP_LIBS := $(shell $(PKG_CONFIG) --libs jansson libuv) -lpthread
+BIN_DEP_LIBS := $(SUP_LIBS)
+endif
 FACES_SO := $(BUILD)/taskfs-faces.so
 FACE_LIBS := $(BUILD)/libtaskfs-http.a $(BUILD)/libtaskfs-mcp.a $(BUILD)/libtaskfs-fs.a \
              $(BUILD)/libtaskfs-live.a
@@ -153,7 +169,7 @@ else
 $(BIN): $(call obj,$(CLI_CORE_SRC) cli/faces.c) $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a | $(SUPBIN) $(PROLOGBIN) $(FACES_SO)
 	$(CC) $(CFLAGS) $(LDFLAGS) -rdynamic -o $@ $(call obj,$(CLI_CORE_SRC) cli/faces.c) \
 	  -Wl,--whole-archive $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a -Wl,--no-whole-archive \
-	  $(SUP_LIBS) -ldl
+	  $(BIN_DEP_LIBS) -ldl
 
 # The faces: their verbs and libraries, and the stacks only they use. Core,
 # the supervisor and cli/common.c come from the binary that loads it.
