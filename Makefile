@@ -133,6 +133,14 @@ $(FLAGS_STAMP): FORCE
 	      >$(BUILD)/poison/$$l/$$h || exit 1; \
 	  done && echo '$(FLAGS_TEXT)' >$@; }
 
+# The link of the binaries is redone when how they link changes (a
+# STATIC_DEPS flip, other LDFLAGS): the same kind of stamp, $(BUILD)/.link.
+LINK_STAMP := $(BUILD)/.link
+LINK_TEXT := $(CC) $(LDFLAGS) $(SUP_LIBS) $(BIN_DEP_LIBS)
+$(LINK_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LINK_TEXT)' | cmp -s - $@ || echo '$(LINK_TEXT)' >$@
+
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(call src_cflags,$(firstword $(subst /, ,$*))) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -166,7 +174,7 @@ $(BIN): $(call obj,$(CLI_CORE_SRC) $(CLI_FACE_SRC)) $(LIBS) | $(SUPBIN) $(PROLOG
 else
 # The binary holds core and the supervisor whole (the plugin takes what it
 # uses of them from here: -rdynamic), and loads the faces on demand.
-$(BIN): $(call obj,$(CLI_CORE_SRC) cli/faces.c) $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a | $(SUPBIN) $(PROLOGBIN) $(FACES_SO)
+$(BIN): $(call obj,$(CLI_CORE_SRC) cli/faces.c) $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a $(LINK_STAMP) | $(SUPBIN) $(PROLOGBIN) $(FACES_SO)
 	$(CC) $(CFLAGS) $(LDFLAGS) -rdynamic -o $@ $(call obj,$(CLI_CORE_SRC) cli/faces.c) \
 	  -Wl,--whole-archive $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a -Wl,--no-whole-archive \
 	  $(BIN_DEP_LIBS) -ldl
@@ -178,8 +186,8 @@ $(FACES_SO): $(call obj,$(CLI_FACE_SRC)) $(FACE_LIBS)
 	  $(shell $(PKG_CONFIG) --libs fuse3 libpcre2-8 libmicrohttpd) -lpthread
 endif
 
-$(SUPBIN): $(BUILD)/supervisor/bin/taskfs-supervise.o $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SUP_LIBS)
+$(SUPBIN): $(BUILD)/supervisor/bin/taskfs-supervise.o $(BUILD)/libtaskfs-supervisor.a $(BUILD)/libtaskfs.a $(LINK_STAMP)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter-out $(LINK_STAMP),$^) $(SUP_LIBS)
 
 $(PROLOGBIN): $(BUILD)/supervisor/bin/taskfs-slurm-prolog.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
