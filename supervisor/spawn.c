@@ -128,15 +128,15 @@ static void exec_search(char *const argv[], char *const env[]) {
   errno = eacces ? EACCES : ENOENT;
 }
 
-/* The child between fork and exec. The worker dies with this supervisor
- * (even killed -9): unsupervised, nothing could stop it any more. If we
- * died before that was set, the worker must not start at all. */
 /* The worker's child runs on a stack of ours that ASan does not know as a
  * thread's: before a call that does not return it would warn that it
  * cannot clean that stack (into the worker's output), so the two
  * functions that make such calls are not instrumented. */
 #define CHILD_SIDE __attribute__((no_sanitize_address))
 
+/* The child between clone and exec. The worker dies with this supervisor
+ * (even killed -9): unsupervised, nothing could stop it any more. If we
+ * died before that was set, the worker must not start at all. */
 static void CHILD_SIDE __attribute__((noreturn))
 worker_child(const sup_t *s, pid_t parent, const pipes_t *p) {
   start_err_t e = {0, 0, -1};
