@@ -3,10 +3,10 @@
  * Small files (record.json, owner, cancel) are rendered at open and kept
  * for that open file; they are opened with direct_io, so a read never
  * stops at a stale cached size. A transcript keeps an fd on its backing
- * file instead, direct_io while its task runs and cached once it has
- * ended (fs/transcript.c). Every handle is on the mount's list until
- * the kernel releases it, so that the ones still open at unmount are freed
- * too. */
+ * file instead and is read through the page cache, but for a non-blocking
+ * handle while its task runs, which is direct_io (fs/transcript.c). Every
+ * handle is on the mount's list until the kernel releases it, so that the
+ * ones still open at unmount are freed too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -117,9 +117,12 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fuse_reply_err(req, fs_errno(err));
     return;
   }
-  /* A transcript that can no longer grow is cached by the kernel; every
-   * other file stays direct_io (see fs/transcript.c). */
-  f->cached = f->kind == K_TRANSCRIPT && f->fd >= 0 && fs_transcript_final(m, f);
+  /* A transcript is read through the page cache, unless its task runs and
+   * the handle is non-blocking (an event loop's, which polls and is owed
+   * exact readiness); every other file stays direct_io (see
+   * fs/transcript.c). */
+  f->cached = f->kind == K_TRANSCRIPT && f->fd >= 0 &&
+              (!(fi->flags & O_NONBLOCK) || fs_transcript_final(m, f));
   fi->direct_io = !f->cached;
   fi->keep_cache = f->cached;
   fi->fh = (uintptr_t)f;

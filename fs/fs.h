@@ -94,8 +94,8 @@ typedef struct tfile {
   char *buf;   /* content fixed at open (record.json, owner, cancel) */
   size_t len;
   int fd;        /* transcript: backing fd, -1 until it exists */
-  uint64_t seen; /* transcript: end of the furthest read, for poll */
-  int cached;    /* transcript of an ended task: read through the page cache */
+  uint64_t seen; /* transcript: end of the furthest read (or, cached, told), for poll */
+  int cached;    /* transcript read through the page cache (fs/transcript.c) */
   struct fuse_pollhandle *ph;
   live_listener_t *l;                /* transcript: on the hub's watch of its task while open */
   struct mnt *m;                     /* transcript: the mount, for the watch's calls */

@@ -4,8 +4,9 @@
  *
  * Every answer is computed from the store at the moment it is asked:
  * nothing is cached by the kernel but the permissions of directories
- * (fs/node.c says for how long) and the transcripts of ended tasks, which
- * no longer change; every other file is opened with direct_io, so a read
+ * (fs/node.c says for how long) and transcripts, which only grow (a byte
+ * once written never changes; fs/transcript.c says why a cached read is
+ * never stale); every other file is opened with direct_io, so a read
  * never stops at a stale cached size. */
 #include <errno.h>
 
@@ -46,20 +47,20 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
   /* `echo 1 > cancel` should arrive as one open(O_TRUNC), not a truncate. */
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-  /* What is cached (an ended task's transcript) never changes, so there
-   * is nothing to invalidate: without this the kernel would ask for the
-   * attributes before every cached read. */
+  /* What is cached (a transcript) only grows, and the kernel drops its
+   * pages when it learns a new size (a read past the cached size asks for
+   * it): without this it would also ask for the attributes before every
+   * cached read. */
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   /* Transcript reads are answered from the backing fd (fuse_reply_data);
    * splice lets those bytes go to /dev/fuse without a copy through our
-   * memory. A running task's transcript stays direct_io, so `tail -f`
-   * never stops at a stale size. */
+   * memory. */
   if (conn->capable & FUSE_CAP_SPLICE_WRITE)
     conn->want |= FUSE_CAP_SPLICE_WRITE;
   if (conn->capable & FUSE_CAP_SPLICE_MOVE)
     conn->want |= FUSE_CAP_SPLICE_MOVE;
-  /* Each direct_io read is one round trip, so requests are as large as a
-   * reply can be spliced: libfuse derives max_pages (the largest request)
+  /* Each read that reaches us is one round trip, so requests are as large
+   * as a reply can be spliced: libfuse derives max_pages (the largest request)
    * from max_write, and the only writes (cancel, control, stdin) are a
    * line each. */
   fs_transcript_sizes(&m->read_max, &m->io_size);

@@ -1,18 +1,31 @@
 /* Transcripts through the mount: reads straight from the backing file, and
  * poll readiness.
  *
- * A transcript is read through an fd opened at open(): each read is
- * answered with fuse_reply_data() on that fd, which splices the bytes into
- * /dev/fuse when the kernel allows it. Poll says readable when there are
- * bytes past what the handle has read or the task has ended; otherwise the
- * store watch (fs/watch.c) wakes the poller later.
+ * A transcript is read through an fd opened at open(): each read that
+ * reaches the mount is answered with fuse_reply_data() on that fd, which
+ * splices the bytes into /dev/fuse when the kernel allows it.
  *
- * Two kinds of handle (decided at open, fs/file.c): a running task's
- * transcript is opened direct_io, so every read reaches us (no read stops
- * at a stale cached size, and what a handle has read is what poll needs
- * to know); an ended task's transcript can no longer grow, so it is read
- * through the page cache (keep_cache): a second `cat` is served by the
- * kernel alone, at the speed of the backing file.
+ * Two kinds of handle (decided at open, fs/file.c):
+ *   - cached (keep_cache): every blocking handle (cat, grep, less, tail),
+ *     and every handle once the task has ended. Reads within the size the
+ *     kernel knows are served from the page cache without a round trip (a
+ *     second `cat` runs at the speed of the backing file); a read past it
+ *     makes the kernel ask for the attributes (attr timeout 0), and a size
+ *     that changed drops the file's cached pages, so the last page is never
+ *     served stale and `tail -f` sees every byte. That is sound because a
+ *     transcript only grows: a byte once written never changes (but for a
+ *     line a full disk cut short, docs/ARCHITECTURE.md "Fresh, and
+ *     cached").
+ *   - direct_io: a non-blocking handle (an event loop's) while its task
+ *     runs. Every read reaches us, so poll can be exact for it.
+ * Poll says readable when the handle has bytes past the furthest point it
+ * has read, or the task has ended. A cached handle's reads that the page
+ * cache answers never reach the mount, so for it "read" also counts what
+ * poll has already told it: once poll said readable, the next poll waits
+ * for new bytes (a follower that reads to EOF after each wake-up misses
+ * nothing and never spins; one that reads less before polling again waits
+ * for the next line). Otherwise the store watch (fs/watch.c) wakes the
+ * poller later.
  *
  * A direct_io read costs one round trip through the mount per request, so
  * requests are made as large as a reply can be spliced (fs_transcript_sizes):
@@ -156,6 +169,9 @@ void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     f->ph = ph;
   }
   int ready = fs_transcript_ready(m, f);
+  struct stat st;
+  if (ready && f->cached && f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
+    f->seen = (uint64_t)st.st_size; /* told: see the top of this file */
   if (ready && f->ph) {
     fuse_pollhandle_destroy(f->ph);
     f->ph = NULL;

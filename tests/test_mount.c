@@ -618,10 +618,12 @@ static void read_to_eof(int fd) {
     ;
 }
 
-/* Opens a running task's transcript through the mount and reads it to its
- * end: a poll then finds nothing to read. */
+/* Opens a running task's transcript through the mount, non-blocking as an
+ * event loop does (such a handle is owed exact readiness: every read of it
+ * reaches the mount), and reads it to its end: a poll then finds nothing
+ * to read. */
 static int open_read_to_end(const char *id) {
-  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY | O_NONBLOCK);
   cr_assert_geq(fd, 0);
   read_to_eof(fd);
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -634,7 +636,7 @@ Test(mount, poll_and_epoll_wake_on_append) {
   talking_task(id);
   contains_t c = {mpath("tasks/%s/transcript", id), "before tail"};
   cr_assert(tu_wait_until(file_contains, &c, 20000));
-  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY | O_NONBLOCK);
   cr_assert_geq(fd, 0);
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
   cr_assert_eq(poll(&pfd, 1, 0), 1, "unread data must be readable");
@@ -655,6 +657,42 @@ Test(mount, poll_and_epoll_wake_on_append) {
   cr_assert_eq(epoll_wait(ep, &ev, 1, 0), 0);
   say_later("three");
   cr_assert_eq(epoll_wait(ep, &ev, 1, 20000), 1, "epoll did not wake on append");
+  close(ep);
+  close(fd);
+}
+
+/* A blocking handle (cat, less, a script's open()) reads through the page
+ * cache, whose answers never reach the mount: poll cannot know how far it
+ * has read, so it says readable once per growth. A follower that reads to
+ * the end after each wake-up misses nothing and never spins there. */
+Test(mount, a_blocking_handle_polls_readable_once_per_growth) {
+  char id[TFS_ID_MAX + 1];
+  talking_task(id);
+  contains_t c = {mpath("tasks/%s/transcript", id), "before tail"};
+  cr_assert(tu_wait_until(file_contains, &c, 20000));
+  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
+  cr_assert_geq(fd, 0);
+  read_to_eof(fd);
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  (void)poll(&pfd, 1, 0); /* readable or not: the page cache may have answered the reads */
+  cr_assert_eq(poll(&pfd, 1, 0), 0, "nothing new since poll last answered: not readable");
+
+  say_later("two");
+  cr_assert_eq(poll(&pfd, 1, 20000), 1, "poll did not wake on append");
+  char buf[64];
+  cr_assert_eq(read(fd, buf, sizeof buf), 4);
+  cr_assert_eq(memcmp(buf, "two\n", 4), 0);
+  cr_assert_eq(read(fd, buf, sizeof buf), 0);
+  cr_assert_eq(poll(&pfd, 1, 0), 0, "read to the end: not readable");
+
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  cr_assert_eq(epoll_wait(ep, &ev, 1, 0), 0);
+  say_later("three");
+  cr_assert_eq(epoll_wait(ep, &ev, 1, 20000), 1, "epoll did not wake on append");
+  cr_assert_eq(read(fd, buf, sizeof buf), 6);
+  cr_assert_eq(memcmp(buf, "three\n", 6), 0);
   close(ep);
   close(fd);
 }
@@ -682,11 +720,13 @@ static int fd_shows(void *arg) {
   return strstr(buf, g->want) != NULL;
 }
 
-/* A running task's transcript is read fresh at every read (it grows under
- * the reader, and stat follows it); once the task has ended it no longer
- * changes and is read through the page cache: the pages a read brought in
- * stay resident, and every handle reads the backing file's bytes. */
-Test(mount, transcript_is_read_fresh_while_it_grows_and_cached_once_ended) {
+/* A transcript is read through the page cache, and never stale: while the
+ * task runs it grows under the reader (a read past the size the kernel
+ * knows asks again, and a new size drops the cached pages) and stat
+ * follows it; once the task has ended it no longer changes: the pages a
+ * read brought in stay resident, and every handle reads the backing
+ * file's bytes. */
+Test(mount, transcript_is_cached_yet_fresh_while_it_grows_and_once_ended) {
   char id[TFS_ID_MAX + 1], p[1024], bpath[1024];
   talking_task(id);
   snprintf(p, sizeof p, "%s", mpath("tasks/%s/transcript", id));
@@ -697,11 +737,15 @@ Test(mount, transcript_is_read_fresh_while_it_grows_and_cached_once_ended) {
   cr_assert_geq(running, 0);
   char buf[8192];
   cr_assert_eq(read_from(running, 0, buf, sizeof buf), 12);
-  struct pollfd pfd = {.fd = running, .events = POLLIN};
-  read_to_eof(running);
-  cr_assert_eq(poll(&pfd, 1, 0), 0, "read to its end: nothing to read");
+  /* A blocking handle reads through the page cache while the task runs. */
+  void *rmap = mmap(NULL, 12, PROT_READ, MAP_SHARED, running, 0);
+  cr_assert_neq(rmap, MAP_FAILED, "a running transcript read by a blocking handle is not cached");
+  unsigned char rres = 0;
+  cr_assert_eq(mincore(rmap, 12, &rres), 0);
+  cr_assert(rres & 1, "the running transcript's page is not in the page cache");
+  munmap(rmap, 12);
   /* It grows while this handle is open: the same handle sees the new
-   * bytes (the last page is never served stale), poll wakes, stat agrees. */
+   * bytes (the last page is never served stale), stat agrees. */
   for (int i = 0; i < 3; i++) {
     char line[64];
     snprintf(line, sizeof line, "grown %d", i);
