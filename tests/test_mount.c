@@ -661,6 +661,81 @@ Test(mount, poll_and_epoll_wake_on_append) {
   close(fd);
 }
 
+/* Reads fd to its end into buf (cap bytes at most) in pieces of step bytes,
+ * by read() or, with at >= 0, by pread() from offset at on. */
+static size_t read_all(int fd, off_t at, char *buf, size_t cap, size_t step) {
+  size_t got = 0;
+  ssize_t n;
+  while (got < cap) {
+    size_t want = cap - got < step ? cap - got : step;
+    n = at >= 0 ? pread(fd, buf + got, want, at + (off_t)got) : read(fd, buf + got, want);
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+  }
+  return got;
+}
+
+/* The page cache never serves a growing transcript stale: while a task
+ * writes lines as fast as it can, what a fresh open reads and what one
+ * handle kept open across the growth reads again from the start (both in
+ * pieces that end mid-page) are always a prefix of the backing file: no
+ * zeros of an old last page, no byte that is not there. */
+Test(mount, cached_reads_of_a_growing_transcript_are_a_prefix_of_the_backing_file) {
+  char id[TFS_ID_MAX + 1], script[1024], stop[600], p[1024], bpath[1024];
+  snprintf(stop, sizeof stop, "%s/stop-writing", g_dir);
+  snprintf(script, sizeof script,
+           "i=0; while [ ! -e %s ] && [ $i -lt 3000000 ]; do echo \"line $i of a growing "
+           "transcript\"; i=$((i+1)); done",
+           stop);
+  real_task(script, id);
+  snprintf(p, sizeof p, "%s", mpath("tasks/%s/transcript", id));
+  snprintf(bpath, sizeof bpath, "%s/tasks/%s/transcript", g_state, id);
+  contains_t c = {p, "line 1 "};
+  cr_assert(tu_wait_until(file_contains, &c, 20000), "the task did not write");
+  size_t cap = 8u << 20;
+  char *got = malloc(cap), *back = malloc(cap);
+  cr_assert(got && back);
+  int kept = open(p, O_RDONLY);
+  cr_assert_geq(kept, 0);
+  size_t first = 0, last = 0;
+  for (int round = 0; round < 40; round++) {
+    int fd = open(p, O_RDONLY);
+    cr_assert_geq(fd, 0);
+    size_t steps[2] = {3001, 65537};
+    for (int k = 0; k < 2; k++) {
+      size_t n = k ? read_all(kept, 0, got, cap, steps[k]) : read_all(fd, -1, got, cap, steps[k]);
+      int bfd = open(bpath, O_RDONLY);
+      cr_assert_geq(bfd, 0);
+      size_t b = read_all(bfd, 0, back, n, 1 << 20);
+      close(bfd);
+      cr_assert_eq(b, n, "round %d: the mount read %zu bytes, the backing file holds %zu", round, n,
+                   b);
+      cr_assert_eq(memcmp(got, back, n), 0, "round %d: the mount read bytes the file does not hold",
+                   round);
+      if (!first)
+        first = n;
+      last = n;
+    }
+    close(fd);
+  }
+  cr_assert_gt(last, first, "the transcript did not grow while it was read");
+  cr_assert_eq(tu_write_file(stop, "", 0), 0);
+  state_wait_t w = {id, "completed"};
+  cr_assert(tu_wait_until(state_reached, &w, 60000), "the task did not end");
+  size_t n = read_all(kept, 0, got, cap, 3001), blen;
+  char *whole = tu_read_file(bpath, &blen);
+  cr_assert_not_null(whole);
+  if (blen <= cap) {
+    cr_assert_eq(n, blen, "the kept handle reads %zu of %zu bytes at the end", n, blen);
+    cr_assert_eq(memcmp(got, whole, n), 0);
+  }
+  free(whole);
+  close(kept);
+  free(got);
+  free(back);
+}
+
 /* A blocking handle (cat, less, a script's open()) reads through the page
  * cache, whose answers never reach the mount: poll cannot know how far it
  * has read, so it says readable once per growth. A follower that reads to
