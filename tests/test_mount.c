@@ -631,13 +631,32 @@ static int open_read_to_end(const char *id) {
   return fd;
 }
 
-Test(mount, poll_and_epoll_wake_on_append) {
-  char id[TFS_ID_MAX + 1];
+/* Starts the talking task and opens its transcript through the mount with
+ * flags once its first line is there. */
+static int talking_transcript(char id[TFS_ID_MAX + 1], int flags) {
   talking_task(id);
   contains_t c = {mpath("tasks/%s/transcript", id), "before tail"};
   cr_assert(tu_wait_until(file_contains, &c, 20000));
-  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY | O_NONBLOCK);
+  int fd = open(mpath("tasks/%s/transcript", id), flags);
   cr_assert_geq(fd, 0);
+  return fd;
+}
+
+/* An epoll on fd (read to its end) finds nothing now, and wakes once the
+ * talking task prints line. */
+static void epoll_wakes_on_append(int fd, const char *line) {
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  cr_assert_eq(epoll_wait(ep, &ev, 1, 0), 0, "nothing new: epoll finds nothing");
+  say_later(line);
+  cr_assert_eq(epoll_wait(ep, &ev, 1, 20000), 1, "epoll did not wake on append");
+  close(ep);
+}
+
+Test(mount, poll_and_epoll_wake_on_append) {
+  char id[TFS_ID_MAX + 1];
+  int fd = talking_transcript(id, O_RDONLY | O_NONBLOCK);
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
   cr_assert_eq(poll(&pfd, 1, 0), 1, "unread data must be readable");
   read_to_eof(fd);
@@ -651,13 +670,7 @@ Test(mount, poll_and_epoll_wake_on_append) {
   cr_assert_eq(n, 4);
   cr_assert_eq(memcmp(buf, "two\n", 4), 0);
 
-  int ep = epoll_create1(0);
-  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-  cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
-  cr_assert_eq(epoll_wait(ep, &ev, 1, 0), 0);
-  say_later("three");
-  cr_assert_eq(epoll_wait(ep, &ev, 1, 20000), 1, "epoll did not wake on append");
-  close(ep);
+  epoll_wakes_on_append(fd, "three");
   close(fd);
 }
 
@@ -742,11 +755,7 @@ Test(mount, cached_reads_of_a_growing_transcript_are_a_prefix_of_the_backing_fil
  * the end after each wake-up misses nothing and never spins there. */
 Test(mount, a_blocking_handle_polls_readable_once_per_growth) {
   char id[TFS_ID_MAX + 1];
-  talking_task(id);
-  contains_t c = {mpath("tasks/%s/transcript", id), "before tail"};
-  cr_assert(tu_wait_until(file_contains, &c, 20000));
-  int fd = open(mpath("tasks/%s/transcript", id), O_RDONLY);
-  cr_assert_geq(fd, 0);
+  int fd = talking_transcript(id, O_RDONLY);
   read_to_eof(fd);
   struct pollfd pfd = {.fd = fd, .events = POLLIN};
   (void)poll(&pfd, 1, 0); /* readable or not: the page cache may have answered the reads */
@@ -760,15 +769,9 @@ Test(mount, a_blocking_handle_polls_readable_once_per_growth) {
   cr_assert_eq(read(fd, buf, sizeof buf), 0);
   cr_assert_eq(poll(&pfd, 1, 0), 0, "read to the end: not readable");
 
-  int ep = epoll_create1(0);
-  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-  cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
-  cr_assert_eq(epoll_wait(ep, &ev, 1, 0), 0);
-  say_later("three");
-  cr_assert_eq(epoll_wait(ep, &ev, 1, 20000), 1, "epoll did not wake on append");
+  epoll_wakes_on_append(fd, "three");
   cr_assert_eq(read(fd, buf, sizeof buf), 6);
   cr_assert_eq(memcmp(buf, "three\n", 6), 0);
-  close(ep);
   close(fd);
 }
 
