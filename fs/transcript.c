@@ -141,12 +141,16 @@ int fs_transcript_final(mnt_t *m, tfile_t *f) {
 /* Whether a poll on the transcript should report it readable now: bytes
  * past the furthest point this handle has read, or a task that has ended
  * (the reader will see EOF), or one that cannot be read at all. */
-int fs_transcript_ready(mnt_t *m, tfile_t *f) {
+static int ready_at(mnt_t *m, tfile_t *f, uint64_t *size) {
   struct stat st;
   backing_retry(m, f);
-  if (f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
-    return 1;
-  return fs_transcript_final(m, f);
+  *size = f->fd >= 0 && !fstat(f->fd, &st) ? (uint64_t)st.st_size : 0;
+  return *size > f->seen || fs_transcript_final(m, f);
+}
+
+int fs_transcript_ready(mnt_t *m, tfile_t *f) {
+  uint64_t size;
+  return ready_at(m, f, &size);
 }
 
 /* Readiness of an open file. A transcript that is not ready keeps the
@@ -168,10 +172,10 @@ void fs_op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
       fuse_pollhandle_destroy(f->ph);
     f->ph = ph;
   }
-  int ready = fs_transcript_ready(m, f);
-  struct stat st;
-  if (ready && f->cached && f->fd >= 0 && !fstat(f->fd, &st) && (uint64_t)st.st_size > f->seen)
-    f->seen = (uint64_t)st.st_size; /* told: see the top of this file */
+  uint64_t size;
+  int ready = ready_at(m, f, &size);
+  if (ready && f->cached && size > f->seen)
+    f->seen = size; /* told: see the top of this file */
   if (ready && f->ph) {
     fuse_pollhandle_destroy(f->ph);
     f->ph = NULL;

@@ -793,11 +793,7 @@ Test(mount, a_blocking_handle_polls_readable_once_per_growth) {
 /* Reads fd from off to its end into buf (cap bytes at most); returns the
  * count. */
 static size_t read_from(int fd, off_t off, char *buf, size_t cap) {
-  size_t got = 0;
-  ssize_t n;
-  while (got < cap && (n = pread(fd, buf + got, cap - got, off + (off_t)got)) > 0)
-    got += (size_t)n;
-  return got;
+  return read_all(fd, off, buf, cap, cap);
 }
 
 typedef struct {
