@@ -64,6 +64,21 @@ static int64_t next_read(int dfd) {
   return n;
 }
 
+/* Writes the counter in place. Only creators read it, under the lock it
+ * is written under, and it is a hint: a counter left behind, torn or lost
+ * only costs the next creator a few taken names (linkat decides). So it
+ * is not replaced by rename, which would allocate an inode and free one
+ * per task (on an ext4 without a journal, freed inodes slow every later
+ * creation for a minute: spread_children() in core/store.c). Numbers only
+ * grow, so the new text covers the old. */
+static void next_write(int dfd, const char *text, size_t len) {
+  int fd = openat(dfd, NEXT_FILE, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return;
+  (void)!pwrite(fd, text, len, 0);
+  close(fd);
+}
+
 int tfs__number_assign(tfs_store_t *store, tfs_record_t *rec) {
   char name[24], line[TFS_ID_MAX + 2], next[24];
   int dfd TFS_AUTOCLOSE = numbers_dir(store, 1);
@@ -82,9 +97,7 @@ int tfs__number_assign(tfs_store_t *store, tfs_record_t *rec) {
   }
   if (!err) {
     int nl = snprintf(next, sizeof next, "%lld\n", (long long)(n + 1));
-    /* Best effort: a counter left behind only costs the next creator a
-     * few taken names. */
-    tfs__write_atomic_flags(dfd, NEXT_FILE, next, (size_t)nl, TFS__WRITE_NOSYNC, NULL);
+    next_write(dfd, next, (size_t)nl);
     rec->number = n;
   }
   close(lk);

@@ -386,6 +386,53 @@ Test(clinum, a_start_waits_for_no_fsync_and_the_end_makes_the_number_durable) {
   free(out);
 }
 
+/* numbers/next is a hint written in place (no inode made and freed per
+ * task); a counter that is garbage or a planted symlink costs only probes:
+ * the numbers still count on without a gap or a repeat. */
+Test(clinum, the_counter_is_written_in_place_and_a_bad_one_costs_nothing_but_probes) {
+  char *out = NULL;
+  cr_assert_eq(
+      sh(NULL, NULL, "$T run --wait -- true >/dev/null && $T run --wait -- true >/dev/null"), 0);
+  cr_assert_eq(sh(&out, NULL,
+                  "cd \"$TASKFS_STATE_DIR/numbers\" && a=$(stat -c %%i next) &&"
+                  " $T run --wait -- true >/dev/null && b=$(stat -c %%i next) &&"
+                  " echo \"$a $b $(cat next)\""),
+               0);
+  unsigned long a = 0, b = 0, next = 0;
+  cr_assert_eq(sscanf(out, "%lu %lu %lu", &a, &b, &next), 3, "%s", out);
+  cr_assert_eq(a, b, "numbers/next was replaced (inode %lu, then %lu)", a, b);
+  cr_assert_eq(next, 4, "%s", out);
+  free(out);
+  /* Garbage longer than any number: task 4 all the same, and next reads 5. */
+  cr_assert_eq(sh(&out, NULL,
+                  "cd \"$TASKFS_STATE_DIR/numbers\" && printf 'zz-not-a-number-at-all-zz' > next &&"
+                  " $T run --wait -- true >/dev/null && head -n 1 next"),
+               0);
+  cr_assert_str_eq(out, "5\n");
+  free(out);
+  /* A symlink in its place is neither followed nor written through. */
+  cr_assert_eq(sh(&out, NULL,
+                  "cd \"$TASKFS_STATE_DIR/numbers\" && printf 'keep\\n' > ../../elsewhere &&"
+                  " rm next && ln -s ../../elsewhere next && $T run --wait -- true >/dev/null &&"
+                  " cat ../../elsewhere"),
+               0);
+  cr_assert_str_eq(out, "keep\n");
+  free(out);
+  cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
+  json_t *all = json_loads(out, 0, NULL);
+  cr_assert(all && json_array_size(all) == 5, "%s", out);
+  int seen[6] = {0};
+  size_t i;
+  json_t *t;
+  json_array_foreach(all, i, t) {
+    json_int_t n = json_integer_value(json_object_get(t, "number"));
+    cr_assert(n >= 1 && n <= 5, "number %lld", (long long)n);
+    cr_assert_eq(seen[n]++, 0, "number %lld given twice", (long long)n);
+  }
+  json_decref(all);
+  free(out);
+}
+
 /* `wait` returns at the record that says the task ended; the supervisor
  * still holds the task's lock for its last steps (the number's fsyncs).
  * strace holds each of those 1 s, so `rm` meets a completed task whose

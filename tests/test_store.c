@@ -4,7 +4,9 @@
 #include "tests/core_fixture.h"
 #include "core/internal.h" /* tests of the internal file helpers */
 
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 
 TestSuite(store, .init = fx_setup, .fini = fx_teardown, .timeout = 60);
 
@@ -82,6 +84,41 @@ Test(store, open_modes_independent_of_umask) {
   cr_assert_eq(tfs_store_open_existing(path, &s), 0);
   cr_assert_eq(tfs_task_count(s), 1);
   tfs_store_close(s);
+}
+
+/* The tasks directory carries ext4's top-directory hint (core/store.c
+ * spread_children), set when a writer opens the store, also on a store made
+ * before. Checked where the test's filesystem takes the flag at all. */
+Test(store, the_tasks_directory_spreads_its_children_where_the_filesystem_can) {
+  char probe[4096], path[4096], tasks[4200];
+  int flags = 0;
+  snprintf(probe, sizeof probe, "%s/probe", fx_dir);
+  cr_assert_eq(mkdir(probe, 0700), 0);
+  int pfd = open(probe, O_RDONLY | O_DIRECTORY);
+  cr_assert_geq(pfd, 0);
+  int can = ioctl(pfd, FS_IOC_GETFLAGS, &flags) == 0 &&
+            (flags |= FS_TOPDIR_FL, ioctl(pfd, FS_IOC_SETFLAGS, &flags) == 0);
+  close(pfd);
+  if (!can)
+    cr_skip_test("the filesystem of %s takes no FS_TOPDIR_FL", fx_dir);
+  tfs_store_t *s;
+  snprintf(path, sizeof path, "%s/state", fx_dir);
+  snprintf(tasks, sizeof tasks, "%s/tasks", path);
+  for (int round = 0; round < 2; round++) {
+    cr_assert_eq(tfs_store_open(path, &s), 0);
+    tfs_store_close(s);
+    int fd = open(tasks, O_RDONLY | O_DIRECTORY);
+    cr_assert_geq(fd, 0);
+    flags = 0;
+    cr_assert_eq(ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+    cr_assert(flags & FS_TOPDIR_FL, "round %d: tasks/ has flags %#x, no FS_TOPDIR_FL", round,
+              flags);
+    /* Round 1: a store whose tasks/ lacks the flag (made by an older
+     * taskfs) gets it from its next writer. */
+    flags &= ~FS_TOPDIR_FL;
+    cr_assert_eq(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+    close(fd);
+  }
 }
 
 Test(store, tasks_dir_symlink_refused) {
