@@ -69,24 +69,30 @@ static void chomp(char *s) {
   s[strcspn(s, "\n")] = '\0';
 }
 
+/* The store holds max tasks, numbered 1 to max, each number once. */
+static void expect_numbers_one_to(int max) {
+  char *out = NULL;
+  cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
+  json_t *all = json_loads(out, 0, NULL);
+  cr_assert(all && json_array_size(all) == (size_t)max, "%s", out);
+  int seen[64] = {0};
+  size_t i;
+  json_t *t;
+  json_array_foreach(all, i, t) {
+    json_int_t n = json_integer_value(json_object_get(t, "number"));
+    cr_assert(n >= 1 && n <= max && n < 64, "number %lld", (long long)n);
+    cr_assert_eq(seen[n]++, 0, "number %lld given twice", (long long)n);
+  }
+  json_decref(all);
+  free(out);
+}
+
 Test(clinum, every_task_gets_a_number_also_from_parallel_runs) {
   char *out = NULL;
   /* Eight runs at once: eight distinct numbers, 1 to 8. */
   cr_assert_eq(
       sh(NULL, NULL, "for i in 1 2 3 4 5 6 7 8; do $T run -- true >/dev/null & done; wait"), 0);
-  cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
-  json_t *all = json_loads(out, 0, NULL);
-  cr_assert(all && json_array_size(all) == 8, "%s", out);
-  int seen[9] = {0};
-  size_t i;
-  json_t *t;
-  json_array_foreach(all, i, t) {
-    json_int_t n = json_integer_value(json_object_get(t, "number"));
-    cr_assert(n >= 1 && n <= 8, "number %lld", (long long)n);
-    cr_assert_eq(seen[n]++, 0, "number %lld given twice", (long long)n);
-  }
-  json_decref(all);
-  free(out);
+  expect_numbers_one_to(8);
   /* ls shows them in a column of their own. */
   cr_assert_eq(sh(&out, NULL, "$T ls --columns number,state"), 0);
   cr_assert(strstr(out, "#") && strstr(out, "\n8 "), "%s", out);
@@ -418,19 +424,7 @@ Test(clinum, the_counter_is_written_in_place_and_a_bad_one_costs_nothing_but_pro
                0);
   cr_assert_str_eq(out, "keep\n");
   free(out);
-  cr_assert_eq(sh(&out, NULL, "$T ls --json"), 0);
-  json_t *all = json_loads(out, 0, NULL);
-  cr_assert(all && json_array_size(all) == 5, "%s", out);
-  int seen[6] = {0};
-  size_t i;
-  json_t *t;
-  json_array_foreach(all, i, t) {
-    json_int_t n = json_integer_value(json_object_get(t, "number"));
-    cr_assert(n >= 1 && n <= 5, "number %lld", (long long)n);
-    cr_assert_eq(seen[n]++, 0, "number %lld given twice", (long long)n);
-  }
-  json_decref(all);
-  free(out);
+  expect_numbers_one_to(5);
 }
 
 /* `wait` returns at the record that says the task ended; the supervisor
