@@ -196,8 +196,13 @@ static int not_stopped(void *arg) {
 
 Test(qmount, control_pauses_resumes_and_signals_a_task) {
   char a[TFS_ID_MAX + 1], path[128];
-  run_task(a, "-- sh -c 'trap \"echo usr1 > got; exit 0\" USR1; touch ready; "
-              "while :; do sleep 0.05; done'");
+  /* The worker waits in `wait` for a background sleep, so that a pause
+   * finds it where SIGSTOP shows as 'T'. A loop of foreground sleeps would
+   * not: dash starts each with vfork, and a pause that stops the child
+   * before its exec leaves the parent in 'D' (waiting for that exec) for as
+   * long as the pause lasts (seen: 1 run in 8 beside a CPU hog). */
+  run_task(a, "-- sh -c 'trap \"kill \\$!; echo usr1 > got; exit 0\" USR1; "
+              "sleep 300.207 & touch ready; wait'");
   cr_assert(tu_wait_until(exists, "ready", 20000));
   tfs_record_t rec = sx_load(a);
   pid_t worker = rec.worker_pgid;
