@@ -93,14 +93,14 @@ static int sub_dir(int fd, const char *name, int create) {
 /* Asks the filesystem to place each task directory in a part of the disk
  * of its own (ext4's top-directory hint, `chattr +T`; Orlov spreads the
  * children of such a directory over the block groups, and a file goes to
- * its directory's group). Why: a task frees about six inodes (each record
- * replaced by rename, the reserve, the doorbell, the number's counter),
- * and on an ext4 without a journal the inode allocator walks past every
- * inode freed in the last minute of a group, one buffer lookup each
- * (recently_deleted), before it takes a free one: with every task of a
- * busy store in one group, each of the ~11 files a start creates walked
- * hundreds (bench/analysis.md, Row 11, "fifth round"). Other filesystems
- * ignore or refuse the flag; nothing depends on it. */
+ * its directory's group). Why: a task frees about four inodes (the two
+ * records replaced by rename, the reserve, the doorbell), and on an ext4
+ * without a journal the inode allocator walks past every inode freed in
+ * the last minute of a group, one buffer lookup each (recently_deleted),
+ * before it takes a free one: with every task of a busy store in one
+ * group, each of the ~11 files a start creates walked hundreds
+ * (bench/analysis.md, Row 11, "fifth round"). Other filesystems ignore or
+ * refuse the flag; nothing depends on it. */
 static void spread_children(int fd) {
   int flags = 0;
   if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && !(flags & FS_TOPDIR_FL)) {
